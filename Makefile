@@ -1,0 +1,52 @@
+# ascend.cluster: the two commands users need are `make demo` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: all venv test test-python test-unit test-testbed sanity lint demo bench build clean
+
+all: test
+
+$(STAMP): requirements.txt tests/requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+	touch $@
+
+venv: $(STAMP)
+
+## make test: everything CI runs (python tests incl. the multi-host test bed, sanity, lint)
+test: test-python sanity lint
+
+## make test-python: all pytest suites (the test bed ones need root and netns)
+test-python: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## make test-unit: the fast suites only (no test bed)
+test-unit: $(STAMP)
+	$(BIN)/python -m pytest -m "not testbed" $(PYTEST_ARGS)
+
+test-testbed: $(STAMP)
+	$(BIN)/python -m pytest -m testbed $(PYTEST_ARGS)
+
+sanity: $(STAMP)
+	VENV_BIN=$(abspath $(BIN)) bash tests/sanity/run.sh
+
+lint: $(STAMP)
+	PATH=$(abspath $(BIN)):$$PATH $(BIN)/ansible-lint --offline --profile production
+
+## make demo: the main job on a simulated 2 x 8 NPU cluster on this machine
+demo: $(STAMP)
+	PATH=$(abspath $(BIN)):$$PATH bash examples/sim/demo.sh
+
+## make bench: every benchmark under bench/, one JSON object per line
+bench: $(STAMP)
+	@for b in bench/bench_*.py; do $(BIN)/python "$$b" || exit 1; done
+
+build: $(STAMP)
+	$(BIN)/ansible-galaxy collection build --force --output-path build/
+
+clean:
+	rm -rf build tests/output .pytest_cache
