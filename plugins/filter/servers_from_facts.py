@@ -1,0 +1,21 @@
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Filter ``servers_from_facts``: hosts' ``ascend_npu`` facts -> the rank-table ``servers`` list."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.ascend.cluster.plugins.plugin_utils._servers import ServersError, servers_from_hostvars
+
+
+def servers_from_facts(hosts, facts_key="ascend_npu"):
+    try:
+        return servers_from_hostvars(hosts, facts_key)
+    except ServersError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+class FilterModule:
+    def filters(self):
+        return {"servers_from_facts": servers_from_facts}

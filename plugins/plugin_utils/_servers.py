@@ -1,0 +1,68 @@
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Turn per-host ``hccn_facts`` results into the ``servers`` list the rank-table filters take."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+
+class ServersError(ValueError):
+    """A host cannot be turned into a server entry; the message says which and why."""
+
+
+DEVICE_KEYS = ("device_id", "device_ip", "netmask", "gateway", "link", "net_health", "stale_conf", "error")
+
+
+def _host_name(hostvars: Mapping[str, Any]) -> str:
+    return str(hostvars.get("inventory_hostname") or hostvars.get("ansible_host") or "?")
+
+
+def server_from_hostvars(hostvars: Mapping[str, Any], facts_key: str = "ascend_npu") -> dict[str, Any]:
+    """One server entry from one host's variables.
+
+    ``server_id`` is ``ascend_server_id`` when set, else ``ansible_host``, else the inventory name:
+    MindSpore documents it as the host's IP address, so inventories that address hosts by name
+    should set ``ascend_server_id``.
+    """
+    name = _host_name(hostvars)
+    facts = hostvars.get(facts_key)
+    if not isinstance(facts, Mapping) or "devices" not in facts:
+        raise ServersError(
+            f"host {name} has no '{facts_key}' facts: run ascend.cluster.hccn_facts on it first "
+            "(or include it in the play that gathers them)"
+        )
+    server_id = hostvars.get("ascend_server_id") or hostvars.get("ansible_host") or name
+    devices = []
+    for dev in facts.get("devices") or []:
+        if not isinstance(dev, Mapping) or "device_id" not in dev:
+            raise ServersError(f"host {name}: malformed device entry {dev!r} in '{facts_key}.devices'")
+        entry = {key: dev[key] for key in DEVICE_KEYS if key in dev}
+        entry["device_id"] = int(dev["device_id"])
+        entry["device_ip"] = str(dev.get("device_ip") or "")
+        devices.append(entry)
+    devices.sort(key=lambda d: d["device_id"])
+    server: dict[str, Any] = {
+        "server_id": str(server_id),
+        "host": name,
+        "chip": facts.get("chip"),
+        "devices": devices,
+    }
+    host_ip = hostvars.get("ascend_host_ip") or hostvars.get("ansible_host")
+    if host_ip:
+        server["host_ip"] = str(host_ip)
+    return server
+
+
+def servers_from_hostvars(hosts: Iterable[Mapping[str, Any]], facts_key: str = "ascend_npu") -> list[dict[str, Any]]:
+    """Server entries for every host, in the order given."""
+    if isinstance(hosts, Mapping):
+        raise ServersError(
+            "servers_from_facts expects a list of host variables, e.g. "
+            "ansible_play_hosts | map('extract', hostvars); got a mapping"
+        )
+    servers = [server_from_hostvars(h, facts_key) for h in hosts]
+    if not servers:
+        raise ServersError("servers_from_facts got no hosts: is the play's host list empty?")
+    return servers
