@@ -1,0 +1,81 @@
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Read ``/etc/hccn.conf`` and cross-check it against what a device reports.
+
+The file holds one ``key_<phy_id>=value`` per line (``address_0=192.168.100.101``). ``hccn_tool``
+appends a changed key at the end, so for a repeated key the last line wins. The device is the
+truth; the file is only the fallback when ``hccn_tool`` is missing, and the cross-check otherwise.
+
+Runs on target hosts: Python 3.8+, stdlib only.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.ascend.cluster.plugins.module_utils._hccn_parse import UNSET_ADDRESS
+
+__metaclass__ = type
+
+DEFAULT_PATH = "/etc/hccn.conf"
+_LINE = re.compile(r"^\s*(?P<key>[A-Za-z][A-Za-z0-9_]*?)_(?P<device>\d+)\s*=\s*(?P<value>.*?)\s*$")
+
+# device fact -> hccn.conf key, for the fields both sides know.
+CROSS_CHECKED = (
+    ("device_ip", "address"),
+    ("netmask", "netmask"),
+    ("gateway", "gateway"),
+    ("netdetect", "netdetect"),
+)
+
+
+def parse_conf(text):
+    # type: (str) -> dict
+    """``{device_id: {key: value}}``; comments, blank and malformed lines are ignored; last wins."""
+    devices = {}  # type: dict
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        match = _LINE.match(line)
+        if match:
+            devices.setdefault(int(match.group("device")), {})[match.group("key")] = match.group("value")
+    return devices
+
+
+def read_conf(path):
+    # type: (str) -> dict | None
+    """Parsed content of ``path``, or None when the file does not exist (OSError otherwise)."""
+    try:
+        with open(path, "r") as handle:
+            return parse_conf(handle.read())
+    except FileNotFoundError:
+        return None
+
+
+def _address(value):
+    # type: (str | None) -> str
+    value = (value or "").strip()
+    return "" if value == UNSET_ADDRESS else value
+
+
+def facts_from_conf(conf):
+    # type: (dict) -> dict
+    """The device facts the file claims for one device: device_ip, netmask, gateway, netdetect."""
+    return dict((fact, _address(conf.get(key))) for fact, key in CROSS_CHECKED)
+
+
+def stale_keys(device_facts, conf):
+    # type: (dict, dict) -> list
+    """hccn.conf keys whose value differs from what the device reports (unset == missing == 0.0.0.0).
+
+    Facts the device could not report (None) are not compared.
+    """
+    claimed = facts_from_conf(conf)
+    stale = []
+    for fact, key in CROSS_CHECKED:
+        actual = device_facts.get(fact)
+        if actual is None:
+            continue
+        if _address(actual) != claimed[fact]:
+            stale.append(key)
+    return stale

@@ -1,0 +1,292 @@
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Gather ``ascend_npu`` facts: device list, concurrent ``hccn_tool`` queries, hccn.conf cross-check.
+
+Used by the ``hccn_facts`` module. Everything that must stop the module raises :class:`FactsError`
+(message saying what to fix, plus raw output); the module turns it into ``fail_json``.
+
+Runs on target hosts: Python 3.8+, stdlib only.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible_collections.ascend.cluster.plugins.module_utils import _chip
+from ansible_collections.ascend.cluster.plugins.module_utils import _hccn_conf
+from ansible_collections.ascend.cluster.plugins.module_utils import _hccn_tool
+from ansible_collections.ascend.cluster.plugins.module_utils import _npu_smi
+from ansible_collections.ascend.cluster.plugins.module_utils._hccn_parse import ParseError
+
+__metaclass__ = type
+
+# query name -> HccnTool getter. The first five are always gathered; the rest via `gather`.
+BASE_QUERIES = ("ip", "gateway", "netdetect", "net_health", "link")
+EXTRA_QUERIES = ("tls", "mac")
+_GETTERS = {
+    "ip": "get_ip",
+    "gateway": "get_gateway",
+    "netdetect": "get_netdetect",
+    "net_health": "get_net_health",
+    "link": "get_link",
+    "tls": "get_tls",
+    "mac": "get_mac",
+}
+MAX_DEVICE_ID = max(profile.max_device_id for profile in _chip.CHIPS.values())
+
+
+class FactsError(Exception):
+    """Stop the module: ``msg`` says what to fix, ``details`` carries raw cmd/rc/stdout/stderr."""
+
+    def __init__(self, msg, **details):
+        # type: (str, object) -> None
+        self.msg = msg
+        self.details = details
+        super(FactsError, self).__init__(msg)
+
+
+def query_devices(tool, devices, queries, parallel):
+    # type: (_hccn_tool.HccnTool, list, tuple, int) -> dict
+    """Run every (device, query) pair on a bounded thread pool.
+
+    Returns ``{(device, query): value or HccnError}`` for per-device outcomes; raises FactsError
+    for answers that concern the whole host (unparseable output, driver rejects the command,
+    binary not executable).
+    """
+    tasks = [(device, query) for device in devices for query in queries]
+    answers = {}  # type: dict
+    if not tasks:
+        return answers
+
+    def one(task):
+        device, query = task
+        try:
+            return getattr(tool, _GETTERS[query])(device)
+        except (_hccn_tool.HccnError, ParseError) as exc:
+            return exc
+
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(tasks)))) as pool:
+        for task, value in zip(tasks, pool.map(one, tasks)):
+            answers[task] = value
+    for (device, query), value in sorted(answers.items()):
+        if isinstance(value, ParseError):
+            raise FactsError(
+                "hccn_tool gave an answer for device %d (%s) that cannot be parsed; raw output: %r. "
+                "Check the driver version, or report this output so the parser can learn it."
+                % (device, " ".join(tool.command(device, ["-%s" % query, "-g"])), value.raw),
+                stdout=value.raw,
+            )
+        if isinstance(value, _hccn_tool.HccnError) and value.kind in (_hccn_tool.USAGE, _hccn_tool.MISSING):
+            hint = (
+                "drop %r from the gather option or upgrade the Ascend driver" % query
+                if query in EXTRA_QUERIES
+                else "check that %s is the Ascend driver's hccn_tool" % tool.binary
+            )
+            raise FactsError(
+                "%s rejected %s: %s; %s"
+                % (tool.binary, " ".join(value.result.cmd), value.reason, hint),
+                cmd=value.result.cmd,
+                rc=value.result.rc,
+                stdout=value.result.stdout,
+                stderr=value.result.stderr,
+            )
+    return answers
+
+
+def device_from_answers(device, answers, queries, conf):
+    # type: (int, dict, tuple, dict | None) -> dict
+    """One ``devices`` entry from the device's answers, cross-checked against its hccn.conf keys."""
+    entry = {
+        "device_id": device,
+        "device_ip": None,
+        "netmask": None,
+        "ips": None,
+        "gateway": None,
+        "netdetect": None,
+        "net_health": None,
+        "link": None,
+        "error": None,
+    }  # type: dict
+    for query in queries:
+        value = answers[(device, query)]
+        if isinstance(value, _hccn_tool.HccnError):
+            if entry["error"] is None:
+                entry["error"] = value.stderr or value.reason
+            continue
+        if query == "ip":
+            entry.update(device_ip=value["address"], netmask=value["netmask"], ips=value["ips"])
+        elif query == "tls":
+            entry.update(value)
+        else:
+            entry[query] = value
+    _cross_check(entry, conf)
+    return entry
+
+
+def _cross_check(entry, conf):
+    # type: (dict, dict | None) -> None
+    if conf is None:  # no hccn.conf to compare with
+        entry.update(conf={}, stale_conf=False, stale_keys=[])
+        return
+    own = conf.get(entry["device_id"], {})
+    keys = _hccn_conf.stale_keys(entry, own)
+    entry.update(conf=own, stale_conf=bool(keys), stale_keys=keys)
+
+
+def device_from_conf(device, conf):
+    # type: (int, dict) -> dict
+    """One ``devices`` entry from hccn.conf alone (fallback when hccn_tool is missing)."""
+    own = conf.get(device, {})
+    entry = {"device_id": device, "net_health": None, "link": None, "error": None}  # type: dict
+    entry.update(_hccn_conf.facts_from_conf(own))
+    entry["ips"] = [{"address": entry["device_ip"], "netmask": entry["netmask"]}] if entry["device_ip"] else []
+    entry.update(conf=own, stale_conf=False, stale_keys=[])
+    return entry
+
+
+def validate_params(params):
+    # type: (dict) -> None
+    """Checks the argument spec cannot express (ranges, duplicates)."""
+    if params["parallel"] < 1:
+        raise FactsError("parallel must be 1 or more (got %d)" % params["parallel"])
+    if params["timeout"] < 1:
+        raise FactsError("timeout must be 1 second or more (got %d)" % params["timeout"])
+    devices = params.get("devices")
+    if devices is not None:
+        bad = [d for d in devices if d < 0 or d > MAX_DEVICE_ID]
+        if bad:
+            raise FactsError(
+                "devices %s out of range: physical device ids go from 0 to %d (see `npu-smi info -l`)"
+                % (bad, MAX_DEVICE_ID)
+            )
+        if len(set(devices)) != len(devices):
+            raise FactsError("devices lists an id more than once: %s" % devices)
+
+
+class Gatherer:
+    """Collects the facts for one host; ``warnings`` accumulates what the operator should know."""
+
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+        self.warnings = []  # type: list
+
+    def warn(self, msg):
+        # type: (str) -> None
+        self.warnings.append(msg)
+
+    def find_tools(self):
+        # type: () -> tuple
+        hccn = _hccn_tool.find_binary(self.module, self.params["hccn_tool"])
+        if self.params["hccn_tool"] and hccn is None:
+            raise FactsError(
+                "hccn_tool=%s is not an executable file: fix the path or leave the option unset to search PATH "
+                "and %s" % (self.params["hccn_tool"], _hccn_tool.DEFAULT_PATH)
+            )
+        npu = _npu_smi.find_binary(self.module, self.params["npu_smi"])
+        if self.params["npu_smi"] and npu is None:
+            raise FactsError(
+                "npu_smi=%s is not an executable file: fix the path or leave the option unset to search PATH and %s"
+                % (self.params["npu_smi"], ", ".join(_npu_smi.INSTALL_DIRS))
+            )
+        return hccn, npu
+
+    def read_conf(self):
+        # type: () -> dict | None
+        path = self.params["hccn_conf"]
+        try:
+            return _hccn_conf.read_conf(path)
+        except (OSError, UnicodeDecodeError) as exc:
+            self.warn("cannot read %s (%s): hccn.conf cross-check skipped" % (path, exc))
+            return None
+
+    def discover(self, npu_smi):
+        # type: (str | None) -> tuple
+        """(device ids, where they came from, chip name or None)."""
+        table = None
+        npus = None
+        if npu_smi:
+            client = _npu_smi.NpuSmi(self.module, npu_smi)
+            try:
+                table = client.info_table()
+            except _npu_smi.NpuSmiError as exc:
+                self.warn("%s: chip model unknown" % exc)
+            except _npu_smi.NpuSmiParseError as exc:
+                self.warn("cannot read the NPU table of `%s info` (chip model unknown): %r" % (npu_smi, exc.raw))
+            if self.params["devices"] is None:
+                try:
+                    npus = client.info_list()
+                except _npu_smi.NpuSmiError as exc:
+                    self.warn("%s: falling back to /dev/davinci* for the device list" % exc)
+                except _npu_smi.NpuSmiParseError as exc:
+                    raise FactsError(
+                        "cannot parse `%s info -l`; raw output: %r. Set the devices option to skip discovery."
+                        % (npu_smi, exc.raw),
+                        stdout=exc.raw,
+                    )
+        name = _npu_smi.chip_name(table) if table else None
+        if self.params["devices"] is not None:
+            return list(self.params["devices"]), "devices option", name
+        if npus is not None:
+            return _npu_smi.device_ids(npus, table), "npu-smi", name
+        return _npu_smi.davinci_devices(self.params["dev_dir"]), "/dev/davinci", name
+
+    def gather(self):
+        # type: () -> dict
+        validate_params(self.params)
+        hccn, npu = self.find_tools()
+        conf = self.read_conf()
+        devices, listed_by, name = self.discover(npu)
+        if hccn is None:
+            if conf is None:
+                raise FactsError(
+                    "neither hccn_tool (PATH, %s) nor %s was found: install the Ascend NPU driver, which provides "
+                    "hccn_tool, or set the hccn_tool / hccn_conf option"
+                    % (_hccn_tool.DEFAULT_PATH, self.params["hccn_conf"])
+                )
+            self.warn(
+                "hccn_tool not found (PATH, %s): facts come from %s, which can be stale, and link/net_health are "
+                "unknown; install the Ascend NPU driver or set the hccn_tool option"
+                % (_hccn_tool.DEFAULT_PATH, self.params["hccn_conf"])
+            )
+            if not devices:
+                devices, listed_by = sorted(d for d, keys in conf.items() if "address" in keys), "hccn.conf"
+            entries = [device_from_conf(d, conf) for d in devices]
+            source = "hccn_conf"
+        else:
+            if not devices:
+                raise FactsError(
+                    "no NPU found on this host (npu-smi: %s, /dev/davinciN: none): check that the Ascend driver "
+                    "is loaded, or list the device ids in the devices option" % (npu or "not found")
+                )
+            if conf is None:
+                self.warn("%s not found: hccn.conf cross-check skipped" % self.params["hccn_conf"])
+            queries = BASE_QUERIES + tuple(q for q in EXTRA_QUERIES if q in self.params["gather"])
+            tool = _hccn_tool.HccnTool(
+                self.module, hccn, timeout=self.params["timeout"], timeout_bin=self.module.get_bin_path("timeout")
+            )
+            answers = query_devices(tool, devices, queries, self.params["parallel"])
+            entries = [device_from_answers(d, answers, queries, conf) for d in devices]
+            source = "hccn_tool"
+        return {
+            "chip": _normalize(name),
+            "chip_name": name,
+            "device_count": len(entries),
+            "devices": entries,
+            "device_list_source": listed_by,
+            "source": source,
+            "hccn_tool": hccn,
+            "hccn_conf": self.params["hccn_conf"],
+            "npu_smi": npu,
+            "warnings": list(self.warnings),
+        }
+
+
+def _normalize(name):
+    # type: (str | None) -> str | None
+    if not name:
+        return None
+    try:
+        return _chip.normalize_chip(name)
+    except ValueError:
+        return None

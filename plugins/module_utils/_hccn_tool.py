@@ -1,0 +1,186 @@
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""The one client for ``hccn_tool``: knows the binary, the timeout and the exit-code table.
+
+Every call goes through :meth:`HccnTool.run` (``module.run_command`` with an argument list,
+never a shell string). :meth:`HccnTool.query` turns an answer into stdout or a classified
+:class:`HccnError`; the typed ``get_*`` helpers add the parsers of ``_hccn_parse``. Methods are
+safe to call from worker threads: they never call ``fail_json`` themselves.
+
+Runs on target hosts: Python 3.8+, stdlib only.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ansible_collections.ascend.cluster.plugins.module_utils import _hccn_parse as parse
+
+__metaclass__ = type
+
+DEFAULT_PATH = "/usr/local/Ascend/driver/tools/hccn_tool"
+DEFAULT_TIMEOUT = 30
+# rc the coreutils `timeout` wrapper returns when it had to stop the command.
+TIMEOUT_RCS = (124, 137)
+
+# Outcome kinds of one call (see HccnError.kind).
+UNSET = "unset"  # the value was never configured: a normal state, not a failure
+DEVICE = "device"  # this device answered with an error: reported per device
+USAGE = "usage"  # the driver rejected the command itself (old driver, bad arguments)
+MISSING = "missing"  # the binary cannot be executed at all
+
+# The reference's exit-code table: (stderr text, kind). Matched case-insensitively on stderr.
+ERROR_TABLE = (
+    ("no gateway was preset", UNSET),
+    ("no ip was preset", UNSET),
+    ("Get invalid device id", DEVICE),
+    ("Command execute failed", DEVICE),
+    ("Get unknown option", USAGE),
+    ("The total count of input parameters is wrong", USAGE),
+)
+
+
+class HccnResult:
+    """The raw answer of one ``hccn_tool`` call."""
+
+    def __init__(self, cmd, rc, stdout, stderr):
+        # type: (list, int, str, str) -> None
+        self.cmd = cmd
+        self.rc = rc
+        self.stdout = stdout
+        self.stderr = stderr
+
+    def __repr__(self):
+        return "HccnResult(rc=%r, stdout=%r, stderr=%r)" % (self.rc, self.stdout, self.stderr)
+
+
+class HccnError(Exception):
+    """A call that did not return data; ``kind`` says what it means (UNSET, DEVICE, USAGE, MISSING)."""
+
+    def __init__(self, kind, result, reason):
+        # type: (str, HccnResult, str) -> None
+        self.kind = kind
+        self.result = result
+        self.reason = reason
+        super(HccnError, self).__init__(reason)
+
+    @property
+    def stderr(self):
+        # type: () -> str
+        return self.result.stderr.strip()
+
+
+def classify(result):
+    # type: (HccnResult) -> HccnError | None
+    """Map rc/stderr to an outcome: None for success, else an HccnError saying what it means."""
+    if result.rc == 0:
+        return None
+    err = result.stderr.lower()
+    for text, kind in ERROR_TABLE:
+        if text.lower() in err:
+            return HccnError(kind, result, result.stderr.strip())
+    if result.rc in TIMEOUT_RCS:
+        return HccnError(DEVICE, result, "no answer within the timeout (rc=%d)" % result.rc)
+    if result.rc in (126, 127):
+        return HccnError(MISSING, result, "cannot execute %s (rc=%d)" % (result.cmd[0], result.rc))
+    return HccnError(DEVICE, result, result.stderr.strip() or "exit code %d without message" % result.rc)
+
+
+class HccnTool:
+    """Client for one ``hccn_tool`` binary on this host."""
+
+    def __init__(self, module, binary, timeout=DEFAULT_TIMEOUT, timeout_bin=None):
+        # type: (object, str, int, str | None) -> None
+        self.module = module
+        self.binary = binary
+        self.timeout = timeout
+        # coreutils `timeout` bounds each call (run_command has no timeout of its own).
+        self.timeout_bin = timeout_bin
+
+    def command(self, device, args):
+        # type: (int | None, list) -> list
+        """The argument list for ``hccn_tool -i <device> <args>`` (``-a`` when device is None)."""
+        target = ["-a"] if device is None else ["-i", str(int(device))]
+        return [self.binary] + target + [str(a) for a in args]
+
+    def run(self, device, args):
+        # type: (int | None, list) -> HccnResult
+        """Run one call and return its raw answer; never raises for a failing command."""
+        cmd = self.command(device, args)
+        argv = list(cmd)
+        if self.timeout_bin and self.timeout:
+            argv = [self.timeout_bin, "--kill-after=5", str(self.timeout)] + argv
+        try:
+            rc, out, err = self.module.run_command(argv, expand_user_and_vars=False, handle_exceptions=False)
+        except OSError as exc:
+            return HccnResult(cmd, 127, "", "%s: %s" % (self.binary, exc))
+        return HccnResult(cmd, rc, out or "", err or "")
+
+    def query(self, device, args):
+        # type: (int | None, list) -> str
+        """Run a get command and return stdout, or raise the classified HccnError."""
+        result = self.run(device, args)
+        error = classify(result)
+        if error is not None:
+            raise error
+        return result.stdout
+
+    def _get(self, device, args, parser, unset):
+        try:
+            raw = self.query(device, args)
+        except HccnError as exc:
+            if exc.kind == UNSET:
+                return unset
+            raise
+        return parser(raw)
+
+    def get_ip(self, device):
+        # type: (int) -> dict
+        """``{"address", "netmask", "ips"}``; empty values when no IP was ever set."""
+        return self._get(device, ["-ip", "-g"], parse.parse_ip, {"address": "", "netmask": "", "ips": []})
+
+    def get_gateway(self, device):
+        # type: (int) -> str
+        """The default gateway, ``""`` when none is set (rc 2, a normal state)."""
+        return self._get(device, ["-gateway", "-g"], parse.parse_gateway, {"gateway": "", "iface": ""})["gateway"]
+
+    def get_netdetect(self, device):
+        # type: (int) -> str
+        """The netdetect address, ``""`` when unset (``0.0.0.0``)."""
+        return self._get(device, ["-netdetect", "-g"], parse.parse_netdetect, "")
+
+    def get_net_health(self, device):
+        # type: (int) -> str
+        """The raw `net health status` value (``Success``, ``Init``, ``Receive timeout``, ...)."""
+        return self._get(device, ["-net_health", "-g"], parse.parse_net_health, "")
+
+    def get_link(self, device):
+        # type: (int) -> str
+        """``"UP"`` or ``"DOWN"``."""
+        return self._get(device, ["-link", "-g"], parse.parse_link, "")
+
+    def get_tls(self, device):
+        # type: (int) -> dict
+        """``{"tls_switch", "tls_preconfigured", "tls_alarm_days"}``."""
+        return self._get(device, ["-tls", "-g"], parse.parse_tls, {})
+
+    def get_mac(self, device):
+        # type: (int) -> str
+        """The device NIC's MAC address."""
+        return self._get(device, ["-mac", "-g"], parse.parse_mac, "")
+
+
+def find_binary(module, explicit=None):
+    # type: (object, str | None) -> str | None
+    """Path of hccn_tool: ``explicit`` if given (None if not executable), else PATH, else DEFAULT_PATH."""
+    if explicit:
+        if os.sep not in explicit:
+            return module.get_bin_path(explicit) or None
+        return explicit if _is_executable(explicit) else None
+    found = module.get_bin_path("hccn_tool", opt_dirs=[os.path.dirname(DEFAULT_PATH)])
+    return found or None
+
+
+def _is_executable(path):
+    # type: (str) -> bool
+    return os.path.isfile(path) and os.access(path, os.X_OK)

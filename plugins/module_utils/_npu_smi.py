@@ -1,0 +1,178 @@
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Device discovery: ``npu-smi info -l`` / ``npu-smi info`` parsers and the ``/dev/davinciN`` fallback.
+
+Parsers are pure functions raising :class:`NpuSmiParseError` with the raw text; :class:`NpuSmi`
+runs the binary through ``module.run_command`` (argument lists only).
+
+Runs on target hosts: Python 3.8+, stdlib only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+__metaclass__ = type
+
+# Where the driver installs npu-smi besides PATH.
+INSTALL_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/local/Ascend/driver/tools")
+HEALTH_VALUES = ("OK", "Warning", "Alarm", "Critical", "UNKNOWN")
+
+_TOTAL = re.compile(r"^\s*Total\s+Count\s*:\s*(\d+)\s*$", re.IGNORECASE | re.MULTILINE)
+_NPU_ID = re.compile(r"^\s*NPU\s+ID\s*:\s*(\d+)\s*$", re.IGNORECASE)
+_CHIP_COUNT = re.compile(r"^\s*Chip\s+Count\s*:\s*(\d+)\s*$", re.IGNORECASE)
+_BUS_ID = re.compile(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$")
+_DAVINCI = re.compile(r"^davinci(\d+)$")
+
+
+class NpuSmiParseError(ValueError):
+    """npu-smi printed something we do not understand; ``raw`` holds it."""
+
+    def __init__(self, what, raw):
+        # type: (str, str) -> None
+        self.what = what
+        self.raw = raw
+        super(NpuSmiParseError, self).__init__("cannot parse %s from npu-smi output %r" % (what, raw))
+
+
+def parse_info_list(raw):
+    # type: (str) -> list
+    """Parse ``npu-smi info -l`` -> ``[{"npu_id": int, "chip_count": int}, ...]`` in printed order."""
+    total = _TOTAL.search(raw)
+    npus = []  # type: list
+    for line in raw.splitlines():
+        match = _NPU_ID.match(line)
+        if match:
+            npus.append({"npu_id": int(match.group(1)), "chip_count": 1})
+            continue
+        match = _CHIP_COUNT.match(line)
+        if match and npus:
+            npus[-1]["chip_count"] = int(match.group(1))
+    if total is None and not npus:
+        raise NpuSmiParseError("NPU list (Total Count / NPU ID)", raw)
+    if total is not None and int(total.group(1)) != len(npus):
+        raise NpuSmiParseError("NPU list (Total Count %s but %d NPU IDs)" % (total.group(1), len(npus)), raw)
+    return npus
+
+
+def _cells(line):
+    # type: (str) -> list
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def parse_info_table(raw):
+    # type: (str) -> list
+    """Parse the ``npu-smi info`` box table -> one dict per NPU.
+
+    ``{"npu_id", "name", "health", "chips": [{"chip_id", "phy_id", "bus_id"}]}``; ``phy_id`` is
+    None unless the table has a ``Chip  Phy-ID`` column (A3 boards). The process section is skipped.
+    """
+    npus = []  # type: list
+    for line in raw.splitlines():
+        if not line.lstrip().startswith("|"):
+            continue
+        cells = _cells(line)
+        if len(cells) < 2:
+            continue
+        first = cells[0].split()
+        if not first or not first[0].isdigit():
+            continue
+        if cells[1] in HEALTH_VALUES and len(first) >= 2:
+            npus.append({"npu_id": int(first[0]), "name": " ".join(first[1:]), "health": cells[1], "chips": []})
+        elif _BUS_ID.match(cells[1]) and npus:
+            phy_id = int(first[1]) if len(first) >= 2 and first[1].isdigit() else None
+            npus[-1]["chips"].append({"chip_id": int(first[0]), "phy_id": phy_id, "bus_id": cells[1]})
+    if not npus:
+        raise NpuSmiParseError("NPU table (rows '| <id> <name> | <health> |')", raw)
+    return npus
+
+
+def device_ids(npu_list, table=None):
+    # type: (list, list | None) -> list
+    """Physical device ids (the ``hccn_tool -i`` numbers), sorted.
+
+    The table's ``Phy-ID`` column wins when present. Otherwise one device per NPU id, or, when an
+    NPU has several chips (A3 "Chip Count" 2), ``npu_id * chip_count + chip`` for each chip.
+    """
+    if table:
+        phy = [chip["phy_id"] for npu in table for chip in npu["chips"] if chip["phy_id"] is not None]
+        if phy:
+            return sorted(set(phy))
+    ids = set()
+    for npu in npu_list:
+        count = max(1, npu["chip_count"])
+        if count == 1:
+            ids.add(npu["npu_id"])
+        else:
+            ids.update(npu["npu_id"] * count + chip for chip in range(count))
+    return sorted(ids)
+
+
+def chip_name(table):
+    # type: (list) -> str | None
+    """The ``Name`` column of the first NPU (all NPUs of a server are the same model)."""
+    for npu in table:
+        if npu.get("name"):
+            return npu["name"]
+    return None
+
+
+def davinci_devices(dev_dir="/dev"):
+    # type: (str) -> list
+    """Device ids from ``/dev/davinciN`` nodes (not ``davinci_manager``), sorted; [] if none."""
+    try:
+        names = os.listdir(dev_dir)
+    except OSError:
+        return []
+    return sorted(int(m.group(1)) for m in (_DAVINCI.match(n) for n in names) if m)
+
+
+def find_binary(module, explicit=None):
+    # type: (object, str | None) -> str | None
+    """Path of npu-smi: ``explicit`` if given (None if not executable), else PATH and INSTALL_DIRS."""
+    if explicit:
+        if os.sep not in explicit:
+            return module.get_bin_path(explicit) or None
+        return explicit if os.path.isfile(explicit) and os.access(explicit, os.X_OK) else None
+    return module.get_bin_path("npu-smi", opt_dirs=list(INSTALL_DIRS)) or None
+
+
+class NpuSmiError(Exception):
+    """npu-smi failed; carries the command and its raw output."""
+
+    def __init__(self, cmd, rc, stdout, stderr):
+        # type: (list, int, str, str) -> None
+        self.cmd = cmd
+        self.rc = rc
+        self.stdout = stdout
+        self.stderr = stderr
+        super(NpuSmiError, self).__init__("%s failed (rc=%d): %s" % (" ".join(cmd), rc, stderr.strip() or stdout.strip()))
+
+
+class NpuSmi:
+    """Client for one npu-smi binary."""
+
+    def __init__(self, module, binary):
+        # type: (object, str) -> None
+        self.module = module
+        self.binary = binary
+
+    def run(self, args):
+        # type: (list) -> str
+        cmd = [self.binary] + list(args)
+        try:
+            rc, out, err = self.module.run_command(cmd, expand_user_and_vars=False, handle_exceptions=False)
+        except OSError as exc:
+            raise NpuSmiError(cmd, 127, "", str(exc))
+        if rc != 0:
+            raise NpuSmiError(cmd, rc, out or "", err or "")
+        return out or ""
+
+    def info_list(self):
+        # type: () -> list
+        return parse_info_list(self.run(["info", "-l"]))
+
+    def info_table(self):
+        # type: () -> list
+        return parse_info_table(self.run(["info"]))

@@ -1,0 +1,296 @@
+#!/usr/bin/python
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Module hccn_facts: what each Ascend NPU's NIC reports, as ansible_facts.ascend_npu."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: hccn_facts
+short_description: Gather the network facts of the Ascend NPUs of a host
+version_added: 0.1.0
+description:
+  - Asks every NPU, through the driver's C(hccn_tool), for its device IP and netmask, gateway,
+    netdetect address, network health and link state, and returns them as the
+    C(ascend_npu) fact.
+  - The device is the truth. C(/etc/hccn.conf) is only cross-checked against it (C(stale_conf)),
+    or read instead of the devices, with a warning, when C(hccn_tool) is not installed.
+  - Calls run concurrently (C(hccn_tool) is slow on real hardware), at most O(parallel) at a time.
+  - A device with no IP, gateway or netdetect address set is a normal state and gives empty
+    strings. A device that answers with an error is reported in its own entry (C(error) holds
+    the raw stderr) instead of failing the task. An answer that cannot be parsed fails the task
+    with the raw text.
+  - Devices are discovered with C(npu-smi info -l), falling back to the C(/dev/davinciN) nodes;
+    the O(devices) option overrides discovery.
+author:
+  - ascend.cluster contributors
+options:
+  hccn_tool:
+    description:
+      - Path (or command name) of C(hccn_tool).
+      - When unset, C(hccn_tool) is searched on E(PATH), then at C(/usr/local/Ascend/driver/tools/hccn_tool);
+        if it is not found the facts come from O(hccn_conf) with a warning.
+      - When set and not executable, the task fails.
+    type: str
+  npu_smi:
+    description:
+      - Path (or command name) of C(npu-smi), used to list the devices and read the chip model.
+      - When unset, C(npu-smi) is searched on E(PATH), then in C(/usr/local/sbin), C(/usr/local/bin) and
+        C(/usr/local/Ascend/driver/tools); if it is not found, devices come from C(/dev/davinciN) and
+        the chip is unknown.
+      - When set and not executable, the task fails.
+    type: str
+  hccn_conf:
+    description:
+      - Path of the driver's network configuration file, cross-checked against the devices, or
+        read instead of them when C(hccn_tool) is missing.
+    type: path
+    default: /etc/hccn.conf
+  devices:
+    description:
+      - Physical device ids to query (the C(hccn_tool -i) numbers, 0 to 15).
+      - When unset, the devices reported by C(npu-smi info -l) (A3 boards with two chips per NPU
+        count each chip), or else the C(/dev/davinciN) nodes.
+    type: list
+    elements: int
+  gather:
+    description:
+      - Extra per-device queries; each costs one C(hccn_tool) call per device.
+      - V(tls) adds C(tls_switch), C(tls_preconfigured) and C(tls_alarm_days) (from C(-tls -g));
+        HCCL needs the TLS switch to be the same on every device.
+      - V(mac) adds C(mac) (from C(-mac -g)).
+    type: list
+    elements: str
+    choices: [tls, mac]
+    default: []
+  parallel:
+    description:
+      - How many C(hccn_tool) calls may run at the same time (at least 1; 1 runs them one by one).
+    type: int
+    default: 16
+  timeout:
+    description:
+      - Seconds one C(hccn_tool) call may take before it is stopped and its device is reported
+        with an error. Needs the C(timeout) command (coreutils); without it calls are not bounded.
+    type: int
+    default: 30
+  dev_dir:
+    description:
+      - Directory holding the C(davinciN) device nodes, for the discovery fallback (containers
+        and tests may mount them elsewhere).
+    type: path
+    default: /dev
+attributes:
+  check_mode:
+    support: full
+    description: The module only reads; it behaves the same in check mode.
+  diff_mode:
+    support: none
+    description: Nothing is changed, so there is no diff.
+  platform:
+    support: full
+    platforms: posix
+    description: Linux hosts with the Ascend NPU driver (or an C(/etc/hccn.conf) for the fallback).
+  idempotent:
+    support: full
+    description: Read-only; never reports a change.
+notes:
+  - The facts can feed rank-table generation; prefer O(hccn_tool) answers over C(hccn.conf), which
+    is known to go stale.
+seealso:
+  - name: Huawei hccn_tool reference
+    description: Commands and exit codes of the driver's network tool.
+    link: https://support.huawei.com/enterprise/zh/doc/EDOC1100221413
+"""
+
+EXAMPLES = r"""
+- name: Gather the NPU network facts
+  ascend.cluster.hccn_facts:
+
+- name: Fail early when a device has no IP or a DOWN link
+  ansible.builtin.assert:
+    that:
+      - item.device_ip | length > 0
+      - item.link == "UP"
+    fail_msg: "device {{ item.device_id }} on {{ inventory_hostname }}: ip={{ item.device_ip }} link={{ item.link }}"
+  loop: "{{ ansible_facts.ascend_npu.devices }}"
+  loop_control:
+    label: "{{ item.device_id }}"
+
+- name: Query two devices only, with their TLS switch, using a driver outside PATH
+  ascend.cluster.hccn_facts:
+    devices: [0, 1]
+    gather: [tls]
+    hccn_tool: /opt/ascend/driver/tools/hccn_tool
+
+- name: Warn about a stale /etc/hccn.conf
+  ansible.builtin.debug:
+    msg: "/etc/hccn.conf disagrees with device {{ item.device_id }} on {{ item.stale_keys | join(', ') }}"
+  loop: "{{ ansible_facts.ascend_npu.devices | selectattr('stale_conf') }}"
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts to add to ansible_facts.
+  returned: always
+  type: complex
+  contains:
+    ascend_npu:
+      description: The NPUs of this host and what their NICs report.
+      returned: always
+      type: complex
+      contains:
+        chip:
+          description: Chip model (V(910A), V(910B) or V(A3)) from the C(npu-smi info) Name column; null when unknown.
+          type: str
+          returned: always
+          sample: 910B
+        chip_name:
+          description: The raw C(npu-smi info) Name column; null without C(npu-smi).
+          type: str
+          returned: always
+          sample: 910B3
+        device_count:
+          description: Number of entries in RV(ansible_facts.ascend_npu.devices).
+          type: int
+          returned: always
+          sample: 8
+        source:
+          description: Where the device values come from, V(hccn_tool) (the devices) or V(hccn_conf) (the file).
+          type: str
+          returned: always
+          sample: hccn_tool
+        device_list_source:
+          description: How the device ids were found, V(devices option), V(npu-smi), V(/dev/davinci) or V(hccn.conf).
+          type: str
+          returned: always
+          sample: npu-smi
+        hccn_tool:
+          description: Path of the C(hccn_tool) used; null when none was found.
+          type: str
+          returned: always
+          sample: /usr/local/Ascend/driver/tools/hccn_tool
+        hccn_conf:
+          description: Path of the hccn.conf file read.
+          type: str
+          returned: always
+          sample: /etc/hccn.conf
+        npu_smi:
+          description: Path of the C(npu-smi) used; null when none was found.
+          type: str
+          returned: always
+          sample: /usr/local/sbin/npu-smi
+        warnings:
+          description: What the operator should know (fallbacks taken, cross-check skipped); also sent as task warnings.
+          type: list
+          elements: str
+          returned: always
+          sample: []
+        devices:
+          description: One entry per device, sorted by the order of the device list.
+          type: list
+          elements: dict
+          returned: always
+          contains:
+            device_id:
+              description: Physical device id (the C(hccn_tool -i) number).
+              type: int
+              sample: 0
+            device_ip:
+              description: Primary device IP; empty when none is set; null when the device could not be read.
+              type: str
+              sample: 192.168.100.101
+            netmask:
+              description: Netmask of the primary device IP; empty when unset; null when unknown.
+              type: str
+              sample: 255.255.255.0
+            ips:
+              description: Every address/netmask pair the device reports (the first is the primary one).
+              type: list
+              elements: dict
+              sample: [{"address": "192.168.100.101", "netmask": "255.255.255.0"}]
+            gateway:
+              description: Default gateway; empty when none is set; null when unknown.
+              type: str
+              sample: 192.168.100.1
+            netdetect:
+              description: Netdetect target address; empty when unset; null when unknown.
+              type: str
+              sample: 192.168.100.1
+            net_health:
+              description: Raw C(net health status) value (V(Success), V(Init), V(Receive timeout), ...); null when unknown.
+              type: str
+              sample: Success
+            link:
+              description: V(UP) or V(DOWN); null when unknown.
+              type: str
+              sample: UP
+            error:
+              description: Raw stderr of the first query this device failed (for example V(Command execute failed!)); null when it answered.
+              type: str
+              sample: null
+            conf:
+              description: What hccn.conf says for this device (key without the C(_N) suffix, value).
+              type: dict
+              sample: {"address": "192.168.100.101", "netmask": "255.255.255.0"}
+            stale_conf:
+              description: True when hccn.conf disagrees with what the device reports.
+              type: bool
+              sample: false
+            stale_keys:
+              description: The hccn.conf keys (V(address), V(netmask), V(gateway), V(netdetect)) that disagree with the device.
+              type: list
+              elements: str
+              sample: []
+            tls_switch:
+              description: TLS switch of the device.
+              type: bool
+              returned: when O(gather) contains V(tls) and the device answered
+              sample: false
+            tls_preconfigured:
+              description: Whether a TLS configuration is preset on the device.
+              type: bool
+              returned: when O(gather) contains V(tls) and the device answered
+              sample: true
+            tls_alarm_days:
+              description: TLS certificate alarm threshold, in days.
+              type: int
+              returned: when O(gather) contains V(tls) and the device answered
+              sample: 60
+            mac:
+              description: MAC address of the device NIC.
+              type: str
+              returned: when O(gather) contains V(mac)
+              sample: "78:b4:6a:12:34:56"
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.ascend.cluster.plugins.module_utils._hccn_facts import EXTRA_QUERIES, FactsError, Gatherer
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            hccn_tool=dict(type="str"),
+            npu_smi=dict(type="str"),
+            hccn_conf=dict(type="path", default="/etc/hccn.conf"),
+            devices=dict(type="list", elements="int"),
+            gather=dict(type="list", elements="str", choices=list(EXTRA_QUERIES), default=[]),
+            parallel=dict(type="int", default=16),
+            timeout=dict(type="int", default=30),
+            dev_dir=dict(type="path", default="/dev"),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        facts = Gatherer(module).gather()
+    except FactsError as exc:
+        module.fail_json(msg=exc.msg, **exc.details)
+    for warning in facts["warnings"]:
+        module.warn(warning)
+    module.exit_json(changed=False, ansible_facts={"ascend_npu": facts})
+
+
+if __name__ == "__main__":
+    main()

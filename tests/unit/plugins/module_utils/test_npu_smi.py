@@ -1,0 +1,82 @@
+"""npu-smi parsers and /dev/davinciN discovery."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.ascend.cluster.plugins.module_utils import _npu_smi as n
+from tests.unit.plugins.module_utils.hccn_fakes import INFO_TABLE_910B, info_list
+
+INFO_TABLE_A3 = """\
++------------------------------------------------------------------------------------------------+
+| npu-smi 24.1.0                   Version: 24.1.0                                               |
++---------------------------+---------------+----------------------------------------------------+
+| NPU     Name              | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|
+| Chip    Phy-ID            | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |
++===========================+===============+====================================================+
+| 0     Ascend910_9391      | OK            | 176.1       39                0    / 0             |
+| 0     0                   | 0000:9D:00.0  | 0           0    / 0          3392 / 65536         |
+| 1     1                   | 0000:9F:00.0  | 0           0    / 0          3074 / 65536         |
++===========================+===============+====================================================+
+| 1     Ascend910_9391      | Warning       | 170.2       38                0    / 0             |
+| 0     2                   | 0000:99:00.0  | 0           0    / 0          3392 / 65536         |
+| 1     3                   | 0000:9B:00.0  | 0           0    / 0          3074 / 65536         |
++===========================+===============+====================================================+
+| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |
++===========================+===============+====================================================+
+| 0       0                 | 4242          | python3                  | 1024                    |
++===========================+===============+====================================================+
+"""
+
+
+def test_info_list_reference():
+    assert n.parse_info_list(info_list(range(8))) == [{"npu_id": i, "chip_count": 1} for i in range(8)]
+
+
+def test_info_list_a3_chip_count():
+    npus = n.parse_info_list(info_list(range(8), chips=2))
+    assert npus[3] == {"npu_id": 3, "chip_count": 2}
+    assert n.device_ids(npus) == list(range(16))
+
+
+def test_info_list_non_contiguous_ids():
+    assert n.device_ids(n.parse_info_list(info_list([0, 2, 5]))) == [0, 2, 5]
+
+
+def test_info_list_empty_host():
+    assert n.parse_info_list("Total Count                    : 0\n") == []
+
+
+@pytest.mark.parametrize("raw", ["", "error: driver not loaded\n", "Total Count : 2\n\nNPU ID : 0\nChip Count : 1\n"])
+def test_info_list_unparseable(raw):
+    with pytest.raises(n.NpuSmiParseError) as info:
+        n.parse_info_list(raw)
+    assert info.value.raw == raw
+
+
+def test_info_table_910b():
+    table = n.parse_info_table(INFO_TABLE_910B)
+    assert [(npu["npu_id"], npu["name"], npu["health"]) for npu in table] == [(0, "910B3", "OK"), (1, "910B3", "OK")]
+    assert table[0]["chips"] == [{"chip_id": 0, "phy_id": None, "bus_id": "0000:C1:00.0"}]
+    assert n.chip_name(table) == "910B3"
+
+
+def test_info_table_a3_phy_ids_win():
+    table = n.parse_info_table(INFO_TABLE_A3)
+    assert len(table) == 2 and table[1]["health"] == "Warning"
+    assert [c["phy_id"] for c in table[1]["chips"]] == [2, 3]
+    # the process row (PID in column two) is not mistaken for a chip
+    assert sum(len(npu["chips"]) for npu in table) == 4
+    assert n.device_ids([{"npu_id": 0, "chip_count": 9}], table) == [0, 1, 2, 3]
+
+
+def test_info_table_unparseable():
+    with pytest.raises(n.NpuSmiParseError):
+        n.parse_info_table("npu-smi: command failed\n")
+
+
+def test_davinci_devices(tmp_path):
+    for name in ("davinci0", "davinci1", "davinci10", "davinci_manager", "devmm_svm", "hisi_hdc", "davinciX"):
+        (tmp_path / name).write_text("")
+    assert n.davinci_devices(str(tmp_path)) == [0, 1, 10]
+    assert n.davinci_devices(str(tmp_path / "missing")) == []
