@@ -1,0 +1,140 @@
+"""One simulated server: its files, its sshd (started inside its namespaces), its processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import struct
+import subprocess
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from . import files
+from .layout import SSH_PORT, Layout
+from .run import BedError, run
+
+
+def _write(path: Path, text: str, mode: int = 0o644) -> None:
+    path.write_text(text)
+    path.chmod(mode)
+
+
+def keygen(path: Path, comment: str) -> None:
+    if not path.exists():
+        run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)])
+
+
+def prepare(layout: Layout, host: str, repo: Path, with_sim: bool) -> str:
+    """Create the host's directory tree; return its public host key line."""
+    d = layout.host_dir(host)
+    for sub in ("etc.upper", "etc.work", "bin.upper", "bin.work"):
+        (d / sub).mkdir(parents=True, exist_ok=True)
+    ssh_dir = d / "root" / ".ssh"
+    ssh_dir.mkdir(parents=True, exist_ok=True)
+    (d / "root").chmod(0o700)
+    ssh_dir.chmod(0o700)
+    _write(ssh_dir / "authorized_keys", Path(f"{layout.client_key}.pub").read_text(), 0o600)
+    keygen(d / "ssh_host_ed25519_key", f"{layout.prefix}-{host}")
+    _write(d / "sshd_config", files.sshd_config(layout, host), 0o600)
+    # Seen through the /etc overlay: written into its upper dir before it is mounted.
+    _write(d / "etc.upper" / "hostname", f"{host}\n")
+    _write(d / "etc.upper" / "hosts", files.etc_hosts(layout))
+    _write(d / "etc.upper" / "resolv.conf", files.resolv_conf(layout))
+    _write(d / "start.sh", files.start_script(layout, host, repo, with_sim), 0o700)
+    return (d / "ssh_host_ed25519_key.pub").read_text().strip()
+
+
+def start(layout: Layout, host: str) -> subprocess.Popen:
+    """Launch the host: netns -> new mount+UTS namespaces -> start.sh -> exec sshd.
+
+    ``ip netns exec`` and ``unshare`` exec (no fork), so the returned PID ends up being sshd's.
+    """
+    d = layout.host_dir(host)
+    log = open(d / "host.log", "ab")  # noqa: SIM115 - handed over to the child
+    try:
+        return subprocess.Popen(
+            ["ip", "netns", "exec", layout.host_netns(host),
+             "unshare", "--mount", "--uts", "--propagation", "private", "/bin/sh", str(d / "start.sh")],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
+        )
+    finally:
+        log.close()
+
+
+def _listen_pattern(ip: str) -> str:
+    """How ``ip:22`` in LISTEN state appears in /proc/PID/net/tcp."""
+    return "%08X:%04X" % (struct.unpack("<I", socket.inet_aton(ip))[0], SSH_PORT)
+
+
+def listening(pid: int, ip: str) -> bool:
+    """Does a socket in ``pid``'s network namespace listen on ``ip``:22?"""
+    try:
+        rows = Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return False
+    want = _listen_pattern(ip)
+    return any(r.split()[1] == want and r.split()[3] == "0A" for r in rows)
+
+
+def wait_ready(layout: Layout, procs: Dict[str, subprocess.Popen], timeout: float = 60.0) -> None:
+    """Wait until every host's sshd listens; fail with the host's log if one died."""
+    pending = dict(procs)
+    deadline = time.monotonic() + timeout
+    while pending:
+        for host, proc in list(pending.items()):
+            if proc.poll() is not None:
+                log = (layout.host_dir(host) / "host.log").read_text(errors="replace")
+                raise BedError(f"host {host} failed to start (exit {proc.returncode}); its log:\n{log[-3000:]}")
+            if listening(proc.pid, str(layout.mgmt_ip(host))):
+                del pending[host]
+        if pending and time.monotonic() > deadline:
+            raise BedError(f"sshd of {', '.join(pending)} not listening after {timeout:.0f}s; see {layout.state_dir}/*/host.log")
+        if pending:
+            time.sleep(0.05)
+
+
+def is_our_sshd(pid: int, layout: Layout, host: str) -> bool:
+    """True when ``pid`` still is the sshd started for ``host`` (not a recycled PID)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    # sshd retitles itself ("sshd: /usr/sbin/sshd -D -e -f <config> [listener] ..."), so
+    # look for the host's own config path anywhere in it.
+    return b"sshd" in cmdline and str(layout.host_dir(host) / "sshd_config").encode() in cmdline
+
+
+def netns_pids(netns: str) -> List[int]:
+    proc = run(["ip", "netns", "pids", netns], check=False)
+    return [int(p) for p in proc.stdout.split()] if proc.returncode == 0 else []
+
+
+def _signal(pids: List[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def stop(layout: Layout, host: str, pid: Optional[int], timeout: float = 5.0) -> None:
+    """End the host's recorded sshd, then whatever still runs in its netns (sessions, exec)."""
+    if pid and is_our_sshd(pid, layout, host):
+        _signal([pid], signal.SIGTERM)
+    netns = layout.host_netns(host)
+    deadline = time.monotonic() + timeout
+    sig = signal.SIGTERM
+    while True:
+        pids = [p for p in netns_pids(netns) if p != os.getpid()]
+        if pid and is_our_sshd(pid, layout, host):
+            pids.append(pid)
+        if not pids:
+            return
+        if time.monotonic() > deadline:
+            if sig == signal.SIGKILL:
+                raise BedError(f"processes {pids} in {netns} survive SIGKILL; see `ip netns pids {netns}`")
+            sig, deadline = signal.SIGKILL, time.monotonic() + timeout
+        _signal(pids, sig)
+        time.sleep(0.05)
