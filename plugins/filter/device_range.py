@@ -1,0 +1,20 @@
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Filter ``ascend.cluster.device_range``; documentation in ``device_range.yml``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.ascend.cluster.plugins.plugin_utils._device_spec import parse_device_range
+from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
+
+
+@filter_errors("device_range")
+def device_range(spec: Any, chip: str | None = None) -> list:
+    return parse_device_range(spec, chip=chip)
+
+
+class FilterModule:
+    def filters(self) -> dict:
+        return {"device_range": device_range}

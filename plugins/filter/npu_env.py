@@ -1,0 +1,20 @@
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Filter ``ascend.cluster.npu_env``; documentation in ``npu_env.yml``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.ascend.cluster.plugins.plugin_utils._device_spec import parse_npu_env
+from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
+
+
+@filter_errors("npu_env")
+def npu_env(spec: Any, chip: str | None = None, np: Any = None, available: Any = None) -> list:
+    return parse_npu_env(spec, chip=chip, np=np, available=available)
+
+
+class FilterModule:
+    def filters(self) -> dict:
+        return {"npu_env": npu_env}

@@ -1,0 +1,46 @@
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Filter ``ascend.cluster.rank_table``; documentation in ``rank_table.yml``, logic in plugin_utils."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
+from ansible_collections.ascend.cluster.plugins.plugin_utils._rank_table import build_rank_table
+
+
+@filter_errors("rank_table")
+def rank_table(
+    servers: Any,
+    version: Any = None,
+    order: str = "server_id",
+    status: str = "completed",
+    chip: str | None = None,
+    allow_partial_servers: bool = False,
+    board_id: str | None = None,
+    chip_info: str | None = None,
+    deploy_mode: str | None = None,
+    group_name: str | None = None,
+    para_plane_nic_location: str | None = None,
+    para_plane_nic_name: list | None = None,
+) -> dict:
+    return build_rank_table(
+        servers,
+        version=version,
+        order=order,
+        status=status,
+        chip=chip,
+        allow_partial_servers=allow_partial_servers,
+        board_id=board_id,
+        chip_info=chip_info,
+        deploy_mode=deploy_mode,
+        group_name=group_name,
+        para_plane_nic_location=para_plane_nic_location,
+        para_plane_nic_name=para_plane_nic_name,
+    )
+
+
+class FilterModule:
+    def filters(self) -> dict:
+        return {"rank_table": rank_table}

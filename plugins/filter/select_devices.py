@@ -1,0 +1,20 @@
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Filter ``ascend.cluster.select_devices``; documentation in ``select_devices.yml``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
+from ansible_collections.ascend.cluster.plugins.plugin_utils._select import select_devices as _select
+
+
+@filter_errors("select_devices")
+def select_devices(servers: Any, np: Any, chip: str | None = None, allow_partial_servers: bool = False) -> list:
+    return _select(servers, np, chip=chip, allow_partial_servers=allow_partial_servers)
+
+
+class FilterModule:
+    def filters(self) -> dict:
+        return {"select_devices": select_devices}

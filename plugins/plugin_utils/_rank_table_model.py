@@ -1,0 +1,154 @@
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""The rank table as data (servers, devices, ranks) and the checks HCCL applies to it.
+
+Both directions go through here: a table built from ``hccn_facts`` results and a table read
+back from a file are turned into the same :class:`RankServer` list and checked by
+:func:`check_cluster`, so a table we write always passes the checks we apply before launch.
+Every check is O(number of devices): sets and dicts, one regular expression per IP.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import netaddr
+
+from ansible_collections.ascend.cluster.plugins.module_utils._chip import ChipProfile
+from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import check_hccs_layout
+from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
+
+VERSION_1_0 = "1.0"
+VERSION_1_2 = "1.2"
+TEMPLATE_2 = "template2"
+VERSIONS = (VERSION_1_0, VERSION_1_2, TEMPLATE_2)
+
+_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+# Plain dotted quads are by far the common case; matching them with one regular expression
+# keeps validation of 65536 devices fast. Anything else is decided by netaddr.
+_DOTTED_QUAD = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}\Z")
+
+
+def is_ip_address(text: str) -> bool:
+    """True for an IPv4/IPv6 address netaddr accepts (strict: no leading zeros, no spaces)."""
+    if _DOTTED_QUAD.match(text):
+        return True
+    return bool(netaddr.valid_ipv4(text) or netaddr.valid_ipv6(text))
+
+
+@dataclass(slots=True)
+class RankDevice:
+    """One device (one rank). ``device_ip`` is "" when the device reported none."""
+
+    device_id: int
+    device_ip: str = ""
+    rank_id: int = -1
+    super_device_id: str = ""
+
+
+@dataclass(slots=True)
+class RankServer:
+    """One server taking part, with its devices in rank order."""
+
+    server_id: str
+    devices: list[RankDevice] = field(default_factory=list)
+    host_ip: str = ""
+    super_pod_id: str = ""
+
+
+def device_label(server: RankServer, device: RankDevice) -> str:
+    return f"server {server.server_id} device {device.device_id}"
+
+
+def check_cluster(
+    servers: Sequence[RankServer],
+    version: str,
+    profile: ChipProfile | None,
+    allow_partial_servers: bool = False,
+) -> None:
+    """Raise ClusterSpecError naming the server/device for the first rule HCCL would reject.
+
+    Device ids are range-checked when they are read (see ``_chip_rules.device_id_of``).
+    """
+    if not servers:
+        raise ClusterSpecError("no servers given: a rank table needs at least one server with devices")
+    multi_server = len(servers) > 1
+    server_ids: set[str] = set()
+    ip_owner: dict[str, tuple[RankServer, RankDevice]] = {}
+    ranks: list[int] = []
+    layout: list[tuple[str, list[int]]] = []
+    for server in servers:
+        if not isinstance(server.server_id, str) or not server.server_id:
+            raise ClusterSpecError(f"a server has no server_id (got {server.server_id!r}); use the host's IP")
+        if server.server_id in server_ids:
+            raise ClusterSpecError(f"server_id {server.server_id} appears more than once; each server once")
+        server_ids.add(server.server_id)
+        if not server.devices:
+            raise ClusterSpecError(f"server {server.server_id} has no devices; drop it or give its devices")
+        ids = [device.device_id for device in server.devices]
+        if len(set(ids)) != len(ids):
+            duplicates = sorted({i for i in ids if ids.count(i) > 1})
+            raise ClusterSpecError(f"server {server.server_id}: device_id {duplicates[0]} is listed more than once")
+        layout.append((server.server_id, sorted(ids)))
+        for device in server.devices:
+            ranks.append(device.rank_id)
+            ip = device.device_ip
+            if not ip:
+                if multi_server:
+                    raise ClusterSpecError(
+                        f"{device_label(server, device)} has no device_ip, which a multi-server table needs; "
+                        f"set it (hccn_tool -i {device.device_id} -ip -s address ... netmask ...) and gather facts again"
+                    )
+                continue
+            if not is_ip_address(ip):
+                raise ClusterSpecError(f"{device_label(server, device)}: device_ip {ip!r} is not a valid IP address")
+            owner = ip_owner.get(ip)
+            if owner is not None:
+                raise ClusterSpecError(
+                    f"{device_label(server, device)}: device_ip {ip} is already used by {device_label(*owner)}; "
+                    f"every device needs its own IP"
+                )
+            ip_owner[ip] = (server, device)
+    _check_ranks(ranks)
+    if version == VERSION_1_2:
+        _check_super_pod(servers)
+    check_hccs_layout(profile, layout, allow_partial_servers)
+
+
+def _check_ranks(ranks: list[int]) -> None:
+    """rank_id must be unique and exactly 0..N-1 (HCCL: 'must start from 0 or it is used repeatedly')."""
+    count = len(ranks)
+    seen = bytearray(count)
+    for rank in ranks:
+        if not 0 <= rank < count:
+            raise ClusterSpecError(f"rank_id {rank} is outside 0..{count - 1}: rank ids must run 0..N-1 over all {count} devices")
+        if seen[rank]:
+            raise ClusterSpecError(f"rank_id {rank} is used more than once: rank ids must be unique")
+        seen[rank] = 1
+
+
+def _check_super_pod(servers: Sequence[RankServer]) -> None:
+    """Version 1.2 (A3 SuperPoD): host_ip per server, super_pod_id, and a non-empty super_device_id."""
+    super_ids: dict[tuple[str, str], str] = {}
+    for server in servers:
+        if not server.host_ip or not is_ip_address(server.host_ip):
+            raise ClusterSpecError(
+                f"server {server.server_id}: version 1.2 needs host_ip, the server's host IP (got {server.host_ip!r})"
+            )
+        if not server.super_pod_id:
+            raise ClusterSpecError(f"server {server.server_id}: version 1.2 needs super_pod_id (the SuperPoD it sits in)")
+        for device in server.devices:
+            if not device.super_device_id:
+                raise ClusterSpecError(
+                    f"{device_label(server, device)}: version 1.2 needs a non-empty super_device_id (HCCL rejects an empty one)"
+                )
+            key = (server.super_pod_id, device.super_device_id)
+            owner = super_ids.get(key)
+            if owner is not None:
+                raise ClusterSpecError(
+                    f"{device_label(server, device)}: super_device_id {device.super_device_id} is already used by "
+                    f"{owner} in super pod {server.super_pod_id}"
+                )
+            super_ids[key] = device_label(server, device)

@@ -1,0 +1,132 @@
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Pick ``np`` devices for a job out of the devices the servers have available.
+
+Rules (reference section 3, "Device-count rules"):
+
+- the same number of devices ``k`` on each server used, ``np = k x n``;
+- whole servers first: the largest ``k`` that works, so the job spans the fewest servers;
+- 910A: one server runs 1, 2, 4 or 8 devices, a 2- or 4-device set stays inside one HCCS ring
+  ({0-3} or {4-7}); several servers run 8 devices each (1/2/4 x N with ``allow_partial_servers``);
+- A2/A3: any 1..16 devices per server.
+
+Servers are used in the order given; within a server the lowest device ids are taken.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ansible_collections.ascend.cluster.plugins.module_utils._chip import ChipProfile
+from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import (
+    SINGLE_SERVER_COUNTS_910A,
+    device_id_of,
+    resolve_chip,
+)
+from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
+
+_SHOWN_COUNTS = 24
+
+
+def _pick(profile: ChipProfile | None, ids: list[int], k: int) -> list[int] | None:
+    """The ``k`` devices to use out of the sorted available ``ids``, or None if the chip forbids it."""
+    if len(ids) < k:
+        return None
+    if profile is not None and profile.hccs_rings and k in (2, 4):
+        for ring in profile.hccs_rings:
+            inside = [i for i in ids if i in ring]
+            if len(inside) >= k:
+                return inside[:k]
+        return None
+    return ids[:k]
+
+
+def _per_server_counts(profile: ChipProfile | None, largest: int, multi: bool, allow_partial: bool) -> list[int]:
+    """Device counts per server the chip allows, largest first."""
+    if profile is not None and profile.hccs_rings:
+        full = sum(len(ring) for ring in profile.hccs_rings)
+        allowed = SINGLE_SERVER_COUNTS_910A if (not multi or allow_partial) else (full,)
+        return sorted((k for k in allowed if k <= largest), reverse=True)
+    return list(range(largest, 0, -1))
+
+
+def _read_available(servers: Any, profile: ChipProfile | None) -> list[tuple[Mapping, list[int], dict[int, Any]]]:
+    if isinstance(servers, (str, Mapping)) or not isinstance(servers, Sequence):
+        raise ClusterSpecError("the input must be a list of servers ({server_id, devices}) as gathered by hccn_facts")
+    result = []
+    for index, server in enumerate(servers):
+        if not isinstance(server, Mapping) or "server_id" not in server:
+            raise ClusterSpecError(f"server #{index} needs server_id and devices, got {server!r}")
+        where = f"server {server['server_id']}"
+        devices = server.get("devices") or []
+        if isinstance(devices, (str, Mapping)) or not isinstance(devices, Sequence):
+            raise ClusterSpecError(f"{where}: devices must be a list, got {devices!r}")
+        by_id: dict[int, Any] = {}
+        for device in devices:
+            if not isinstance(device, Mapping):
+                raise ClusterSpecError(f"{where}: a device must be a mapping with device_id, got {device!r}")
+            by_id[device_id_of(device.get("device_id"), where, profile)] = device
+        result.append((server, sorted(by_id), by_id))
+    return result
+
+
+def _np_of(np: Any) -> int:
+    if isinstance(np, bool) or not (isinstance(np, int) or (isinstance(np, str) and np.strip().isdigit())):
+        raise ClusterSpecError(f"np must be a positive whole number of devices, got {np!r}")
+    value = int(np)
+    if value < 1:
+        raise ClusterSpecError(f"np must be at least 1, got {value}")
+    return value
+
+
+def possible_counts(profile: ChipProfile | None, available: list, allow_partial: bool) -> list[int]:
+    """Every np this set of servers can run, smallest first."""
+    largest = max((len(ids) for _, ids, _ in available), default=0)
+    counts: set[int] = set()
+    for multi in (False, True):
+        for k in _per_server_counts(profile, largest, multi, allow_partial):
+            capable = sum(1 for _, ids, _ in available if _pick(profile, ids, k) is not None)
+            if multi:
+                counts.update(k * n for n in range(2, capable + 1))
+            elif capable:
+                counts.add(k)
+    return sorted(counts)
+
+
+def select_devices(servers: Any, np: Any, chip: str | None = None, allow_partial_servers: bool = False) -> list[dict]:
+    """The subset of ``servers`` (same shape, other keys kept) that runs an ``np``-device job."""
+    profile = resolve_chip(chip)
+    wanted = _np_of(np)
+    available = _read_available(servers, profile)
+    largest = max((len(ids) for _, ids, _ in available), default=0)
+    for multi in (False, True):
+        for k in _per_server_counts(profile, largest, multi, allow_partial_servers):
+            n, rest = divmod(wanted, k)
+            if rest or (n > 1) != multi:
+                continue
+            chosen = []
+            for server, ids, by_id in available:
+                picked = _pick(profile, ids, k)
+                if picked is not None:
+                    chosen.append((server, picked, by_id))
+                    if len(chosen) == n:
+                        return [_subset(server, picked, by_id) for server, picked, by_id in chosen]
+    counts = possible_counts(profile, available, allow_partial_servers)
+    shown = ", ".join(str(c) for c in counts[:_SHOWN_COUNTS]) + (f", ... {counts[-1]}" if len(counts) > _SHOWN_COUNTS else "")
+    per_server = ", ".join(f"{server['server_id']}: {len(ids)}" for server, ids, _ in available) or "none"
+    chip_text = f"{profile.name} " if profile else ""
+    hint = "" if allow_partial_servers or not (profile and profile.hccs_rings) else (
+        "; 910A clusters need 8 devices per server unless allow_partial_servers=true"
+    )
+    raise ClusterSpecError(
+        f"np={wanted} is not possible with the available {chip_text}devices (per server: {per_server}): "
+        f"possible np values are {shown or 'none'}{hint}"
+    )
+
+
+def _subset(server: Mapping, picked: list[int], by_id: dict[int, Any]) -> dict:
+    entry = {key: copy.deepcopy(value) for key, value in server.items() if key != "devices"}
+    entry["devices"] = [copy.deepcopy(by_id[i]) for i in picked]
+    return entry
