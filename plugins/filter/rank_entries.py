@@ -1,0 +1,38 @@
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Filter ``ascend.cluster.rank_entries``; documentation in ``rank_entries.yml``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import resolve_chip
+from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
+from ansible_collections.ascend.cluster.plugins.plugin_utils._rank_table_formats import parse
+
+
+@filter_errors("rank_entries")
+def rank_entries(table: Any, server_id: str | None = None) -> list:
+    """Flatten any supported rank table into rank-ordered entries (optionally one server's)."""
+    _version, servers = parse(table, resolve_chip(None))
+    entries = [
+        {
+            "rank_id": device.rank_id,
+            "device_id": device.device_id,
+            "device_ip": device.device_ip,
+            "server_id": server.server_id,
+            "local_index": index,
+            "local_count": len(server.devices),
+        }
+        for server in servers
+        for index, device in enumerate(sorted(server.devices, key=lambda d: d.rank_id))
+    ]
+    entries.sort(key=lambda e: e["rank_id"])
+    if server_id is not None:
+        entries = [e for e in entries if e["server_id"] == str(server_id)]
+    return entries
+
+
+class FilterModule:
+    def filters(self) -> dict:
+        return {"rank_entries": rank_entries}
