@@ -1,0 +1,87 @@
+"""Drive ``bed.py`` from tests exactly as a person would: through its command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List
+
+BED_PY = Path(__file__).resolve().with_name("bed.py")
+
+
+def unique_prefix() -> str:
+    """``ab`` + 4 hex digits: short enough for interface names, unlikely to collide."""
+    return "ab" + secrets.token_hex(2)
+
+
+def bed_cli(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run ``bed.py ARGS...``; on failure raise with its output so the test log shows why."""
+    proc = subprocess.run(
+        [sys.executable, str(BED_PY), *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"bed.py {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def bed_status(prefix: str) -> dict:
+    return json.loads(bed_cli("status", "--prefix", prefix, "--json", check=False).stdout)
+
+
+@dataclass
+class Bed:
+    """A running bed as tests see it."""
+
+    prefix: str
+    state: Dict = field(default_factory=dict)
+
+    @classmethod
+    def up(cls, prefix: str, hosts: int, *extra: str) -> "Bed":
+        bed_cli("up", "--hosts", str(hosts), "--prefix", prefix, *extra)
+        return cls(prefix, bed_status(prefix)["state"])
+
+    def down(self) -> None:
+        bed_cli("down", "--prefix", self.prefix)
+
+    @property
+    def inventory(self) -> Path:
+        return Path(self.state["inventory"])
+
+    @property
+    def hosts(self) -> List[str]:
+        return sorted(self.state["pids"])
+
+    def mgmt_ip(self, host: str) -> str:
+        return self.state["mgmt_ips"][host]
+
+    def exec(self, host: str, *command: str, check: bool = True) -> subprocess.CompletedProcess:
+        """Run ``command`` inside ``host`` (its net, mount and UTS namespaces)."""
+        return bed_cli("exec", "--prefix", self.prefix, host, "--", *command, check=check)
+
+    def cut(self, host: str, device: int) -> None:
+        bed_cli("cut", "--prefix", self.prefix, host, str(device))
+
+    def restore(self, host: str, device: int) -> None:
+        bed_cli("restore", "--prefix", self.prefix, host, str(device))
+
+
+def leftovers(prefix: str) -> List[str]:
+    """Anything of bed ``prefix`` still on this machine: namespaces, links, processes, files."""
+    status = bed_status(prefix)
+    found = list(status["objects"])
+    marker = f"/ascend-bed-{prefix}/".encode()
+    for proc_dir in Path("/proc").iterdir():
+        if proc_dir.name.isdigit():
+            try:
+                if marker in (proc_dir / "cmdline").read_bytes():
+                    found.append(f"process {proc_dir.name}")
+            except OSError:
+                pass
+    if os.path.exists(f"/var/tmp/ascend-bed-{prefix}"):
+        found.append(f"/var/tmp/ascend-bed-{prefix}")
+    return found
