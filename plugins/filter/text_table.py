@@ -1,0 +1,22 @@
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Filter ``ascend.cluster.text_table``; documentation in ``text_table.yml``."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.ascend.cluster.plugins.plugin_utils._text_table import TableError
+from ansible_collections.ascend.cluster.plugins.plugin_utils._text_table import text_table as _text_table
+
+
+def text_table(rows, columns, headers=None):
+    try:
+        return _text_table(rows, columns, headers)
+    except TableError as exc:
+        raise AnsibleFilterError(f"text_table: {exc}") from exc
+
+
+class FilterModule:
+    def filters(self):
+        return {"text_table": text_table}
