@@ -1,0 +1,706 @@
+"""The simulated ``hccn_tool``.
+
+Argument checking follows the open-sourced tool (hicann/driver ``src/custom/network/hccn``):
+the major command is looked up first, then the device id, then the command checks its own
+argument count and options. Exit status is the tool's internal error code modulo 256; errors go
+to stderr, data and parameter help to stdout, every line ends in ``\\n``.
+
+Hot path: get commands import nothing beyond ``_rt`` (os, marshal) and never spawn a process in
+fabric mode. Set commands import ``store``/``conf`` (json, fcntl) lazily.
+"""
+
+import os
+import sys
+
+from ._rt import UNSET_IP, SimError, guarded, int_to_ip, ip_to_int, load, mask_prefix, read_fabric, state_dir
+
+# --- exit codes (internal code & 0xFF) -------------------------------------------------------
+RC_MAJOR_TYPE = 1  # 0x1001
+RC_MAJOR_NUM = 2  # 0x1002
+RC_MAJOR_INVALID = 3  # 0x1003
+RC_DEV_ID = 4  # 0x1004
+RC_OP_NOT_SUPPORT = 3  # 0x2003
+RC_COUNT = 4  # 0x2004
+RC_IP_INVALID = 6  # 0x2006
+RC_IP_CONFLICT = 7  # 0x2007
+RC_GW_SEGMENT = 8  # 0x2008
+RC_EXEC = 1  # 0x4001 UDA_DSMI_EXE_ERR
+RC_NO_GATEWAY = 2  # 0x4002
+RC_NO_IPCONF = 13  # 0x400D
+RC_CONF_ACCESS = 29  # 0x301D UDA_TOOL_ACCESS_CONF_FILE_ERR
+RC_BROADCAST = 37  # 0x3025 UDA_TOOL_COFNIG_BROAD_ADDRESS_ERR
+
+MSG_EXEC = "Command execute failed!"
+MSG_SUCCESS = "Cmd executed successfully!"
+MSG_HELP_HINT = "Enter [ hccn_tool -h ] for more details."
+
+# Parameter help the tool prints after "Get unknown option!" / a wrong argument count
+# (IPv4 build, i.e. without HCCN_TOOL_ADAPT_IPV6).
+HELP = {
+    "-ip": (
+        "ip cfg cmd",
+        "   [-s]                 : set ip cfg \n"
+        "       address %s       : set IPv4 ip address, such as x.x.x.x\n"
+        "       netmask %s       : set IPv4 ip netmask, such as x.x.x.x\n"
+        "   [-g]                 : get ip address and netmask/prefix_length \n",
+    ),
+    "-gateway": (
+        "gateway cfg cmd",
+        "   [-s]                : set gateway cfg \n"
+        "       gateway %s      : set IPv4 gateway, such as x.x.x.x\n"
+        "   [-g]                : get gateway address \n",
+    ),
+    "-netdetect": (
+        "net detect cfg cmd",
+        "   [-s]                : set net detect cfg \n"
+        "       address %s      : set net detect IPv4 ip address, such as x.x.x.x\n"
+        "   [-g]                : get net detect cfg \n",
+    ),
+    "-mac": (
+        "mac cfg cmd",
+        "   [-s]        : set mac cfg\n"
+        "       mac %s  : set mac address, such as xx:xx:xx:xx:xx:xx\n"
+        "   [-g]        : get mac cfg\n",
+    ),
+    "-cfg": ("cfg cmd", "   recovery    : recovery cfg \n   status      : config status \n"),
+    "-link": (
+        "link related cmd",
+        "   [-s]                   : set the eth ports link status\n"
+        "       down               : shut down eth port \n"
+        "       up                 : start up eth port \n"
+        "   [-g]                   : get the eth ports link status, UP or DOWN \n",
+    ),
+    "-net_health": ("net health cmd", "   [-g]        : get net health status\n"),
+    "-tls": (
+        "tls cfg cmd",
+        "   [-s]        : set tls cfg\n"
+        "       enable %d : set tls enable, 0: disable, 1: enable\n"
+        "   [-g]        : get tls cfg\n",
+    ),
+    "-ping": (
+        "ping cmd",
+        "   [-g]                : get ping result\n"
+        "       address %s      : set net detect IPv4 ip address, such as x.x.x.x\n"
+        "      pkt %d           : ping cfg, the packet data length, [0 ~ 65507]\n",
+    ),
+}
+HELP_ALL_CFG = ("cfg cmd", "    recovery   : recovery cfg \n")
+DEVICE_COMMANDS = ("-ip", "-gateway", "-netdetect", "-mac", "-cfg", "-link", "-net_health", "-tls", "-ping")
+
+HEALTH_STATES = (
+    "Success",
+    "Socket fail",
+    "Receive timeout",
+    "Unreachable",
+    "Time exceeded",
+    "Fault",
+    "Init",
+    "Thread error",
+    "Detect ip set",
+    "Unknown",
+)
+
+
+class HccnError(Exception):
+    """An hccn_tool failure: ``lines`` go to stderr, ``help_for`` prints the parameter help."""
+
+    def __init__(self, rc, *lines, help_for=None):
+        Exception.__init__(self, lines[0] if lines else "")
+        self.rc = rc
+        self.lines = lines
+        self.help_for = help_for
+
+
+class Out:
+    """Collects stdout and stderr so that they are written once at the end."""
+
+    def __init__(self):
+        self.out = []
+        self.err = []
+
+    def info(self, line):
+        self.out.append(line + "\n")
+
+    def error(self, line):
+        self.err.append(line + "\n")
+
+    def flush(self):
+        if self.out:
+            sys.stdout.write("".join(self.out))
+            sys.stdout.flush()
+        if self.err:
+            sys.stderr.write("".join(self.err))
+            sys.stderr.flush()
+
+
+def _param_help(out, cmd, attr="-i"):
+    if attr == "-a":
+        text = HELP_ALL_CFG[1]
+        out.info("[ hccn_tool -a devid -cfg ] needs the following parameters:")
+    else:
+        text = HELP[cmd][1]
+        out.info("[ hccn_tool -i devid %s ] needs the following parameters:" % cmd)
+    out.info(text)
+
+
+def _help(out):
+    for cmd in DEVICE_COMMANDS:
+        out.info("hccn_tool -i devid %s" % cmd)
+        out.info(HELP[cmd][1])
+    out.info("hccn_tool -a  -cfg")
+    out.info(HELP_ALL_CFG[1])
+
+
+# --- state helpers ---------------------------------------------------------------------------
+
+
+def _latency(state):
+    env = os.environ.get("ASCEND_SIM_LATENCY")
+    if env:
+        try:
+            return float(env)
+        except ValueError:
+            pass
+    faults = state.get("faults") or {}
+    if faults.get("latency") is not None:
+        return float(faults["latency"])
+    return float(state.get("latency") or 0.0)
+
+
+def _sleep(seconds):
+    if seconds > 0:
+        import time
+
+        time.sleep(seconds)
+
+
+def _link_up(state, dev_id, dev):
+    if dev.get("link", "UP") != "UP":
+        return False
+    if state.get("mode") == "bed":
+        from . import bed
+
+        return bed.link_up(dev_id)
+    return True
+
+
+def _valid_host_ip(text):
+    """What hccn_tool accepts as a device address: a unicast, non-loopback dotted quad."""
+    value = ip_to_int(text)
+    if value is None:
+        return None
+    first = value >> 24
+    if first == 0 or first == 127 or first >= 224:
+        return None
+    return value
+
+
+def _valid_netmask(text):
+    value = ip_to_int(text)
+    if value is None or value == 0 or mask_prefix(value) is None:
+        return None
+    return value
+
+
+# --- reachability ----------------------------------------------------------------------------
+
+
+def _find_target(state, sdir, target):
+    """(host_id, device dict) of the device that owns ``target`` in the fabric, or None."""
+    for dev_id, dev in state["devices"].items():
+        if dev.get("ip") == target:
+            return state.get("host_id"), dev
+    fabric = state.get("fabric")
+    if not fabric:
+        return None
+    own = os.path.realpath(sdir)
+    for host in read_fabric(fabric):
+        if host.get("state_dir") == own:
+            continue
+        for dev in host.get("devices", {}).values():
+            if dev.get("ip") == target:
+                return host.get("host_id"), dev
+    return None
+
+
+def _blocked(state, dev_id, target):
+    faults = state.get("faults") or {}
+    for entry in faults.get("unreachable", ()):
+        if entry.get("ip") == target and entry.get("device") in (None, int(dev_id)):
+            return True
+    return False
+
+
+def _reach(state, sdir, dev_id, dev, target, check_tls):
+    """Return a net health word for a probe from ``dev`` to ``target`` (fabric or bed mode)."""
+    if not _link_up(state, dev_id, dev):
+        return "Fault"
+    if _blocked(state, dev_id, target):
+        return "Receive timeout"
+    own_ip = dev.get("ip")
+    if not own_ip:
+        return "Receive timeout"
+    if state.get("mode") == "bed":
+        from . import bed
+
+        return "Success" if bed.ping(dev_id, target) else "Receive timeout"
+    mask = dev.get("netmask") or "255.255.255.255"
+    m = ip_to_int(mask)
+    if target == dev.get("gateway"):
+        return "Success"  # the switch's gateway interface answers while our link is up
+    same = m is not None and (ip_to_int(own_ip) & m) == ((ip_to_int(target) or 0) & m)
+    if not same and not dev.get("gateway"):
+        return "Receive timeout"  # no route off the subnet
+    found = _find_target(state, sdir, target)
+    if found is None:
+        return "Receive timeout"
+    _host, peer = found
+    if peer.get("link", "UP") != "UP":
+        return "Receive timeout"
+    if check_tls and int(peer.get("tls", 0)) != int(dev.get("tls", 0)):
+        return "Socket fail"
+    return "Success"
+
+
+def net_health(state, sdir, dev_id, dev, now=None):
+    # type: (dict, str, str, dict, float | None) -> str
+    forced = (dev.get("faults") or {}).get("health")
+    if forced:
+        return forced
+    target = dev.get("netdetect")
+    if not target or target == UNSET_IP:
+        return "Init"
+    if now is None:
+        import time
+
+        now = time.time()
+    settle = float(state.get("settle", 1.0))
+    if now - float(dev.get("netdetect_at") or 0.0) < settle:
+        return "Init"
+    return _reach(state, sdir, dev_id, dev, target, True)
+
+
+# --- commands --------------------------------------------------------------------------------
+
+
+def _cmd_ip(ctx, args):
+    if not args:
+        raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-ip")
+    if args[0] == "-s":
+        if len(args) != 5:
+            raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-ip")
+        values = {}
+        for i in (1, 3):
+            if args[i] not in ("address", "netmask"):
+                raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-ip")
+            values[args[i]] = args[i + 1]
+        return _set_ip(ctx, values.get("address", ""), values.get("netmask", ""))
+    if args[0] == "-g":
+        if len(args) != 1:
+            raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-ip")
+        ctx.device_call()
+        dev = ctx.dev
+        if not dev.get("ip"):
+            raise HccnError(RC_NO_IPCONF, "Get ipconf failed, because no ip was preset there!")
+        ctx.out.info("ipaddr:%s" % dev["ip"])
+        ctx.out.info("netmask:%s" % dev["netmask"])
+        return 0
+    raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-ip")
+
+
+def _set_ip(ctx, address, netmask):
+    ctx.device_call()
+    addr_int = ip_to_int(address)
+    mask_int = ip_to_int(netmask)
+    if addr_int is not None:
+        # conflict checks come first in the real tool (other devices, then the vNIC range)
+        lo, hi = (8, 16) if int(ctx.dev_id) >= 8 else (0, 8)
+        for other_id, other in ctx.state["devices"].items():
+            if other_id != ctx.dev_id and lo <= int(other_id) < hi and other.get("ip") == address:
+                raise HccnError(RC_IP_CONFLICT, "The ip address configured is conflicted!")
+        if (addr_int & 0xFFFFFF00) == 0xC0A80100:  # 192.168.1.0/24: host side of the device vNIC
+            raise HccnError(RC_IP_CONFLICT, "The ip address configured is conflicted!")
+    if _valid_host_ip(address) is None or _valid_netmask(netmask) is None:
+        raise HccnError(RC_IP_INVALID, "The ip address you configured is invalid!")
+    host_part = addr_int & (~mask_int & 0xFFFFFFFF)
+    if host_part == 0 or host_part == (~mask_int & 0xFFFFFFFF):
+        raise HccnError(RC_IP_INVALID, "The ip address you configured is invalid!")
+    if ctx.state.get("mode") == "bed":
+        from . import bed
+
+        bed.apply_address(ctx.dev_id, address, mask_prefix(mask_int))
+
+    drop_gateway = []
+
+    def change(state):
+        dev = state["devices"][ctx.dev_id]
+        for other_id, other in state["devices"].items():  # re-check under the lock
+            if other_id != ctx.dev_id and other.get("ip") == address:
+                raise HccnError(RC_IP_CONFLICT, "The ip address configured is conflicted!")
+        dev["ip"] = address
+        dev["netmask"] = netmask
+        gw = dev.get("gateway")
+        if gw and ((ip_to_int(gw) or 0) & mask_int) != (addr_int & mask_int):
+            dev["gateway"] = None  # the route goes away with the old subnet
+            drop_gateway.append(gw)
+
+    ctx.update(change)
+    from . import conf
+
+    key = ctx.dev_id
+    if drop_gateway:
+        conf.delete_keys(ctx.conf_path, ["gateway_%s" % key])
+    conf.set_keys(ctx.conf_path, [("address_%s" % key, address), ("netmask_%s" % key, netmask)])
+    ctx.out.info(MSG_SUCCESS)
+    return 0
+
+
+def _cmd_gateway(ctx, args):
+    if not args:
+        raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-gateway")
+    if args[0] == "-s":
+        if len(args) != 3:
+            raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-gateway")
+        if args[1] != "gateway":
+            raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-gateway")
+        gateway = args[2]
+        ctx.device_call()
+        if ip_to_int(gateway) is None:
+            raise HccnError(RC_IP_INVALID, "The ip address you configured is invalid!")
+        dev = ctx.dev
+        if not dev.get("ip"):
+            raise HccnError(RC_NO_IPCONF, "Get ipconf failed, because no ip was preset there!")
+        mask = ip_to_int(dev["netmask"])
+        if (ip_to_int(dev["ip"]) & mask) != (ip_to_int(gateway) & mask):
+            raise HccnError(
+                RC_GW_SEGMENT, "The segment of configured gateway doesn't match that of the configured ip adress!"
+            )
+
+        def change(state):
+            state["devices"][ctx.dev_id]["gateway"] = gateway
+
+        ctx.update(change)
+        from . import conf
+
+        conf.set_keys(ctx.conf_path, [("gateway_%s" % ctx.dev_id, gateway)])
+        ctx.out.info(MSG_SUCCESS)
+        return 0
+    if args[0] == "-g":
+        if len(args) != 1:
+            raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-gateway")
+        ctx.device_call()
+        gateway = ctx.dev.get("gateway")
+        if not gateway:
+            raise HccnError(RC_NO_GATEWAY, "Get gateway failed, because no gateway was preset there!")
+        ctx.out.info("default gateway:%s, Iface:eth%s" % (gateway, ctx.dev_id))
+        return 0
+    raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-gateway")
+
+
+def _cmd_netdetect(ctx, args):
+    if not args:
+        raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-netdetect")
+    if args[0] == "-s":
+        if len(args) != 3:
+            raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-netdetect")
+        if args[1] != "address":
+            raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-netdetect")
+        address = args[2]
+        ctx.device_call()
+        value = ip_to_int(address)
+        if value is None:
+            raise HccnError(RC_IP_INVALID, "The ip address you configured is invalid!")
+        if value == 0xFFFFFFFF:
+            raise HccnError(RC_BROADCAST, "Can not config broadcast address!")
+        import time
+
+        now = time.time()
+
+        def change(state):
+            dev = state["devices"][ctx.dev_id]
+            dev["netdetect"] = None if address == UNSET_IP else address
+            dev["netdetect_at"] = now
+
+        ctx.update(change)
+        from . import conf
+
+        conf.set_keys(ctx.conf_path, [("netdetect_%s" % ctx.dev_id, address)])
+        ctx.out.info(MSG_SUCCESS)
+        return 0
+    if args[0] == "-g":
+        if len(args) != 1:
+            raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-netdetect")
+        ctx.device_call()
+        label = "netdetect address" if ctx.state.get("driver_variant") == "old" else "netdetect addr"
+        ctx.out.info("%s: %s" % (label, ctx.dev.get("netdetect") or UNSET_IP))
+        return 0
+    raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-netdetect")
+
+
+def _cmd_net_health(ctx, args):
+    if len(args) != 1:
+        raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-net_health")
+    if args[0] != "-g":
+        raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-net_health")
+    ctx.device_call()
+    ctx.out.info("net health status: %s" % net_health(ctx.state, ctx.sdir, ctx.dev_id, ctx.dev))
+    return 0
+
+
+def _cmd_link(ctx, args):
+    if not args:
+        raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-link")
+    if args[0] == "-g":
+        if len(args) != 1:
+            raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-link")
+        ctx.device_call()
+        ctx.out.info("link status: %s" % ("UP" if _link_up(ctx.state, ctx.dev_id, ctx.dev) else "DOWN"))
+        return 0
+    raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-link")
+
+
+def _cmd_mac(ctx, args):
+    if not args:
+        raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-mac")
+    if args[0] == "-g":
+        if len(args) != 1:
+            raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-mac")
+        ctx.device_call()
+        ctx.out.info("mac addr: %s" % ctx.dev["mac"])
+        return 0
+    raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-mac")
+
+
+def _cmd_tls(ctx, args):
+    if not args:
+        raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-tls")
+    if args[0] == "-g":
+        if len(args) != 1:
+            raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-tls")
+        ctx.device_call()
+        dev = ctx.dev
+        ctx.out.info(
+            "dev_id:%s, tls switch[%d](0:disable, 1:enable), tls preconfigured[%d](0:non-preset, 1:preset), "
+            "tls alarm time threshold[%d]days"
+            % (ctx.dev_id, int(dev.get("tls", 0)), int(dev.get("tls_preset", 1)), int(dev.get("tls_alarm", 60)))
+        )
+        return 0
+    raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-tls")
+
+
+def _ping_time(target, seq):
+    value = (ip_to_int(target) or 0) * 2654435761 + seq * 40503
+    return 0.040 + (value % 90) / 1000.0
+
+
+def _cmd_ping(ctx, args):
+    if len(args) < 3:
+        raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-ping")
+    if args[0] != "-g":
+        raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-ping")
+    target = None
+    i = 1
+    while i < len(args):
+        if args[i] in ("address", "pkt") and i + 1 < len(args):
+            if args[i] == "address":
+                target = args[i + 1]
+            i += 2
+            continue
+        raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-ping")
+    if target is None:
+        raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-ping")
+    ctx.device_call()
+    if _valid_host_ip(target) is None:
+        raise HccnError(RC_IP_INVALID, "The ip address you configured is invalid!")
+    ok = _reach(ctx.state, ctx.sdir, ctx.dev_id, ctx.dev, target, False) == "Success"
+    ctx.out.info("device %s PING %s" % (ctx.dev_id, target))
+    received = 0
+    for seq in range(3):
+        if ok:
+            received += 1
+            ctx.out.info("recv seq=%d,time=%.6fms" % (seq, _ping_time(target, seq)))
+        else:
+            ctx.out.info("recv time out seq=%d" % seq)
+    ctx.out.info("3 packets transmitted, %d received, %.2f%% packet loss" % (received, (3 - received) * 100.0 / 3))
+    if not ok:
+        raise HccnError(RC_EXEC, MSG_EXEC)
+    return 0
+
+
+def _recover(ctx, dev_ids):
+    """Re-apply hccn.conf (address/netmask, netdetect, gateway) to ``dev_ids``."""
+    from . import conf
+
+    values = conf.read(ctx.conf_path)
+    import time
+
+    now = time.time()
+    bed_apply = []
+
+    def change(state):
+        for dev_id in dev_ids:
+            dev = state["devices"][dev_id]
+            address, netmask = values.get("address_%s" % dev_id), values.get("netmask_%s" % dev_id)
+            if address and netmask and _valid_host_ip(address) is not None and _valid_netmask(netmask) is not None:
+                dev["ip"], dev["netmask"] = address, netmask
+                bed_apply.append((dev_id, address, mask_prefix(ip_to_int(netmask))))
+            netdetect = values.get("netdetect_%s" % dev_id)
+            if netdetect and ip_to_int(netdetect) is not None and netdetect != dev.get("netdetect"):
+                dev["netdetect"] = netdetect
+                dev["netdetect_at"] = now
+            gateway = values.get("gateway_%s" % dev_id)
+            if gateway and dev.get("ip") and ip_to_int(gateway) is not None:
+                mask = ip_to_int(dev["netmask"])
+                if (ip_to_int(gateway) & mask) == (ip_to_int(dev["ip"]) & mask):
+                    dev["gateway"] = gateway
+
+    ctx.update(change)
+    if ctx.state.get("mode") == "bed":
+        from . import bed
+
+        for dev_id, address, prefix in bed_apply:
+            bed.apply_address(dev_id, address, prefix)
+    ctx.out.info(MSG_SUCCESS)
+    return 0
+
+
+def _cmd_cfg(ctx, args):
+    if not args:
+        raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-cfg")
+    if args[0] != "recovery":
+        raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-cfg")
+    if len(args) != 1:
+        raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-cfg")
+    if not os.path.exists(ctx.conf_path):
+        raise HccnError(
+            RC_CONF_ACCESS,
+            "The hccn.conf can't access, cmd execute failed! pls check the conf file or cmd run permission.",
+        )
+    ctx.device_call()
+    return _recover(ctx, [ctx.dev_id])
+
+
+COMMANDS = {
+    "-ip": _cmd_ip,
+    "-gateway": _cmd_gateway,
+    "-netdetect": _cmd_netdetect,
+    "-net_health": _cmd_net_health,
+    "-link": _cmd_link,
+    "-mac": _cmd_mac,
+    "-tls": _cmd_tls,
+    "-ping": _cmd_ping,
+    "-cfg": _cmd_cfg,
+}
+
+
+class Context:
+    """What a command needs: the state, the device, the conf path, and where output goes."""
+
+    def __init__(self, sdir, state, dev_id, out):
+        self.sdir = sdir
+        self.state = state
+        self.dev_id = dev_id
+        self.dev = state["devices"].get(dev_id) if dev_id is not None else None
+        self.out = out
+        self.conf_path = state.get("hccn_conf") or "/etc/hccn.conf"
+        self.no_latency = False
+        self._called = False
+
+    def device_call(self):
+        """The command reaches the device: simulated latency, then injected device errors."""
+        if self._called:
+            return
+        self._called = True
+        if not self.no_latency:
+            _sleep(_latency(self.state))
+        if self.dev is not None and (self.dev.get("faults") or {}).get("error"):
+            raise HccnError(RC_EXEC, MSG_EXEC)
+
+    def update(self, func):
+        """Apply ``func`` to a fresh copy of the state under the writer lock."""
+        from . import store
+
+        def wrapped(state):
+            func(state)
+
+        store.update(self.sdir, wrapped)
+        self.state = load(self.sdir)
+        if self.dev_id is not None:
+            self.dev = self.state["devices"][self.dev_id]
+
+
+def run(argv, sdir, out, no_latency=False):
+    # type: (list, str, Out, bool) -> int
+    """Execute one hccn_tool command line (without argv[0]); return the exit status."""
+    try:
+        if not argv:
+            raise HccnError(RC_MAJOR_NUM, "Get invalid major cmd number. Please check your input.", MSG_HELP_HINT)
+        if len(argv) == 1 and argv[0] in ("-h", "--help"):
+            _help(out)
+            return 0
+        if argv[0] == "-i":
+            if len(argv) < 3 or argv[2] not in COMMANDS:
+                raise HccnError(RC_MAJOR_INVALID, "Get invalid major cmd.", MSG_HELP_HINT)
+            phy = argv[1]
+            state = load(sdir)
+            if len(phy) > 2 or not phy.isdigit() or str(int(phy)) not in state["devices"]:
+                raise HccnError(RC_DEV_ID, "Get invalid device id.")
+            ctx = Context(sdir, state, str(int(phy)), out)
+            ctx.no_latency = no_latency
+            return COMMANDS[argv[2]](ctx, argv[3:])
+        if argv[0] == "-a":
+            if len(argv) < 2 or argv[1] != "-cfg":
+                raise HccnError(RC_MAJOR_INVALID, "Get invalid major cmd.", MSG_HELP_HINT)
+            args = argv[2:]
+            if not args or args[0] != "recovery":
+                raise HccnError(
+                    RC_OP_NOT_SUPPORT if args else RC_COUNT,
+                    "Get unknown option!" if args else "The total count of input parameters is wrong!",
+                    help_for="-a",
+                )
+            if len(args) != 1:
+                raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-a")
+            state = load(sdir)
+            ctx = Context(sdir, state, None, out)
+            ctx.no_latency = no_latency
+            if not os.path.exists(ctx.conf_path):
+                raise HccnError(
+                    RC_CONF_ACCESS,
+                    "The hccn.conf can't access, cmd execute failed! pls check the conf file or cmd run permission.",
+                )
+            ctx.device_call()
+            for dev in state["devices"].values():
+                if (dev.get("faults") or {}).get("error"):
+                    out.info("Recovery failed. Check '/var/log/hccn_tool/hccn_config.log' for details.")
+                    raise HccnError(RC_EXEC, MSG_EXEC)
+            return _recover(ctx, sorted(state["devices"], key=int))
+        raise HccnError(
+            RC_MAJOR_TYPE,
+            'Get invalid major cmd type. The valid major cmd type should be "-a" or "-i".',
+            MSG_HELP_HINT,
+        )
+    except HccnError as exc:
+        for line in exc.lines:
+            out.error(line)
+        if exc.help_for:
+            if exc.help_for == "-a":
+                _param_help(out, "-cfg", attr="-a")
+            else:
+                _param_help(out, exc.help_for)
+        return exc.rc
+
+
+def main(argv=None, default_state=None):
+    # type: (list | None, str | None) -> int
+    """Entry point of ``bin/hccn_tool`` and of the wrappers ``ascend-sim install`` writes."""
+    if argv is None:
+        argv = sys.argv[1:]
+    out = Out()
+    try:
+        rc = run(argv, state_dir(default_state), out)
+    except SimError as exc:
+        out.flush()
+        sys.stderr.write("ascend-sim: %s\n" % exc)
+        return 125
+    out.flush()
+    return rc
