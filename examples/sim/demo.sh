@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# `make demo`: make a simulated 2 x 8 NPU cluster on this machine and run the main job against it.
+# Nothing here touches the real machine's network or firewall: both servers are local
+# connections wired to simulator state under build/sim-cluster.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$repo"
+np=${NP:-16}
+root=$repo/build/sim-cluster
+
+echo "== simulated cluster: 2 servers x 8 NPUs (910B) under $root"
+python3 simulator/bin/ascend-sim -q cluster --root "$root" --servers 2 --chip 910B --devices 8 --preset-ips --force
+
+# Ansible finds collections under ansible_collections/<namespace>/<name>: expose this checkout.
+mkdir -p build/collections/ansible_collections/ascend
+[ -L build/collections/ansible_collections/ascend/cluster ] || ln -sfn "$repo" build/collections/ansible_collections/ascend/cluster
+export ANSIBLE_COLLECTIONS_PATH=$repo/build/collections
+export ANSIBLE_CALLBACK_RESULT_FORMAT=yaml
+export ANSIBLE_HOST_KEY_CHECKING=False
+
+playbook=ascend.cluster.train
+[ -f playbooks/train.yml ] || playbook=ascend.cluster.rank_table
+echo "== ansible-playbook $playbook -i examples/sim/inventory.yml -e np=$np"
+ansible-playbook "$playbook" -i examples/sim/inventory.yml -e "np=$np" "$@"
+echo "== rank table written to $root/rank_table.json"
