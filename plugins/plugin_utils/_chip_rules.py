@@ -22,6 +22,11 @@ ANY_CHIP_MAX_DEVICE_ID = max(profile.max_device_id for profile in CHIPS.values()
 SINGLE_SERVER_COUNTS_910A = (1, 2, 4, 8)
 
 
+def is_decimal(text: str) -> bool:
+    """ASCII digits only: ``str.isdigit`` also accepts '²' and full-width digits."""
+    return text.isascii() and text.isdigit()
+
+
 def resolve_chip(chip: str | None) -> ChipProfile | None:
     """The profile for ``chip`` (any alias), ``None`` when not given; ClusterSpecError if unknown."""
     if chip is None or chip == "":
@@ -48,7 +53,7 @@ def device_id_of(value: Any, where: str, profile: ChipProfile | None) -> int:
         number = None
     elif isinstance(value, int):
         number = value
-    elif isinstance(value, str) and value.strip().isdigit():
+    elif isinstance(value, str) and is_decimal(value.strip()):
         number = int(value.strip())
     else:
         number = None

@@ -20,12 +20,13 @@ from typing import Any
 from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import (
     chip_label,
     device_id_of,
+    is_decimal,
     max_device_id,
     resolve_chip,
 )
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
 
-_RANGE = re.compile(r"^\s*\[\s*(\d+)\s*,\s*(\d+)\s*([)\]])\s*$")
+_RANGE = re.compile(r"^\s*\[\s*(\d+)\s*,\s*(\d+)\s*([)\]])\s*$", re.ASCII)
 
 
 def parse_device_range(spec: Any, chip: str | None = None) -> list[int]:
@@ -51,18 +52,18 @@ def parse_device_range(spec: Any, chip: str | None = None) -> list[int]:
 
 def _parse_ids(text: str, where: str, profile: Any) -> list[int]:
     """``0123`` (one digit per device, the seed syntax) or ``8-15`` / ``0/1/10/11``."""
-    if text.isdigit():
+    if is_decimal(text):
         tokens = list(text)
     else:
         tokens = []
         for part in text.split("/"):
             bounds = part.split("-")
-            if len(bounds) == 2 and all(b.strip().isdigit() for b in bounds):
+            if len(bounds) == 2 and all(is_decimal(b.strip()) for b in bounds):
                 low, high = int(bounds[0]), int(bounds[1])
                 if high < low:
                     raise ClusterSpecError(f"{where}: device range {part!r} runs backwards")
                 tokens.extend(str(i) for i in range(low, high + 1))
-            elif part.strip().isdigit():
+            elif is_decimal(part.strip()):
                 tokens.append(part.strip())
             else:
                 raise ClusterSpecError(
@@ -105,7 +106,7 @@ def parse_npu_env(spec: Any, chip: str | None = None, np: Any = None, available:
     for item in spec.split(","):
         fields = [field.strip() for field in item.strip().split(":")]
         where = f"--env entry {item.strip()!r}"
-        if len(fields) not in (2, 3) or not fields[0] or not fields[1].isdigit():
+        if len(fields) not in (2, 3) or not fields[0] or not is_decimal(fields[1]):
             raise ClusterSpecError(f"{where} is not 'server:count' or 'server:count:ids' (e.g. '10.0.0.2:4:0123')")
         server_id, count = fields[0], int(fields[1])
         if server_id in seen:

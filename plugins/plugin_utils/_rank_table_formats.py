@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ansible_collections.ascend.cluster.plugins.module_utils._chip import ChipProfile
-from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import device_id_of
+from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import device_id_of, is_decimal
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
 from ansible_collections.ascend.cluster.plugins.plugin_utils._rank_table_model import (
     TEMPLATE_2,
@@ -134,7 +134,7 @@ def _string(entry: Mapping[str, Any], key: str, where: str, required: bool = Tru
 
 def _number(entry: Mapping[str, Any], key: str, where: str) -> int:
     text = _string(entry, key, where)
-    if not text.isdigit():
+    if not is_decimal(text):
         raise ClusterSpecError(f"{where}: {key} {text!r} is not a decimal number")
     return int(text)
 

@@ -28,7 +28,7 @@ VERSIONS = (VERSION_1_0, VERSION_1_2, TEMPLATE_2)
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 # Plain dotted quads are by far the common case; matching them with one regular expression
 # keeps validation of 65536 devices fast. Anything else is decided by netaddr.
-_DOTTED_QUAD = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}\Z")
+_DOTTED_QUAD = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}\Z", re.ASCII)
 
 
 def is_ip_address(text: str) -> bool:

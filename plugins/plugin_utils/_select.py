@@ -23,6 +23,7 @@ from ansible_collections.ascend.cluster.plugins.module_utils._chip import ChipPr
 from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import (
     SINGLE_SERVER_COUNTS_910A,
     device_id_of,
+    is_decimal,
     resolve_chip,
 )
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
@@ -73,7 +74,7 @@ def _read_available(servers: Any, profile: ChipProfile | None) -> list[tuple[Map
 
 
 def _np_of(np: Any) -> int:
-    if isinstance(np, bool) or not (isinstance(np, int) or (isinstance(np, str) and np.strip().isdigit())):
+    if isinstance(np, bool) or not (isinstance(np, int) or (isinstance(np, str) and is_decimal(np.strip()))):
         raise ClusterSpecError(f"np must be a positive whole number of devices, got {np!r}")
     value = int(np)
     if value < 1:

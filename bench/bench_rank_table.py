@@ -1,0 +1,70 @@
+"""Benchmark: build and validate rank tables of 1024, 16384 and 65536 ranks (16 devices per server).
+
+Prints one JSON object per line, e.g. ``{"figure": "rank_table_65536_ranks_s", "value": 0.42, "unit": "s"}``:
+
+- ``rank_table_<N>_ranks_s``: ``servers | ascend.cluster.rank_table`` (read, check as HCCL
+  does, render) for N ranks, best of a few runs; the budget for 65536 is 1.0 s and the three
+  sizes show the cost growing linearly;
+- ``validate_rank_table_<N>_ranks_s``: reading the table back through ``validate_rank_table``.
+
+Run from the repository root: ``.venv/bin/python bench/bench_rank_table.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.helpers.collection import install_import_path  # noqa: E402
+
+install_import_path()
+
+from ansible_collections.ascend.cluster.plugins.filter.rank_table import rank_table  # noqa: E402
+from ansible_collections.ascend.cluster.plugins.filter.validate_rank_table import validate_rank_table  # noqa: E402
+
+DEVICES_PER_SERVER = 16
+SIZES = (1024, 16384, 65536)
+REPEATS = 5
+
+
+def cluster(ranks: int) -> list[dict[str, Any]]:
+    """Servers as hccn_facts gives them: unique host and device IPs, int device ids."""
+    servers = []
+    for s in range(ranks // DEVICES_PER_SERVER):
+        devices = [
+            {"device_id": d, "device_ip": f"172.{16 + (s >> 12)}.{(s >> 4) & 255}.{((s & 15) << 4) | d}"}
+            for d in range(DEVICES_PER_SERVER)
+        ]
+        servers.append({"server_id": f"10.{s >> 8}.{s & 255}.1", "devices": devices})
+    return servers
+
+
+def best_of(func: Callable[[], Any], repeats: int = REPEATS) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        func()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def emit(figure: str, value: float) -> None:
+    print(json.dumps({"figure": figure, "value": round(value, 4), "unit": "s"}), flush=True)
+
+
+def main() -> None:
+    for ranks in SIZES:
+        servers = cluster(ranks)
+        table = rank_table(servers, chip="910B")
+        assert int(table["server_count"]) * DEVICES_PER_SERVER == ranks
+        emit(f"rank_table_{ranks}_ranks_s", best_of(lambda: rank_table(servers, chip="910B")))
+        emit(f"validate_rank_table_{ranks}_ranks_s", best_of(lambda: validate_rank_table(table, chip="910B")))
+
+
+if __name__ == "__main__":
+    main()
