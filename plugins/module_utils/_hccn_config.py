@@ -1,0 +1,267 @@
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Bring the device IP settings of one host to what is wanted, through ``hccn_tool``.
+
+Steps (the ``hccn_config`` module runs :meth:`Configurator.run`):
+
+1. check every wanted value (``_ip_check``), for all devices, before anything is touched;
+2. read what each device reports, concurrently (``HccnTool`` getters);
+3. plan only the differences: ``-ip -s`` first, then ``-gateway -s`` (the gateway must be inside
+   the NEW subnet, so it is set again whenever the address changes), then ``-netdetect -s``;
+   address moves between devices of this host are ordered so no set hits a conflict;
+4. unless in check mode, apply the plan phase by phase (calls of one phase run concurrently);
+5. read the changed devices back and fail if any of them does not report the wanted values.
+
+Runs on target hosts: Python 3.8+, stdlib only.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible_collections.ascend.cluster.plugins.module_utils import _chip
+from ansible_collections.ascend.cluster.plugins.module_utils import _hccn_tool
+from ansible_collections.ascend.cluster.plugins.module_utils._hccn_parse import ParseError
+from ansible_collections.ascend.cluster.plugins.module_utils._ip_check import FIELDS, IpCheckError, check_devices
+
+__metaclass__ = type
+
+MAX_DEVICE_ID = max(profile.max_device_id for profile in _chip.CHIPS.values())
+PHASES = ("ip", "gateway", "netdetect")
+
+# What to tell the operator when a set is refused, keyed by a piece of hccn_tool's stderr.
+SET_HINTS = (
+    ("is conflicted", "another device of this host already has this address, or it is in 192.168.1.0/24; "
+                      "check `hccn_tool -i N -ip -g` on every device and the plan"),
+    ("is invalid", "hccn_tool does not accept this address/netmask; check the plan"),
+    ("segment of configured gateway", "the gateway is outside the device subnet; fix the gateway or the netmask"),
+    ("broadcast", "a broadcast address cannot be a netdetect target; use the gateway or a peer device"),
+    ("no ip was preset", "the device has no address yet; set address and netmask together with the gateway"),
+)
+
+
+class ConfigError(Exception):
+    """Stop the module: ``msg`` says what to fix, ``details`` holds raw output and partial results."""
+
+    def __init__(self, msg, **details):
+        # type: (str, object) -> None
+        self.msg = msg
+        self.details = details
+        super(ConfigError, self).__init__(msg)
+
+
+def read_device(tool, device):
+    # type: (_hccn_tool.HccnTool, int) -> dict
+    """What the device reports: ``{address, netmask, gateway, netdetect}`` (``""`` when unset)."""
+    ip = tool.get_ip(device)
+    return {
+        "address": ip["address"],
+        "netmask": ip["netmask"],
+        "gateway": tool.get_gateway(device),
+        "netdetect": tool.get_netdetect(device),
+    }
+
+
+def _pool_map(func, items, parallel):
+    # type: (object, list, int) -> list
+    """``[func(item) or the exception it raised]`` on a bounded thread pool, in order."""
+
+    def guarded(item):
+        try:
+            return func(item)
+        except (_hccn_tool.HccnError, ParseError) as exc:
+            return exc
+
+    if not items:
+        return []
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(items)))) as pool:
+        return list(pool.map(guarded, items))
+
+
+def read_devices(tool, devices, parallel, when):
+    # type: (_hccn_tool.HccnTool, list, int, str) -> dict
+    """``{device: state}`` for every device, or ConfigError naming the first one that could not be read."""
+    states = {}
+    for device, value in zip(devices, _pool_map(lambda d: read_device(tool, d), devices, parallel)):
+        if isinstance(value, ParseError):
+            raise ConfigError(
+                "%s: hccn_tool gave an answer for device %d that cannot be parsed: %r; check the driver version"
+                % (when, device, value.raw),
+                stdout=value.raw,
+            )
+        if isinstance(value, _hccn_tool.HccnError):
+            raise ConfigError(
+                "%s: cannot read device %d (%s): %s; check the device with `npu-smi info` and the devices list"
+                % (when, device, " ".join(value.result.cmd), value.reason),
+                cmd=value.result.cmd,
+                rc=value.result.rc,
+                stdout=value.result.stdout,
+                stderr=value.result.stderr,
+            )
+        states[device] = value
+    return states
+
+
+def wanted_state(wanted, current):
+    # type: (dict, dict) -> dict
+    """The state the device should end in: wanted values, current ones where a field is left alone."""
+    state = dict(current)
+    for field in FIELDS:
+        if wanted.get(field):
+            state[field] = wanted[field]
+    return state
+
+
+def plan_device(wanted, current):
+    # type: (dict, dict) -> list
+    """The ``(phase, hccn_tool args)`` steps that take one device from ``current`` to ``wanted``."""
+    steps = []
+    ip_changes = (wanted["address"], wanted["netmask"]) != (current["address"], current["netmask"])
+    if ip_changes:
+        steps.append(("ip", ["-ip", "-s", "address", wanted["address"], "netmask", wanted["netmask"]]))
+    if wanted["gateway"] and (ip_changes or wanted["gateway"] != current["gateway"]):
+        steps.append(("gateway", ["-gateway", "-s", "gateway", wanted["gateway"]]))
+    if wanted["netdetect"] and wanted["netdetect"] != current["netdetect"]:
+        steps.append(("netdetect", ["-netdetect", "-s", "address", wanted["netdetect"]]))
+    return steps
+
+
+def ip_waves(moving, current):
+    # type: (dict, dict) -> list
+    """Order address changes so none takes an address another device still holds.
+
+    ``moving`` maps device -> wanted address for devices whose address changes; ``current`` maps
+    every read device to its state. Returns lists of devices that may be set together; raises
+    ConfigError for a swap (a cycle), which needs a temporary address.
+    """
+    holder = {state["address"]: device for device, state in current.items() if state["address"]}
+    pending = dict(moving)
+    waves = []
+    while pending:
+        ready = sorted(d for d, address in pending.items() if holder.get(address, d) == d or holder[address] not in pending)
+        if not ready:
+            cycle = ", ".join("device %d -> %s (now on device %d)" % (d, a, holder[a]) for d, a in sorted(pending.items()))
+            raise ConfigError(
+                "the wanted addresses swap between devices (%s); hccn_tool refuses an address another device "
+                "holds, so move one of them to a free address in a first run" % cycle
+            )
+        waves.append(ready)
+        for device in ready:
+            del pending[device]
+    return waves
+
+
+def _hint(stderr):
+    # type: (str) -> str
+    lowered = stderr.lower()
+    for text, hint in SET_HINTS:
+        if text.lower() in lowered:
+            return hint
+    return "check the device with `npu-smi info` and retry"
+
+
+class Configurator:
+    """Configure the listed devices of this host; ``run()`` returns the module result."""
+
+    def __init__(self, module, tool):
+        self.module = module
+        self.tool = tool
+        self.params = module.params
+
+    def validate(self):
+        # type: () -> list
+        if self.params["parallel"] < 1:
+            raise ConfigError("parallel must be 1 or more (got %d)" % self.params["parallel"])
+        if self.params["timeout"] < 1:
+            raise ConfigError("timeout must be 1 second or more (got %d)" % self.params["timeout"])
+        try:
+            return check_devices(self.params["devices"], MAX_DEVICE_ID)
+        except IpCheckError as exc:
+            raise ConfigError(
+                "the wanted device IP settings are wrong, nothing was changed: %s" % exc, problems=exc.problems
+            )
+
+    def run(self):
+        # type: () -> dict
+        wanted = self.validate()
+        ids = [w["device_id"] for w in wanted]
+        parallel = self.params["parallel"]
+        before = read_devices(self.tool, ids, parallel, "before any change")
+        plans = {w["device_id"]: plan_device(w, before[w["device_id"]]) for w in wanted}
+        moving = {w["device_id"]: w["address"] for w in wanted if "ip" in [p for p, _ in plans[w["device_id"]]]}
+        waves = ip_waves(moving, before)
+        targets = {w["device_id"]: wanted_state(w, before[w["device_id"]]) for w in wanted}
+        results = {
+            d: {"device_id": d, "changed": bool(plans[d]), "changes": [p for p, _ in plans[d]],
+                "commands": [" ".join(self.tool.command(d, args)) for _, args in plans[d]],
+                "before": before[d], "after": targets[d]}
+            for d in ids
+        }
+        changed = any(plans.values())
+        if changed and not self.module.check_mode:
+            self.apply(plans, waves, results)
+            after = self.read_back(wanted, [d for d in ids if plans[d]], results)
+            for device, state in after.items():
+                targets[device] = results[device]["after"] = state
+        return {
+            "changed": changed,
+            "devices": [results[d] for d in ids],
+            "diff": {
+                "before": dict(("device %d" % d, before[d]) for d in ids),
+                "after": dict(("device %d" % d, targets[d]) for d in ids),
+            },
+        }
+
+    def apply(self, plans, waves, results):
+        # type: (dict, list, dict) -> None
+        """Run the steps phase by phase; on the first refused set, stop and report what was done."""
+        batches = [[(d, plans[d][0][1]) for d in wave] for wave in waves]
+        for phase in PHASES[1:]:
+            batches.append([(d, args) for d in sorted(plans) for p, args in plans[d] if p == phase])
+        done = []  # type: list
+        for batch in batches:
+            answers = _pool_map(lambda item: self.tool.query(item[0], item[1]), batch, self.params["parallel"])
+            failed = None
+            for (device, args), answer in zip(batch, answers):
+                if isinstance(answer, Exception):
+                    failed = failed or (device, answer)
+                else:
+                    done.append(" ".join(self.tool.command(device, args)))
+            if failed:
+                device, error = failed
+                stderr = getattr(error, "stderr", "") or str(error)
+                raise ConfigError(
+                    "device %d: `%s` failed: %s (rc=%s); %s. %d earlier set(s) were applied and stay in place."
+                    % (device, " ".join(error.result.cmd), stderr, error.result.rc, _hint(stderr), len(done)),
+                    changed=bool(done),
+                    applied=done,
+                    devices=[results[d] for d in sorted(results)],
+                    cmd=error.result.cmd,
+                    rc=error.result.rc,
+                    stdout=error.result.stdout,
+                    stderr=error.result.stderr,
+                )
+
+    def read_back(self, wanted, devices, results):
+        # type: (list, list, dict) -> dict
+        """Re-read the changed devices; ConfigError when one does not report a wanted value."""
+        after = read_devices(self.tool, devices, self.params["parallel"], "reading back after the change")
+        wrong = []
+        for entry in wanted:
+            device = entry["device_id"]
+            if device not in after:
+                continue
+            for field in FIELDS:
+                if entry[field] and after[device][field] != entry[field]:
+                    wrong.append(
+                        "device %d %s: set %r, the device reports %r" % (device, field, entry[field], after[device][field])
+                    )
+        if wrong:
+            raise ConfigError(
+                "hccn_tool accepted the change but the devices do not report it: %s; check the driver log "
+                "(/var/log/hccn_tool) and /etc/hccn.conf, then run again" % "; ".join(wrong),
+                changed=True,
+                devices=[results[d] for d in sorted(results)],
+                read_back=dict(("device %d" % d, after[d]) for d in devices),
+            )
+        return after

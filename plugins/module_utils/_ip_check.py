@@ -1,0 +1,170 @@
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Check one host's wanted device IP settings before ``hccn_tool`` is asked to apply any of them.
+
+Why the standard library's ``ipaddress`` and not netaddr: this runs on the TARGET host, where
+netaddr is usually not installed (it is a controller-side dependency). ``ipaddress`` ships with
+every Python 3. The controller-side plan check (``plugin_utils/_ip_plan.py``) uses netaddr and
+also sees the whole cluster; this one is the last line of defence on the host itself.
+
+The rules follow what ``hccn_tool`` refuses (reference section 1): 192.168.1.0/24 is reserved
+for the device's internal vNIC, network and broadcast addresses are invalid, the gateway must
+be inside the device subnet, two devices may not share an address.
+
+Runs on target hosts: Python 3.8+, stdlib only.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+__metaclass__ = type
+
+RESERVED_NETWORK = ipaddress.IPv4Network("192.168.1.0/24")
+FIELDS = ("address", "netmask", "gateway", "netdetect")
+OPTIONAL_FIELDS = ("gateway", "netdetect")
+
+
+class IpCheckError(ValueError):
+    """One or more wanted values are wrong; ``problems`` lists every one of them."""
+
+    def __init__(self, problems):
+        # type: (list) -> None
+        self.problems = problems
+        super(IpCheckError, self).__init__("; ".join(problems))
+
+
+def _ipv4(value, what):
+    # type: (object, str) -> ipaddress.IPv4Address
+    text = "" if value is None else str(value).strip()
+    try:
+        return ipaddress.IPv4Address(text)
+    except ValueError:
+        raise ValueError("%s %r is not an IPv4 address (write it as a.b.c.d)" % (what, value))
+
+
+def normalize_netmask(value):
+    # type: (object) -> str
+    """Dotted netmask for ``255.255.255.0``, ``24`` or ``/24``; ValueError when it is not a netmask."""
+    text = "" if value is None else str(value).strip().lstrip("/")
+    try:
+        return str(ipaddress.IPv4Network("0.0.0.0/%s" % text).netmask)
+    except ValueError:
+        raise ValueError("netmask %r is not a netmask (use 255.255.255.0 or a prefix length such as 24)" % (value,))
+
+
+def _unicast_problem(addr):
+    # type: (ipaddress.IPv4Address) -> str | None
+    if addr.is_unspecified or int(addr) >> 24 == 0:
+        return "is in 0.0.0.0/8 (not a usable address)"
+    if addr.is_loopback:
+        return "is a loopback address"
+    if addr.is_multicast:
+        return "is a multicast address"
+    if int(addr) >> 28 == 0xF:
+        return "is in the reserved range 240.0.0.0/4"
+    return None
+
+
+def check_device(entry):
+    # type: (dict) -> tuple
+    """Normalize one wanted device ``{device_id, address, netmask, gateway, netdetect}``.
+
+    Returns ``(normalized entry, problems)``; gateway/netdetect ``""`` mean "leave as is".
+    """
+    where = "device %s" % entry.get("device_id")
+    problems = []  # type: list
+    out = {"device_id": entry.get("device_id")}
+    try:
+        address = _ipv4(entry.get("address"), "address")
+        netmask = normalize_netmask(entry.get("netmask"))
+    except ValueError as exc:
+        return out, ["%s: %s" % (where, exc)]
+    iface = ipaddress.IPv4Interface("%s/%s" % (address, netmask))
+    net = iface.network
+    out.update(address=str(address), netmask=netmask, gateway="", netdetect="")
+    bad = _unicast_problem(address)
+    if bad:
+        problems.append("%s: address %s %s" % (where, address, bad))
+    if address in RESERVED_NETWORK:
+        problems.append(
+            "%s: address %s is in 192.168.1.0/24, which the device reserves for its internal vNIC; "
+            "pick another subnet" % (where, address)
+        )
+    if net.prefixlen > 30:
+        problems.append("%s: netmask %s leaves no room for a device and a gateway; use /30 or wider" % (where, netmask))
+    elif address in (net.network_address, net.broadcast_address):
+        kind = "network" if address == net.network_address else "broadcast"
+        problems.append("%s: address %s is the %s address of %s; pick a host address" % (where, address, kind, net))
+    for field in OPTIONAL_FIELDS:
+        raw = entry.get(field)
+        if raw is None or str(raw).strip() == "":
+            continue
+        try:
+            value = _ipv4(raw, field)
+        except ValueError as exc:
+            problems.append("%s: %s" % (where, exc))
+            continue
+        out[field] = str(value)
+        problems.extend(_check_target(where, field, value, address, net))
+    return out, problems
+
+
+def _check_target(where, field, value, address, net):
+    # type: (str, str, ipaddress.IPv4Address, ipaddress.IPv4Address, ipaddress.IPv4Network) -> list
+    problems = []
+    if value.is_unspecified:
+        return ["%s: %s 0.0.0.0 is not an address; leave %s empty to keep the device's value" % (where, field, field)]
+    bad = _unicast_problem(value) if int(value) != 0xFFFFFFFF else "is the broadcast address"
+    if bad:
+        problems.append("%s: %s %s %s" % (where, field, value, bad))
+    if value == address:
+        problems.append("%s: %s %s is the device's own address" % (where, field, value))
+    if value in net and value in (net.network_address, net.broadcast_address) and not bad:
+        kind = "network" if value == net.network_address else "broadcast"
+        problems.append("%s: %s %s is the %s address of %s" % (where, field, value, kind, net))
+    if field == "gateway" and value not in net:
+        problems.append(
+            "%s: gateway %s is outside the device subnet %s (address %s); hccn_tool refuses it — "
+            "use a gateway inside %s" % (where, value, net, address, net)
+        )
+    return problems
+
+
+def check_devices(entries, max_device_id):
+    # type: (list, int) -> list
+    """Normalize every wanted device of this host; IpCheckError listing all problems if any."""
+    problems = []  # type: list
+    normalized = []
+    seen_ids = set()  # type: set
+    owners = {}  # type: dict
+    for entry in entries:
+        device = entry.get("device_id")
+        if not isinstance(device, int) or isinstance(device, bool) or not 0 <= device <= max_device_id:
+            problems.append("device_id %r is out of range: physical device ids go from 0 to %d" % (device, max_device_id))
+            continue
+        if device in seen_ids:
+            problems.append("device %d is listed more than once" % device)
+            continue
+        seen_ids.add(device)
+        wanted, found = check_device(entry)
+        problems.extend(found)
+        normalized.append(wanted)
+        if "address" in wanted:
+            owners.setdefault(wanted["address"], []).append(device)
+    for address, devices in sorted(owners.items()):
+        if len(devices) > 1:
+            problems.append(
+                "address %s is wanted on devices %s; every device needs its own address"
+                % (address, ", ".join(str(d) for d in devices))
+            )
+    for wanted in normalized:
+        gateway = wanted.get("gateway")
+        if gateway and gateway in owners:
+            problems.append(
+                "device %d: gateway %s is the address of device %s; the gateway is the switch/router side"
+                % (wanted["device_id"], gateway, owners[gateway][0])
+            )
+    if problems:
+        raise IpCheckError(problems)
+    return sorted(normalized, key=lambda w: w["device_id"])
