@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Multi-host test bed: N simulated NPU servers made of Linux namespaces on this machine.
 
 Each host has its own network, mount and UTS namespaces, /etc, /usr/local/bin, /root, /run,
@@ -100,7 +99,7 @@ def cmd_link(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="bed.py", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="bed.py", description=__doc__.split("\n\n", maxsplit=1)[0])
     sub = p.add_subparsers(dest="action", required=True)
 
     def add(name: str, help_text: str) -> argparse.ArgumentParser:
