@@ -1,0 +1,94 @@
+"""Fixtures for tests that run modules and playbooks against simulated servers on this machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.collection import REPO_ROOT
+
+ASCEND_SIM = REPO_ROOT / "simulator" / "bin" / "ascend-sim"
+SIM_INVENTORY = REPO_ROOT / "examples" / "sim" / "inventory.yml"
+
+
+@dataclass
+class SimServer:
+    """One simulated server made by ``ascend-sim cluster``."""
+
+    name: str
+    bin_dir: Path
+    state_dir: Path
+    hccn_conf: Path
+
+    @property
+    def env(self) -> dict[str, str]:
+        """Environment in which ``hccn_tool`` / ``npu-smi`` on PATH are this server's."""
+        return {"PATH": f"{self.bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "ASCEND_SIM_STATE": str(self.state_dir)}
+
+    def hccn_tool(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(self.bin_dir / "hccn_tool"), *args], capture_output=True, text=True, check=False)
+
+    def fault(self, *args: str) -> None:
+        sim("fault", "--state", str(self.state_dir), *args)
+
+    def show(self) -> dict[str, Any]:
+        return json.loads(sim("show", "--state", str(self.state_dir)))
+
+
+@dataclass
+class SimCluster:
+    root: Path
+    servers: list[SimServer]
+
+    def __getitem__(self, name: str) -> SimServer:
+        return next(s for s in self.servers if s.name == name)
+
+    @property
+    def inventory_vars(self) -> dict[str, str]:
+        """Extra vars that point examples/sim/inventory.yml at this cluster."""
+        return {"ascend_sim_root": str(self.root)}
+
+
+def sim(*args: str) -> str:
+    proc = subprocess.run([sys.executable, str(ASCEND_SIM), *args], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise AssertionError(f"ascend-sim {' '.join(args)} failed (rc={proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc.stdout
+
+
+@pytest.fixture
+def sim_cluster(tmp_path):
+    """Factory: ``sim_cluster(servers=2, chip="910B", devices=8, preset_ips=True, **options)``.
+
+    Servers are named server0..serverN-1 like examples/sim/inventory.yml, so playbook tests run
+    that inventory with ``extra_vars=cluster.inventory_vars``.
+    """
+    made = []
+
+    def make(servers: int = 2, chip: str = "910B", devices: int = 8, preset_ips: bool = True, **options: Any) -> SimCluster:
+        root = tmp_path / f"cluster{len(made)}"
+        args = ["cluster", "--root", str(root), "--servers", str(servers), "--chip", chip, "--devices", str(devices)]
+        if preset_ips:
+            args.append("--preset-ips")
+        options.setdefault("settle", 0)
+        for key, value in options.items():
+            args += [f"--{key.replace('_', '-')}", str(value)]
+        description = json.loads(sim(*args))
+        cluster = SimCluster(
+            root,
+            [
+                SimServer(s["name"], Path(s["bin_dir"]), Path(s["state_dir"]), Path(s["hccn_conf"]))
+                for s in description["servers"]
+            ],
+        )
+        made.append(cluster)
+        return cluster
+
+    return make

@@ -1,0 +1,83 @@
+"""playbooks/rank_table.yml on the simulated local cluster (examples/sim/inventory.yml)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.helpers.ansible_cli import run_playbook
+
+from .conftest import SIM_INVENTORY
+
+pytestmark = pytest.mark.playbook
+
+
+def device_ips(server):
+    ips = {}
+    for dev in range(8):
+        out = server.hccn_tool("-i", str(dev), "-ip", "-g").stdout
+        ips[dev] = out.splitlines()[0].split(":", 1)[1]
+    return ips
+
+
+def test_sixteen_devices_make_one_table_on_every_server(sim_cluster):
+    cluster = sim_cluster()
+    result = run_playbook("playbooks/rank_table.yml", SIM_INVENTORY, extra_vars={**cluster.inventory_vars, "np": 16})
+    assert result.rc == 0, result
+    tables = [json.loads((cluster.root / name / "etc" / "rank_table.json").read_text()) for name in ("server0", "server1")]
+    controller = json.loads((cluster.root / "rank_table.json").read_text())
+    assert tables[0] == tables[1] == controller
+    assert controller["version"] == "1.0" and controller["server_count"] == "2" and controller["status"] == "completed"
+    assert [s["server_id"] for s in controller["server_list"]] == ["127.0.1.1", "127.0.1.2"]
+    ranks = [d["rank_id"] for s in controller["server_list"] for d in s["device"]]
+    assert ranks == [str(r) for r in range(16)]
+    # The IPs come from the devices (hccn_tool), not from anywhere else.
+    for entry, server in zip(controller["server_list"], cluster.servers):
+        assert {int(d["device_id"]): d["device_ip"] for d in entry["device"]} == device_ips(server)
+    assert oct((cluster.root / "server0" / "etc" / "rank_table.json").stat().st_mode & 0o777) == "0o644"
+    assert "RANK  SERVER     DEVICE  DEVICE_IP" in result.stdout
+
+
+def test_second_run_changes_nothing(sim_cluster):
+    cluster = sim_cluster()
+    first = run_playbook("playbooks/rank_table.yml", SIM_INVENTORY, extra_vars={**cluster.inventory_vars, "np": 16})
+    assert first.rc == 0, first
+    second = run_playbook("playbooks/rank_table.yml", SIM_INVENTORY, extra_vars={**cluster.inventory_vars, "np": 16})
+    assert second.rc == 0 and second.changed() == 0, second
+
+
+def test_the_device_is_the_truth_not_a_stale_conf(sim_cluster):
+    cluster = sim_cluster()
+    cluster["server1"].fault("stale-conf", "--device", "all")
+    result = run_playbook("playbooks/rank_table.yml", SIM_INVENTORY, extra_vars={**cluster.inventory_vars, "np": 16})
+    assert result.rc == 0, result
+    table = json.loads((cluster.root / "rank_table.json").read_text())
+    assert {int(d["device_id"]): d["device_ip"] for d in table["server_list"][1]["device"]} == device_ips(cluster["server1"])
+
+
+def test_npu_env_selects_the_seed_launchers_way(sim_cluster):
+    cluster = sim_cluster()
+    result = run_playbook(
+        "playbooks/rank_table.yml",
+        SIM_INVENTORY,
+        extra_vars={**cluster.inventory_vars, "npu_env": "127.0.1.1:4:0123,127.0.1.2:4:0123"},
+    )
+    assert result.rc == 0, result
+    table = json.loads((cluster.root / "rank_table.json").read_text())
+    assert [[d["device_id"] for d in s["device"]] for s in table["server_list"]] == [["0", "1", "2", "3"]] * 2
+
+
+def test_impossible_np_fails_before_any_table_is_written(sim_cluster):
+    cluster = sim_cluster()
+    result = run_playbook("playbooks/rank_table.yml", SIM_INVENTORY, extra_vars={**cluster.inventory_vars, "np": 13})
+    assert result.rc != 0
+    assert "select_devices" in result.output and "13" in result.output
+    assert not (cluster.root / "server0" / "etc" / "rank_table.json").exists()
+
+
+def test_a_device_without_ip_fails_a_multi_server_table(sim_cluster):
+    cluster = sim_cluster(preset_ips=False)
+    result = run_playbook("playbooks/rank_table.yml", SIM_INVENTORY, extra_vars={**cluster.inventory_vars, "np": 16})
+    assert result.rc != 0
+    assert "device_ip" in result.output or "IP" in result.output, result
