@@ -170,6 +170,7 @@ class Gatherer:
         self.module = module
         self.params = module.params
         self.warnings = []  # type: list
+        self.table = None  # type: list | None
 
     def warn(self, msg):
         # type: (str) -> None
@@ -202,7 +203,7 @@ class Gatherer:
 
     def discover(self, npu_smi):
         # type: (str | None) -> tuple
-        """(device ids, where they came from, chip name or None)."""
+        """(device ids, where they came from); keeps the npu-smi table (chip model) in self.table."""
         table = None
         npus = None
         if npu_smi:
@@ -224,19 +225,19 @@ class Gatherer:
                         % (npu_smi, exc.raw),
                         stdout=exc.raw,
                     )
-        name = _npu_smi.chip_name(table) if table else None
+        self.table = table
         if self.params["devices"] is not None:
-            return list(self.params["devices"]), "devices option", name
+            return list(self.params["devices"]), "devices option"
         if npus is not None:
-            return _npu_smi.device_ids(npus, table), "npu-smi", name
-        return _npu_smi.davinci_devices(self.params["dev_dir"]), "/dev/davinci", name
+            return _npu_smi.device_ids(npus, table), "npu-smi"
+        return _npu_smi.davinci_devices(self.params["dev_dir"]), "/dev/davinci"
 
     def gather(self):
         # type: () -> dict
         validate_params(self.params)
         hccn, npu = self.find_tools()
         conf = self.read_conf()
-        devices, listed_by, name = self.discover(npu)
+        devices, listed_by = self.discover(npu)
         if hccn is None:
             if conf is None:
                 raise FactsError(
@@ -269,8 +270,8 @@ class Gatherer:
             entries = [device_from_answers(d, answers, queries, conf) for d in devices]
             source = "hccn_tool"
         return {
-            "chip": _normalize(name),
-            "chip_name": name,
+            "chip": _npu_smi.chip_model(self.table) if self.table else None,
+            "chip_name": _npu_smi.chip_name(self.table) if self.table else None,
             "device_count": len(entries),
             "devices": entries,
             "device_list_source": listed_by,
@@ -281,12 +282,3 @@ class Gatherer:
             "warnings": list(self.warnings),
         }
 
-
-def _normalize(name):
-    # type: (str | None) -> str | None
-    if not name:
-        return None
-    try:
-        return _chip.normalize_chip(name)
-    except ValueError:
-        return None

@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import re
 
+from ansible_collections.ascend.cluster.plugins.module_utils import _chip
+
 __metaclass__ = type
 
 # Where the driver installs npu-smi besides PATH.
@@ -69,6 +71,7 @@ def parse_info_table(raw):
     None unless the table has a ``Chip  Phy-ID`` column (A3 boards). The process section is skipped.
     """
     npus = []  # type: list
+    current = None  # type: dict | None
     for line in raw.splitlines():
         if not line.lstrip().startswith("|"):
             continue
@@ -79,10 +82,17 @@ def parse_info_table(raw):
         if not first or not first[0].isdigit():
             continue
         if cells[1] in HEALTH_VALUES and len(first) >= 2:
-            npus.append({"npu_id": int(first[0]), "name": " ".join(first[1:]), "health": cells[1], "chips": []})
-        elif _BUS_ID.match(cells[1]) and npus:
+            npu_id = int(first[0])
+            # A3 boards repeat the NPU row above each of its chips: one entry per NPU id.
+            current = next((npu for npu in npus if npu["npu_id"] == npu_id), None)
+            if current is None:
+                current = {"npu_id": npu_id, "name": " ".join(first[1:]), "health": cells[1], "chips": []}
+                npus.append(current)
+            elif cells[1] != "OK":
+                current["health"] = cells[1]  # the NPU is as healthy as its worst chip
+        elif _BUS_ID.match(cells[1]) and current is not None:
             phy_id = int(first[1]) if len(first) >= 2 and first[1].isdigit() else None
-            npus[-1]["chips"].append({"chip_id": int(first[0]), "phy_id": phy_id, "bus_id": cells[1]})
+            current["chips"].append({"chip_id": int(first[0]), "phy_id": phy_id, "bus_id": cells[1]})
     if not npus:
         raise NpuSmiParseError("NPU table (rows '| <id> <name> | <health> |')", raw)
     return npus
@@ -116,6 +126,26 @@ def chip_name(table):
         if npu.get("name"):
             return npu["name"]
     return None
+
+
+def chip_model(table):
+    # type: (list) -> str | None
+    """Canonical chip (``_chip`` names) from the table, or None when the name is unknown.
+
+    A3 boards print the generic name ``Ascend910`` (which alone reads as 910A), but they are the
+    only ones with two chips per NPU and a ``Phy-ID`` column.
+    """
+    name = chip_name(table)
+    if not name:
+        return None
+    try:
+        model = _chip.normalize_chip(name)
+    except ValueError:
+        return None
+    multi_chip = any(len(npu["chips"]) > 1 or any(c["phy_id"] is not None for c in npu["chips"]) for npu in table)
+    if model == "910A" and multi_chip:
+        return "A3"
+    return model
 
 
 def davinci_devices(dev_dir="/dev"):

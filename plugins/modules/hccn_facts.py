@@ -23,7 +23,7 @@ description:
   - Devices are discovered with C(npu-smi info -l), falling back to the C(/dev/davinciN) nodes;
     the O(devices) option overrides discovery.
 author:
-  - ascend.cluster contributors
+  - ascend.cluster contributors (!UNKNOWN)
 options:
   hccn_tool:
     description:

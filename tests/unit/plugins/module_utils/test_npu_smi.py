@@ -9,18 +9,22 @@ from tests.unit.plugins.module_utils.hccn_fakes import INFO_TABLE_910B, info_lis
 
 INFO_TABLE_A3 = """\
 +------------------------------------------------------------------------------------------------+
-| npu-smi 24.1.0                   Version: 24.1.0                                               |
+| npu-smi 25.3.rc1                 Version: 25.3.rc1                                             |
 +---------------------------+---------------+----------------------------------------------------+
-| NPU     Name              | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|
-| Chip    Phy-ID            | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |
+| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|
+| Chip  Phy-ID              | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |
 +===========================+===============+====================================================+
-| 0     Ascend910_9391      | OK            | 176.1       39                0    / 0             |
-| 0     0                   | 0000:9D:00.0  | 0           0    / 0          3392 / 65536         |
-| 1     1                   | 0000:9F:00.0  | 0           0    / 0          3074 / 65536         |
+| 0     Ascend910           | OK            | 88.0        38                0    / 0             |
+| 0     0                   | 0000:9D:00.0  | 0           0    / 0          3300 / 65536         |
++------------------------------------------------------------------------------------------------+
+| 0     Ascend910           | OK            | -           39                0    / 0             |
+| 1     1                   | 0000:9F:00.0  | 0           0    / 0          3307 / 65536         |
 +===========================+===============+====================================================+
-| 1     Ascend910_9391      | Warning       | 170.2       38                0    / 0             |
-| 0     2                   | 0000:99:00.0  | 0           0    / 0          3392 / 65536         |
-| 1     3                   | 0000:9B:00.0  | 0           0    / 0          3074 / 65536         |
+| 1     Ascend910           | OK            | 95.4        40                0    / 0             |
+| 0     2                   | 0000:99:00.0  | 0           0    / 0          3314 / 65536         |
++------------------------------------------------------------------------------------------------+
+| 1     Ascend910           | Warning       | -           41                0    / 0             |
+| 1     3                   | 0000:9B:00.0  | 0           0    / 0          3321 / 65536         |
 +===========================+===============+====================================================+
 | NPU     Chip              | Process id    | Process name             | Process memory(MB)      |
 +===========================+===============+====================================================+
@@ -80,3 +84,13 @@ def test_davinci_devices(tmp_path):
         (tmp_path / name).write_text("")
     assert n.davinci_devices(str(tmp_path)) == [0, 1, 10]
     assert n.davinci_devices(str(tmp_path / "missing")) == []
+
+
+@pytest.mark.parametrize("table,expected", [
+    (INFO_TABLE_910B, "910B"),
+    (INFO_TABLE_A3, "A3"),  # "Ascend910" alone reads as 910A; two chips per NPU make it A3
+    (INFO_TABLE_910B.replace("910B3  ", "910A   "), "910A"),
+    (INFO_TABLE_910B.replace("910B3  ", "Atlas9X"), None),
+])
+def test_chip_model(table, expected):
+    assert n.chip_model(n.parse_info_table(table)) == expected
