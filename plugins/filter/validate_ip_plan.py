@@ -1,0 +1,20 @@
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Filter ``ascend.cluster.validate_ip_plan``; documentation in ``validate_ip_plan.yml``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
+from ansible_collections.ascend.cluster.plugins.plugin_utils._ip_plan import validate_plan
+
+
+@filter_errors("validate_ip_plan")
+def validate_ip_plan(plan: Any, chip: str | None = None, layout: str | None = None) -> dict:
+    return validate_plan(plan, chip=chip or None, layout=layout or None)
+
+
+class FilterModule:
+    def filters(self) -> dict:
+        return {"validate_ip_plan": validate_ip_plan}

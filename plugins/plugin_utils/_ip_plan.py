@@ -1,0 +1,347 @@
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Device IP plans for a whole cluster: compute one from a few numbers, and check any plan.
+
+A plan maps each server (inventory host name) to its devices' wanted settings::
+
+    {"server0": [{"device_id": 0, "address": "192.168.100.101", "netmask": "255.255.255.0",
+                  "gateway": "", "netdetect": ""}, ...], ...}
+
+Layouts (reference section 1, "IP planning"):
+
+- ``smp`` (Atlas 800 training, 910A): devices d and d+4 share a subnet, devices 0-3 are in four
+  different subnets. Host number on server i: ``first_host + i * server_step``, plus ``pair_offset``
+  for devices 0-3. Seed 004 is ``first_host=100, server_step=10, pair_offset=1`` on
+  192.168.100-103.0/24: server0 devices 0-3 = .101, 4-7 = .100; server1 .111 / .110.
+- ``amp`` (A2/A3): every device in one subnet, consecutive addresses:
+  ``first_host + i * server_step + d`` with ``server_step`` = devices per server by default.
+
+The check covers the whole cluster at once (duplicates across servers included) and lists every
+problem it finds. It runs on the controller, with netaddr; the ``hccn_config`` module repeats the
+per-host part on each target with the standard library before it sets anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import netaddr
+
+from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import device_id_of, resolve_chip
+from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
+
+LAYOUTS = ("smp", "amp")
+NETDETECT_MODES = ("gateway", "peer", "none")
+RESERVED = netaddr.IPNetwork("192.168.1.0/24")
+SMP_PAIR_DISTANCE = 4  # Atlas 800: device d pairs with device d + 4
+_SHOWN_PROBLEMS = 30
+
+
+# --- computing a plan ------------------------------------------------------------------------
+
+
+def server_names(servers: Any) -> list[str]:
+    """Host names from a list of names or of dicts with ``host`` / ``name`` / ``server_id``."""
+    if isinstance(servers, (str, Mapping)) or not isinstance(servers, Sequence):
+        raise ClusterSpecError("the input must be a list of server names (for example ansible_play_hosts)")
+    names = []
+    for index, server in enumerate(servers):
+        if isinstance(server, Mapping):
+            name = next((server[k] for k in ("host", "name", "server_id") if server.get(k)), None)
+        else:
+            name = server
+        if not isinstance(name, str) or not name:
+            raise ClusterSpecError(f"server {index}: {server!r} is not a host name nor a dict with 'host'")
+        names.append(name)
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ClusterSpecError(f"servers listed more than once: {', '.join(repeated)}")
+    if not names:
+        raise ClusterSpecError("no server given: the plan needs at least one server")
+    return names
+
+
+def _network(value: Any, what: str) -> netaddr.IPNetwork:
+    try:
+        net = netaddr.IPNetwork(str(value), version=4)
+    except (netaddr.AddrFormatError, ValueError, TypeError):
+        raise ClusterSpecError(f"{what} {value!r} is not an IPv4 network (write it as a.b.c.0/24)") from None
+    if "/" not in str(value):
+        raise ClusterSpecError(f"{what} {value!r} has no prefix length (write it as a.b.c.0/24)")
+    return net.cidr
+
+
+def _networks(networks: Any, layout: str, per_server: int) -> list[netaddr.IPNetwork]:
+    if isinstance(networks, str):
+        networks = [networks]
+    if not isinstance(networks, Sequence) or isinstance(networks, Mapping):
+        raise ClusterSpecError("networks must be a list of IPv4 networks such as 192.168.100.0/24")
+    nets = [_network(n, f"networks[{i}]") for i, n in enumerate(networks)]
+    wanted = per_server // 2 if layout == "smp" else 1
+    if len(nets) != wanted:
+        if layout == "smp":
+            raise ClusterSpecError(
+                f"the smp layout puts devices d and d+{wanted} in one subnet: it needs {wanted} networks "
+                f"(one per device 0-{wanted - 1}), got {len(nets)}"
+            )
+        raise ClusterSpecError(f"the amp layout puts every device in one subnet: give one network, got {len(nets)}")
+    return nets
+
+
+def _host(net: netaddr.IPNetwork, number: int, what: str) -> str:
+    if not 0 < number < net.size - 1:
+        raise ClusterSpecError(
+            f"{what}: host number {number} does not fit in {net} (1-{net.size - 2}); "
+            "use a wider network or lower first_host / server_step"
+        )
+    return str(net[number])
+
+
+def _int(value: Any, what: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ClusterSpecError(f"{what} must be a whole number >= {minimum}, got {value!r}")
+    return value
+
+
+def build_plan(
+    servers: Any,
+    layout: str,
+    networks: Any,
+    first_host: int = 100,
+    server_step: int | None = None,
+    pair_offset: int = 1,
+    device_count: int = 8,
+    gateway_host: int | None = None,
+    netdetect: str | None = None,
+) -> dict[str, list[dict[str, Any]]]:
+    """Compute the plan of every server (see the module docstring for the layouts)."""
+    names = server_names(servers)
+    if layout not in LAYOUTS:
+        raise ClusterSpecError(f"layout {layout!r} is unknown: use smp (Atlas 800, 910A) or amp (A2/A3, one subnet)")
+    count = _int(device_count, "device_count", 1)
+    if layout == "smp" and count != 2 * SMP_PAIR_DISTANCE:
+        raise ClusterSpecError(f"the smp layout is for 8-device Atlas 800 servers: device_count must be 8, got {count}")
+    nets = _networks(networks, layout, count)
+    first = _int(first_host, "first_host", 1)
+    offset = _int(pair_offset, "pair_offset", 0) if layout == "smp" else 0
+    step = _int(server_step if server_step is not None else (10 if layout == "smp" else count), "server_step", 1)
+    mode = netdetect or ("gateway" if gateway_host is not None else "none")
+    if mode not in NETDETECT_MODES:
+        raise ClusterSpecError(f"netdetect {netdetect!r} is unknown: use gateway, peer or none")
+    if mode == "gateway" and gateway_host is None:
+        raise ClusterSpecError("netdetect=gateway needs gateway_host (the gateway's host number, such as 1)")
+    if mode == "peer" and len(names) < 2:
+        raise ClusterSpecError("netdetect=peer needs at least two servers (each probes the next server's device)")
+    if gateway_host is not None and (isinstance(gateway_host, bool) or not isinstance(gateway_host, int)):
+        raise ClusterSpecError(f"gateway_host must be a whole number (1 for .1, -2 for the last one), got {gateway_host!r}")
+
+    def address(server: int, device: int) -> str:
+        if layout == "smp":
+            net = nets[device % SMP_PAIR_DISTANCE]
+            number = first + server * step + (offset if device < SMP_PAIR_DISTANCE else 0)
+        else:
+            net, number = nets[0], first + server * step + device
+        return _host(net, number, f"{names[server]} device {device}")
+
+    plan: dict[str, list[dict[str, Any]]] = {}
+    for index, name in enumerate(names):
+        entries = []
+        for device in range(count):
+            net = nets[device % SMP_PAIR_DISTANCE] if layout == "smp" else nets[0]
+            gateway = "" if gateway_host is None else _gateway(net, gateway_host)
+            target = {"gateway": gateway, "none": "", "peer": None}[mode]
+            if target is None:
+                target = address((index + 1) % len(names), device)
+            entries.append(
+                {
+                    "device_id": device,
+                    "address": address(index, device),
+                    "netmask": str(net.netmask),
+                    "gateway": gateway,
+                    "netdetect": target,
+                }
+            )
+        plan[name] = entries
+    return validate_plan(plan, layout=layout)
+
+
+def _gateway(net: netaddr.IPNetwork, number: int) -> str:
+    index = number if number >= 0 else net.size + number
+    if not 0 < index < net.size - 1:
+        raise ClusterSpecError(f"gateway_host {number} is not a host of {net} (use 1-{net.size - 2}, or -2 for the last)")
+    return str(net[index])
+
+
+# --- checking a plan -------------------------------------------------------------------------
+
+
+def _address(value: Any) -> netaddr.IPAddress | None:
+    try:
+        return netaddr.IPAddress(str(value).strip(), version=4, flags=netaddr.INET_PTON)
+    except (netaddr.AddrFormatError, ValueError, TypeError):
+        return None
+
+
+def _netmask(value: Any) -> str | None:
+    text = str(value).strip().lstrip("/")
+    if text.isdigit() and text.isascii():
+        return str(netaddr.IPNetwork(f"0.0.0.0/{text}").netmask) if int(text) <= 32 else None
+    mask = _address(text)
+    return str(mask) if mask is not None and mask.is_netmask() else None
+
+
+def _not_unicast(addr: netaddr.IPAddress) -> str | None:
+    if int(addr) >> 24 == 0:
+        return "is in 0.0.0.0/8 (not a usable address)"
+    if addr.is_loopback():
+        return "is a loopback address"
+    if int(addr) == 0xFFFFFFFF:
+        return "is the broadcast address"
+    if addr.is_multicast():
+        return "is a multicast address"
+    if int(addr) >> 28 == 0xF:
+        return "is in the reserved range 240.0.0.0/4"
+    return None
+
+
+class _Checker:
+    """Collects every problem of a plan; ``entries`` are the normalized entries per host."""
+
+    def __init__(self, chip: str | None) -> None:
+        self.profile = resolve_chip(chip)
+        self.problems: list[str] = []
+        self.owners: dict[str, list[str]] = {}
+
+    def entry(self, host: str, index: int, raw: Any, seen: set[int]) -> dict[str, Any] | None:
+        where = f"{host} entry {index}"
+        if not isinstance(raw, Mapping):
+            self.problems.append(f"{where}: {raw!r} is not a dict with device_id, address, netmask")
+            return None
+        try:
+            device = device_id_of(raw.get("device_id"), where, self.profile)
+        except ClusterSpecError as exc:
+            self.problems.append(str(exc))
+            return None
+        where = f"{host} device {device}"
+        if device in seen:
+            self.problems.append(f"{where}: listed more than once")
+            return None
+        seen.add(device)
+        addr, mask = _address(raw.get("address")), _netmask(raw.get("netmask"))
+        if addr is None:
+            self.problems.append(f"{where}: address {raw.get('address')!r} is not an IPv4 address")
+        if mask is None:
+            self.problems.append(f"{where}: netmask {raw.get('netmask')!r} is not a netmask (255.255.255.0 or 24)")
+        if addr is None or mask is None:
+            return None
+        net = netaddr.IPNetwork(f"{addr}/{mask}")
+        self.address(where, addr, net)
+        entry = {"device_id": device, "address": str(addr), "netmask": mask, "gateway": "", "netdetect": ""}
+        for field in ("gateway", "netdetect"):
+            value = raw.get(field)
+            if value is None or str(value).strip() == "":
+                continue
+            target = _address(value)
+            if target is None:
+                self.problems.append(f"{where}: {field} {value!r} is not an IPv4 address")
+                continue
+            entry[field] = str(target)
+            self.target(where, field, target, addr, net)
+        self.owners.setdefault(entry["address"], []).append(where)
+        return entry
+
+    def address(self, where: str, addr: netaddr.IPAddress, net: netaddr.IPNetwork) -> None:
+        bad = _not_unicast(addr)
+        if bad:
+            self.problems.append(f"{where}: address {addr} {bad}")
+        if addr in RESERVED:
+            self.problems.append(
+                f"{where}: address {addr} is in 192.168.1.0/24, reserved for the device's internal vNIC; "
+                "use another subnet"
+            )
+        if net.prefixlen > 30:
+            self.problems.append(f"{where}: netmask {net.netmask} (/{net.prefixlen}) is too narrow; use /30 or wider")
+        elif addr in (net.network, net.broadcast):
+            kind = "network" if addr == net.network else "broadcast"
+            self.problems.append(f"{where}: address {addr} is the {kind} address of {net.cidr}")
+
+    def target(self, where: str, field: str, value: netaddr.IPAddress, addr: netaddr.IPAddress,
+               net: netaddr.IPNetwork) -> None:
+        if int(value) == 0:
+            self.problems.append(f"{where}: {field} 0.0.0.0 is not an address; leave it empty instead")
+            return
+        bad = _not_unicast(value)
+        if bad:
+            self.problems.append(f"{where}: {field} {value} {bad}")
+        elif net.prefixlen <= 30 and value in (net.network, net.broadcast):
+            kind = "network" if value == net.network else "broadcast"
+            self.problems.append(f"{where}: {field} {value} is the {kind} address of {net.cidr}")
+        if value == addr:
+            self.problems.append(f"{where}: {field} {value} is the device's own address")
+        if field == "gateway" and value not in net:
+            self.problems.append(
+                f"{where}: gateway {value} is outside the device subnet {net.cidr}; use a gateway inside it"
+            )
+
+    def cluster(self, plan: dict[str, list[dict[str, Any]]]) -> None:
+        for address, owners in sorted(self.owners.items()):
+            if len(owners) > 1:
+                self.problems.append(f"address {address} is planned {len(owners)} times: {', '.join(owners)}")
+        for host, entries in plan.items():
+            for entry in entries:
+                owners = self.owners.get(entry["gateway"])
+                if owners:
+                    self.problems.append(
+                        f"{host} device {entry['device_id']}: gateway {entry['gateway']} is the address of {owners[0]}"
+                    )
+
+    def smp(self, host: str, entries: list[dict[str, Any]]) -> None:
+        nets = {e["device_id"]: netaddr.IPNetwork(f"{e['address']}/{e['netmask']}").cidr for e in entries}
+        for device in range(SMP_PAIR_DISTANCE):
+            pair = device + SMP_PAIR_DISTANCE
+            if device in nets and pair in nets and nets[device] != nets[pair]:
+                self.problems.append(
+                    f"{host}: smp layout: devices {device} and {pair} must share a subnet, "
+                    f"got {nets[device]} and {nets[pair]}"
+                )
+        firsts: dict[Any, list[int]] = {}
+        for device in range(SMP_PAIR_DISTANCE):
+            if device in nets:
+                firsts.setdefault(nets[device], []).append(device)
+        for net, devices in firsts.items():
+            if len(devices) > 1:
+                self.problems.append(
+                    f"{host}: smp layout: devices {', '.join(map(str, devices))} share {net}; "
+                    "devices 0-3 must each be in their own subnet"
+                )
+
+
+def validate_plan(plan: Any, chip: str | None = None, layout: str | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Check a whole-cluster plan; return it normalized, or raise ClusterSpecError listing every problem."""
+    if not isinstance(plan, Mapping):
+        raise ClusterSpecError("the plan must be a dict: host name -> list of {device_id, address, netmask, ...}")
+    if layout is not None and layout not in LAYOUTS:
+        raise ClusterSpecError(f"layout {layout!r} is unknown: use smp or amp (or leave it unset)")
+    checker = _Checker(chip)
+    normalized: dict[str, list[dict[str, Any]]] = {}
+    for host, entries in plan.items():
+        if isinstance(entries, (str, Mapping)) or not isinstance(entries, Sequence):
+            checker.problems.append(f"{host}: the plan entry must be a list of devices, got {entries!r}")
+            continue
+        seen: set[int] = set()
+        checked = [checker.entry(str(host), i, raw, seen) for i, raw in enumerate(entries)]
+        normalized[str(host)] = sorted((e for e in checked if e is not None), key=lambda e: e["device_id"])
+    checker.cluster(normalized)
+    if layout == "smp":
+        for host, entries in normalized.items():
+            checker.smp(host, entries)
+    if checker.problems:
+        shown = checker.problems[:_SHOWN_PROBLEMS]
+        more = len(checker.problems) - len(shown)
+        raise ClusterSpecError(
+            f"the device IP plan has {len(checker.problems)} problem(s), nothing was changed: "
+            + "; ".join(shown)
+            + (f"; and {more} more" if more else "")
+        )
+    return normalized
