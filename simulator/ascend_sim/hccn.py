@@ -12,7 +12,7 @@ fabric mode. Set commands import ``store``/``conf`` (json, fcntl) lazily.
 import os
 import sys
 
-from ._rt import UNSET_IP, SimError, guarded, int_to_ip, ip_to_int, load, mask_prefix, read_fabric, state_dir
+from ._rt import UNSET_IP, SimError, ip_to_int, load, mask_prefix, read_fabric, state_dir
 
 # --- exit codes (internal code & 0xFF) -------------------------------------------------------
 RC_MAJOR_TYPE = 1  # 0x1001
@@ -322,13 +322,14 @@ def _set_ip(ctx, address, netmask):
             raise HccnError(RC_IP_CONFLICT, "The ip address configured is conflicted!")
     if _valid_host_ip(address) is None or _valid_netmask(netmask) is None:
         raise HccnError(RC_IP_INVALID, "The ip address you configured is invalid!")
-    host_part = addr_int & (~mask_int & 0xFFFFFFFF)
-    if host_part == 0 or host_part == (~mask_int & 0xFFFFFFFF):
+    host_mask = ~mask_int & 0xFFFFFFFF
+    if host_mask > 1 and (addr_int & host_mask) in (0, host_mask):  # network or broadcast address
         raise HccnError(RC_IP_INVALID, "The ip address you configured is invalid!")
-    if ctx.state.get("mode") == "bed":
+    bed_mode = ctx.state.get("mode") == "bed"
+    if bed_mode:
         from . import bed
 
-        bed.apply_address(ctx.dev_id, address, mask_prefix(mask_int))
+        bed.check_guard(address)  # before anything changes
 
     drop_gateway = []
 
@@ -345,6 +346,8 @@ def _set_ip(ctx, address, netmask):
             drop_gateway.append(gw)
 
     ctx.update(change)
+    if bed_mode:
+        bed.apply_address(ctx.dev_id, address, mask_prefix(mask_int))
     from . import conf
 
     key = ctx.dev_id
@@ -620,10 +623,7 @@ class Context:
         """Apply ``func`` to a fresh copy of the state under the writer lock."""
         from . import store
 
-        def wrapped(state):
-            func(state)
-
-        store.update(self.sdir, wrapped)
+        store.update(self.sdir, func)
         self.state = load(self.sdir)
         if self.dev_id is not None:
             self.dev = self.state["devices"][self.dev_id]
