@@ -144,7 +144,7 @@ def test_cut_parameter_plane_link_shows_fault(bed: Bed, tmp_path: Path) -> None:
     try:
         assert bed.exec("h2", "hccn_tool", "-i", "0", "-link", "-g").stdout == "link status: DOWN\n"
         assert wait_health(bed, {"h2": "net health status: Fault"}) == {"h2": "net health status: Fault"}
-        assert net_health(bed, "h1") != "net health status: Success", "h1 still reaches a cut peer"
+        assert net_health(bed, "h1") == "net health status: Receive timeout", "h1 still reaches a cut peer"
         assert bed.exec("h2", "hccn_tool", "-i", "1", "-link", "-g").stdout == "link status: UP\n"
     finally:
         bed.restore("h2", 0)
@@ -199,3 +199,8 @@ def test_bad_arguments_fail_with_a_clear_message() -> None:
         proc = bed_cli(*args, check=False)
         assert proc.returncode == 1 and message in proc.stderr, (args, proc.stderr)
     assert json.loads(bed_cli("status", "--prefix", "abzz00", "--json", check=False).stdout)["state"] is None
+
+
+def test_exec_passes_the_exit_code_through(bed: Bed) -> None:
+    assert bed.exec("h3", "sh", "-c", "hostname; exit 7", check=False).returncode == 7
+    assert bed.exec("h3", "pwd").stdout == "/root\n"
