@@ -7,6 +7,10 @@ Prints one JSON object per line, e.g. ``{"figure": "rank_table_65536_ranks_s", "
   sizes show the cost growing linearly;
 - ``validate_rank_table_<N>_ranks_s``: reading the table back through ``validate_rank_table``.
 
+Times are the CPU time of this process (``time.process_time``), best of a few runs: on an idle
+machine that equals wall time for this single-threaded work, and it does not count the time other
+processes on a busy (shared CI) machine take from us.
+
 Run from the repository root: ``.venv/bin/python bench/bench_rank_table.py``.
 """
 
@@ -46,10 +50,10 @@ def cluster(ranks: int) -> list[dict[str, Any]]:
 
 def best_of(func: Callable[[], Any], repeats: int = REPEATS) -> float:
     best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
+    for _repeat in range(repeats):
+        start = time.process_time()
         func()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.process_time() - start)
     return best
 
 

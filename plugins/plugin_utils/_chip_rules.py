@@ -47,9 +47,7 @@ def chip_label(profile: ChipProfile | None) -> str:
 
 def device_id_of(value: Any, where: str, profile: ChipProfile | None) -> int:
     """Coerce a device id given as int or decimal string and check it against the chip's range."""
-    if type(value) is int:  # the common case first: this runs for every device
-        number = value
-    elif isinstance(value, bool):
+    if isinstance(value, bool):
         number = None
     elif isinstance(value, int):
         number = value
@@ -98,7 +96,7 @@ def check_hccs_layout(
                     f"allow_partial_servers=true if your CANN allows 1/2/4 x N"
                 )
         return
-    counts = {len(ids) for _, ids in servers}
+    counts = {len(ids) for _server_id, ids in servers}
     if len(counts) > 1:
         detail = ", ".join(f"{server_id}: {len(ids)}" for server_id, ids in servers)
         raise ClusterSpecError(

@@ -54,7 +54,7 @@ def resolve_version(version: Any, profile: ChipProfile | None) -> str:
 
 
 def _text(value: Any, what: str, where: str) -> str:
-    if type(value) is str:  # the common case first: this runs for every device
+    if isinstance(value, str):  # the common case first: this runs for every device
         return value
     if value is None:
         return ""
@@ -94,10 +94,10 @@ def read_servers(servers: Any, profile: ChipProfile | None, order: str = "server
                 raise ClusterSpecError(f"{where}: a device must be a mapping with device_id, got {device!r}")
             device_id = device_id_of(device.get("device_id"), where, profile)
             device_ip = device.get("device_ip")
-            if type(device_ip) is not str:  # labels are built only when needed: this loop is hot
+            if not isinstance(device_ip, str):  # labels are built only when needed: this loop is hot
                 device_ip = _text(device_ip, "device_ip", f"{where} device {device_id}")
             super_device_id = device.get("super_device_id")
-            if type(super_device_id) is not str:
+            if not isinstance(super_device_id, str):
                 super_device_id = _text(super_device_id, "super_device_id", f"{where} device {device_id}")
             server.devices.append(RankDevice(device_id, device_ip, -1, super_device_id))
         server.devices.sort(key=lambda d: d.device_id)

@@ -14,7 +14,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
-import netaddr
+try:
+    import netaddr
+except ImportError:  # reported when an address needs it, like community.general does
+    netaddr = None
 
 from ansible_collections.ascend.cluster.plugins.module_utils._chip import ChipProfile
 from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import check_hccs_layout
@@ -35,6 +38,8 @@ def is_ip_address(text: str) -> bool:
     """True for an IPv4/IPv6 address netaddr accepts (strict: no leading zeros, no spaces)."""
     if _DOTTED_QUAD.match(text):
         return True
+    if netaddr is None:
+        raise ClusterSpecError(f"checking the address {text!r} needs the netaddr Python library on the controller: pip install netaddr")
     return bool(netaddr.valid_ipv4(text) or netaddr.valid_ipv6(text))
 
 

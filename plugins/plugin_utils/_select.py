@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ansible_collections.ascend.cluster.plugins.module_utils._chip import ChipProfile
 from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import (
@@ -29,6 +29,14 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
 
 _SHOWN_COUNTS = 24
+
+
+class Candidate(NamedTuple):
+    """A server offering devices: the input mapping, its free device ids (sorted), each id's entry."""
+
+    server: Mapping
+    ids: list[int]
+    by_id: dict[int, Any]
 
 
 def _pick(profile: ChipProfile | None, ids: list[int], k: int) -> list[int] | None:
@@ -53,7 +61,7 @@ def _per_server_counts(profile: ChipProfile | None, largest: int, multi: bool, a
     return list(range(largest, 0, -1))
 
 
-def _read_available(servers: Any, profile: ChipProfile | None) -> list[tuple[Mapping, list[int], dict[int, Any]]]:
+def _read_available(servers: Any, profile: ChipProfile | None) -> list[Candidate]:
     if isinstance(servers, (str, Mapping)) or not isinstance(servers, Sequence):
         raise ClusterSpecError("the input must be a list of servers ({server_id, devices}) as gathered by hccn_facts")
     result = []
@@ -69,7 +77,7 @@ def _read_available(servers: Any, profile: ChipProfile | None) -> list[tuple[Map
             if not isinstance(device, Mapping):
                 raise ClusterSpecError(f"{where}: a device must be a mapping with device_id, got {device!r}")
             by_id[device_id_of(device.get("device_id"), where, profile)] = device
-        result.append((server, sorted(by_id), by_id))
+        result.append(Candidate(server, sorted(by_id), by_id))
     return result
 
 
@@ -82,13 +90,13 @@ def _np_of(np: Any) -> int:
     return value
 
 
-def possible_counts(profile: ChipProfile | None, available: list, allow_partial: bool) -> list[int]:
+def possible_counts(profile: ChipProfile | None, available: list[Candidate], allow_partial: bool) -> list[int]:
     """Every np this set of servers can run, smallest first."""
-    largest = max((len(ids) for _, ids, _ in available), default=0)
+    largest = max((len(c.ids) for c in available), default=0)
     counts: set[int] = set()
     for multi in (False, True):
         for k in _per_server_counts(profile, largest, multi, allow_partial):
-            capable = sum(1 for _, ids, _ in available if _pick(profile, ids, k) is not None)
+            capable = sum(1 for c in available if _pick(profile, c.ids, k) is not None)
             if multi:
                 counts.update(k * n for n in range(2, capable + 1))
             elif capable:
@@ -101,22 +109,22 @@ def select_devices(servers: Any, np: Any, chip: str | None = None, allow_partial
     profile = resolve_chip(chip)
     wanted = _np_of(np)
     available = _read_available(servers, profile)
-    largest = max((len(ids) for _, ids, _ in available), default=0)
+    largest = max((len(c.ids) for c in available), default=0)
     for multi in (False, True):
         for k in _per_server_counts(profile, largest, multi, allow_partial_servers):
             n, rest = divmod(wanted, k)
             if rest or (n > 1) != multi:
                 continue
             chosen = []
-            for server, ids, by_id in available:
-                picked = _pick(profile, ids, k)
+            for candidate in available:
+                picked = _pick(profile, candidate.ids, k)
                 if picked is not None:
-                    chosen.append((server, picked, by_id))
+                    chosen.append(_subset(candidate, picked))
                     if len(chosen) == n:
-                        return [_subset(server, picked, by_id) for server, picked, by_id in chosen]
+                        return chosen
     counts = possible_counts(profile, available, allow_partial_servers)
     shown = ", ".join(str(c) for c in counts[:_SHOWN_COUNTS]) + (f", ... {counts[-1]}" if len(counts) > _SHOWN_COUNTS else "")
-    per_server = ", ".join(f"{server['server_id']}: {len(ids)}" for server, ids, _ in available) or "none"
+    per_server = ", ".join(f"{c.server['server_id']}: {len(c.ids)}" for c in available) or "none"
     chip_text = f"{profile.name} " if profile else ""
     hint = "" if allow_partial_servers or not (profile and profile.hccs_rings) else (
         "; 910A clusters need 8 devices per server unless allow_partial_servers=true"
@@ -127,7 +135,7 @@ def select_devices(servers: Any, np: Any, chip: str | None = None, allow_partial
     )
 
 
-def _subset(server: Mapping, picked: list[int], by_id: dict[int, Any]) -> dict:
-    entry = {key: copy.deepcopy(value) for key, value in server.items() if key != "devices"}
-    entry["devices"] = [copy.deepcopy(by_id[i]) for i in picked]
+def _subset(candidate: Candidate, picked: list[int]) -> dict:
+    entry = {key: copy.deepcopy(value) for key, value in candidate.server.items() if key != "devices"}
+    entry["devices"] = [copy.deepcopy(candidate.by_id[i]) for i in picked]
     return entry

@@ -66,7 +66,7 @@ def test_output_is_all_strings_and_json_round_trips():
             for item in value:
                 walk(item)
         else:
-            assert type(value) is str, value
+            assert isinstance(value, str), value
 
     walk(table)
     assert json.loads(json.dumps(table)) == table

@@ -82,7 +82,14 @@ def test_selection_keeps_other_keys_and_feeds_rank_table():
 
 
 BAD = [
-    ("910A 3 devices", _cluster(), 3, {"chip": "910A"}, "np=3 is not possible with the available 910A devices (per server: 10.0.0.1: 8, 10.0.0.2: 8): possible np values are 1, 2, 4, 8, 16; 910A clusters need 8 devices per server unless allow_partial_servers=true"),
+    (
+        "910A 3 devices",
+        _cluster(),
+        3,
+        {"chip": "910A"},
+        "np=3 is not possible with the available 910A devices (per server: 10.0.0.1: 8, 10.0.0.2: 8): possible np values"
+        " are 1, 2, 4, 8, 16; 910A clusters need 8 devices per server unless allow_partial_servers=true",
+    ),
     ("910A 12 devices", _cluster(), 12, {"chip": "910A"}, "possible np values are 1, 2, 4, 8, 16"),
     ("910A partial still needs enough servers", _cluster(), 6, {"chip": "910A", "allow_partial_servers": True}, "possible np values are 1, 2, 4, 8, 16"),
     ("more than there is", a2_cluster(2), 33, {"chip": "A2"}, "np=33 is not possible"),
