@@ -13,12 +13,15 @@ src = (pathlib.Path(ansible_test.__file__).parent / "_internal" / "python_requir
 print(re.search(r"pip='([^']+)'", src).group(1))
 PY
 )
+mkdir -p "$repo/build"
 cache=$HOME/.ansible/test/cache
 mkdir -p "$cache"
 install -m 0644 "$repo/tests/sanity/get_pip_standin.py" "$cache/get_pip_${pip_version//./_}.py"
 
-work=$repo/build/sanity/ansible_collections/ascend/cluster
-rm -rf "$work"
+# A private copy per run, so concurrent runs (several developers, xdist) never collide.
+base=$(mktemp -d "$repo/build/sanity.XXXXXX")
+trap 'rm -rf "$base"' EXIT
+work=$base/ansible_collections/ascend/cluster
 mkdir -p "$work"
 # Only what git tracks or would track: no venv, no build output.
 (cd "$repo" && git ls-files -co --exclude-standard -z | tar --null --ignore-failed-read -T - -cf -) | tar -xf - -C "$work"
