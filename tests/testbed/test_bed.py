@@ -17,11 +17,19 @@ from tests.testbed.harness import Bed, bed_cli, bed_status, leftovers, unique_pr
 pytestmark = pytest.mark.testbed
 
 
+def _read_or_none(path: Path) -> bytes | None:
+    return path.read_bytes() if path.exists() else None
+
+
 def test_ansible_reaches_every_host_over_ssh(bed: Bed) -> None:
+    """... with pinned host keys, never touching the machine's own known_hosts."""
+    known_hosts = Path.home() / ".ssh" / "known_hosts"
+    before = _read_or_none(known_hosts)
     results = run_adhoc("ascend", "ansible.builtin.ping", inventory=bed.inventory)
     assert sorted(results) == bed.hosts == ["h1", "h2", "h3"]
     for host, result in results.items():
         assert result["ping"] == "pong", (host, result)
+    assert _read_or_none(known_hosts) == before, "the bed wrote to the machine's ~/.ssh/known_hosts"
 
 
 def test_each_host_has_its_own_hostname(bed: Bed) -> None:
@@ -31,7 +39,7 @@ def test_each_host_has_its_own_hostname(bed: Bed) -> None:
 
 def test_each_host_has_its_own_hccn_conf(bed: Bed) -> None:
     """Ansible writes (atomic rename into the /etc overlay) different content on each host."""
-    controller_before = Path("/etc/hccn.conf").read_bytes() if Path("/etc/hccn.conf").exists() else None
+    controller_before = _read_or_none(Path("/etc/hccn.conf"))
     saved = {h: bed.exec(h, "cat", "/etc/hccn.conf", check=False).stdout for h in bed.hosts}
     content = "address_0=198.19.0.{{ ascend_bed_host_index }}\nnetmask_0=255.255.255.0\n"
     try:
@@ -45,8 +53,7 @@ def test_each_host_has_its_own_hccn_conf(bed: Bed) -> None:
             expected = f"address_0=198.19.0.{n}\nnetmask_0=255.255.255.0\n"
             assert base64.b64decode(read[host]["content"]).decode() == expected
             assert bed.exec(host, "cat", "/etc/hccn.conf").stdout == expected
-        controller_after = Path("/etc/hccn.conf").read_bytes() if Path("/etc/hccn.conf").exists() else None
-        assert controller_after == controller_before, "a host's write leaked into the controller's /etc"
+        assert _read_or_none(Path("/etc/hccn.conf")) == controller_before, "a host's write leaked into the controller's /etc"
     finally:
         for host, text in saved.items():
             bed.exec(host, "sh", "-c", 'printf %s "$1" > /etc/hccn.conf', "sh", text)
@@ -184,6 +191,18 @@ def test_a_dead_host_is_reported_and_up_repairs_it() -> None:
         repaired = Bed.up(prefix, 2, "--no-sim")
         assert all(bed_status(prefix)["health"].values())
         assert run_adhoc("ascend", "ansible.builtin.ping", inventory=repaired.inventory)["h2"]["ping"] == "pong"
+    finally:
+        bed_cli("down", "--prefix", prefix)
+    assert leftovers(prefix) == []
+
+
+def test_down_cleans_up_by_name_when_state_is_lost() -> None:
+    """A crash can lose state.json: down still finds the bed by its prefix and ends its hosts."""
+    prefix = unique_prefix()
+    try:
+        bed = Bed.up(prefix, 2, "--no-sim")
+        Path(bed.state["inventory"]).with_name("state.json").unlink()
+        assert bed_status(prefix)["objects"], "namespaces and links should still be listed"
     finally:
         bed_cli("down", "--prefix", prefix)
     assert leftovers(prefix) == []

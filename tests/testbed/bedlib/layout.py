@@ -65,6 +65,11 @@ class Layout:
         if not 0 <= self.mgmt_index <= 255:
             raise LayoutError(f"management network index {self.mgmt_index} is outside 0..255")
 
+    @classmethod
+    def naming(cls, prefix: str) -> "Layout":
+        """A layout of the largest shape, for names and paths only (``down`` of any bed)."""
+        return cls(prefix, MAX_HOSTS, MAX_DEVICES)
+
     # -- hosts -----------------------------------------------------------------------------
     @property
     def host_names(self) -> List[str]:

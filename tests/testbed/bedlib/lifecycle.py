@@ -125,8 +125,8 @@ def _down_locked(prefix: str) -> None:
     pids: Dict[str, int] = state["pids"] if state else {}
     # Hosts are found by their netns names too, in case state.json was never written.
     hosts = set(pids) | {ns[len(prefix) + 1:] for ns in net.bed_netns(prefix) if ns != f"{prefix}-fab"}
+    layout = Layout.naming(prefix)
     for h in sorted(hosts):
-        layout = Layout(prefix, 8, 1, "910B")  # naming only: prefix decides every name
         host.stop(layout, h, pids.get(h))
     net.destroy(prefix)
     shutil.rmtree(state_dir(prefix), ignore_errors=True)
