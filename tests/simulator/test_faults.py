@@ -1,0 +1,128 @@
+"""Fault injection with ``ascend-sim fault``: each kind, and ``clear``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from tests.simulator.simhelpers import ASCEND_SIM, run, sim
+
+
+def test_error_device_fails_every_call(host):
+    host.set_ip(2, "10.0.2.5")
+    host.fault("error", "--device", "2")
+    for args in (("-ip", "-g"), ("-link", "-g"), ("-net_health", "-g"), ("-tls", "-g"),
+                 ("-ip", "-s", "address", "10.0.2.6", "netmask", "255.255.255.0")):
+        proc = host.hccn("-i", "2", *args)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", "Command execute failed!\n")
+    assert host.ok("-i", "3", "-link", "-g") == "link status: UP\n"
+    host.fault("error", "--device", "2", "--off")
+    assert host.ok("-i", "2", "-ip", "-g") == "ipaddr:10.0.2.5\nnetmask:255.255.255.0\n"
+
+
+def test_link_fault_accepts_lists_and_all(host):
+    host.fault("link", "--device", "1,4", "--down")
+    assert [host.ok("-i", str(d), "-link", "-g") for d in (0, 1, 4)] == [
+        "link status: UP\n", "link status: DOWN\n", "link status: DOWN\n"]
+    host.fault("link", "--device", "all", "--down")
+    assert host.ok("-i", "7", "-link", "-g") == "link status: DOWN\n"
+
+
+def test_fault_on_missing_device_is_refused(host):
+    proc = run([ASCEND_SIM, "fault", "--state", host.state, "link", "--device", "12", "--down"])
+    assert proc.returncode == 1
+    assert "device 12 does not exist on this host" in proc.stderr
+
+
+def test_stale_conf_disagrees_with_device(host):
+    host.set_ip(0, "192.168.100.101")
+    host.set_ip(1, "192.168.101.101")
+    before = host.conf.read_text()
+    host.fault("stale-conf", "--device", "0")
+    conf = dict(line.split("=", 1) for line in host.conf_lines())
+    assert conf["address_0"] != "192.168.100.101"
+    assert conf["address_1"] == "192.168.101.101"
+    # the device is the truth
+    assert host.ok("-i", "0", "-ip", "-g") == "ipaddr:192.168.100.101\nnetmask:255.255.255.0\n"
+    host.fault("clear")
+    assert host.conf.read_text() == before
+
+
+def test_stale_conf_with_explicit_address(host):
+    host.set_ip(3, "192.168.103.101")
+    host.fault("stale-conf", "--device", "3", "--address", "192.168.103.250")
+    assert "address_3=192.168.103.250" in host.conf_lines()
+
+
+def test_latency_fault_and_env_override(host):
+    host.fault("latency", "--seconds", "0.4")
+    start = time.monotonic()
+    host.ok("-i", "0", "-link", "-g")
+    assert time.monotonic() - start >= 0.4
+    start = time.monotonic()
+    host.hccn("-i", "0", "-link", "-g", env={"ASCEND_SIM_LATENCY": "0"})
+    assert time.monotonic() - start < 0.4
+    host.fault("clear")
+    start = time.monotonic()
+    host.ok("-i", "0", "-link", "-g")
+    assert time.monotonic() - start < 0.4
+
+
+def test_latency_is_not_applied_to_argument_errors(host):
+    host.fault("latency", "--seconds", "1")
+    start = time.monotonic()
+    assert host.hccn("-i", "42", "-ip", "-g").returncode == 4
+    assert time.monotonic() - start < 1.0
+
+
+def test_driver_missing_gives_127_and_clear_restores(host, tmp_path):
+    bin_dir = tmp_path / "bin"
+    sim("-q", "install", "--bin-dir", bin_dir, "--state", host.state)
+    shell = shutil.which("sh")
+    env = dict(os.environ, PATH="%s:/usr/bin:/bin" % bin_dir)
+    check = [shell, "-c", "hccn_tool -i 0 -link -g"]
+    assert subprocess.run(check, env=env, capture_output=True, text=True).stdout == "link status: UP\n"
+    host.fault("driver-missing")
+    assert not (bin_dir / "hccn_tool").exists()
+    assert (bin_dir / "npu-smi").exists()
+    assert subprocess.run(check, env=env, capture_output=True, text=True).returncode == 127
+    host.fault("clear")
+    assert subprocess.run(check, env=env, capture_output=True, text=True).stdout == "link status: UP\n"
+
+
+def test_driver_missing_needs_an_install(host):
+    proc = run([ASCEND_SIM, "fault", "--state", host.state, "driver-missing"])
+    assert proc.returncode == 1 and "ascend-sim install" in proc.stderr
+
+
+def test_clear_resets_everything(make_host):
+    a, b = make_host("a"), make_host("b")
+    a.set_ip(0, "192.168.100.101")
+    b.set_ip(0, "192.168.100.111")
+    a.ok("-i", "0", "-netdetect", "-s", "address", "192.168.100.111")
+    a.fault("link", "--device", "1", "--down")
+    a.fault("error", "--device", "2")
+    a.fault("tls", "--device", "0", "--switch", "1")
+    a.fault("health", "--device", "3", "--status", "Thread error")
+    a.fault("unreachable", "--ip", "192.168.100.111")
+    a.fault("latency", "--seconds", "0.2")
+    a.fault("clear")
+    state = a.show()
+    assert state["faults"] == {"latency": None, "unreachable": [], "stale_conf": None, "driver_missing": []}
+    assert a.ok("-i", "1", "-link", "-g") == "link status: UP\n"
+    assert a.ok("-i", "2", "-link", "-g") == "link status: UP\n"
+    assert a.ok("-i", "3", "-net_health", "-g") == "net health status: Init\n"
+    assert a.ok("-i", "0", "-net_health", "-g") == "net health status: Success\n"
+    # clear keeps the configuration
+    assert a.ok("-i", "0", "-ip", "-g") == "ipaddr:192.168.100.101\nnetmask:255.255.255.0\n"
+
+
+@pytest.mark.parametrize("status", ["Success", "Socket fail", "Receive timeout", "Unreachable", "Time exceeded",
+                                    "Fault", "Init", "Thread error", "Detect ip set", "Unknown"])
+def test_every_health_value_can_be_forced(host, status):
+    host.fault("health", "--device", "0", "--status", status)
+    assert host.ok("-i", "0", "-net_health", "-g") == "net health status: %s\n" % status
