@@ -23,6 +23,7 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import Clus
 from ansible_collections.ascend.cluster.plugins.plugin_utils._rank_table_formats import parse, render
 from ansible_collections.ascend.cluster.plugins.plugin_utils._rank_table_model import (
     TEMPLATE_2,
+    VERSION_1_2,
     VERSIONS,
     RankDevice,
     RankServer,
@@ -63,11 +64,15 @@ def _text(value: Any, what: str, where: str) -> str:
     return str(value)
 
 
-def read_servers(servers: Any, profile: ChipProfile | None, order: str = "server_id") -> list[RankServer]:
+def read_servers(
+    servers: Any, profile: ChipProfile | None, order: str = "server_id", by_super_pod: bool = False
+) -> list[RankServer]:
     """Turn the input list of server mappings into ``RankServer`` objects with rank ids assigned.
 
     Ranks run 0..N-1 over the servers in ``order`` (``server_id``: dictionary order of server_id,
     as MindSpore documents; ``given``: the caller's order), devices ascending within a server.
+    With ``by_super_pod`` the servers of one SuperPoD are then kept together (HCCL requires it
+    for version 1.2), pods in the order their first server appears.
     """
     if order not in ORDERS:
         raise ClusterSpecError(f"order {order!r} is not known: use 'server_id' or 'given'")
@@ -104,6 +109,11 @@ def read_servers(servers: Any, profile: ChipProfile | None, order: str = "server
         result.append(server)
     if order == "server_id":
         result.sort(key=lambda s: s.server_id)
+    if by_super_pod:
+        first_seen = {}
+        for index, server in enumerate(result):
+            first_seen.setdefault(server.super_pod_id, index)
+        result.sort(key=lambda s: first_seen[s.super_pod_id])  # stable: order kept inside a pod
     rank = 0
     for server in result:
         for device in server.devices:
@@ -135,7 +145,7 @@ def build_rank_table(
         raise ClusterSpecError(f"status {status!r} is not known: use 'completed' or 'initializing'")
     profile = resolve_chip(chip)
     version = resolve_version(version, profile)
-    rank_servers = read_servers(servers, profile, order)
+    rank_servers = read_servers(servers, profile, order, by_super_pod=version == VERSION_1_2)
     check_cluster(rank_servers, version, profile, allow_partial_servers)
     return render(rank_servers, version, status, template2)
 

@@ -53,7 +53,7 @@ def render(servers: Sequence[RankServer], version: str, status: str, template2: 
 
 def _render_device(device: RankDevice) -> dict[str, str]:
     entry = {"device_id": str(device.device_id)}
-    if device.device_ip:  # only a single-server table may lack IPs (checked before)
+    if device.device_ip:  # only a single server (or SuperPoD) may lack IPs (checked before)
         entry["device_ip"] = device.device_ip
     return entry
 
@@ -74,7 +74,11 @@ def _render_server_1_2(server: RankServer) -> dict[str, Any]:
         entry["super_device_id"] = device.super_device_id
         entry["rank_id"] = str(device.rank_id)
         devices.append(entry)
-    return {"server_id": server.server_id, "host_ip": server.host_ip, "device": devices}
+    rendered: dict[str, Any] = {"server_id": server.server_id}
+    if server.host_ip:  # optional in 1.2; HCCL needs it for operator retry
+        rendered["host_ip"] = server.host_ip
+    rendered["device"] = devices
+    return rendered
 
 
 def _render_super_pods(servers: Sequence[RankServer]) -> list[dict[str, Any]]:
@@ -202,10 +206,13 @@ def _read_super_pods(table: Mapping[str, Any], servers: list[RankServer]) -> Non
 
 
 def _parse_template2(table: Mapping[str, Any], profile: ChipProfile | None) -> list[RankServer]:
+    """Template 2 as MindSpore wrote it (``device_num``, ``server_num``, ``rank_id`` per instance)
+    or as the CANN manual shows it (``device_count``, ``pod_name``, ranks in list order)."""
     groups = _list(table, "group_list", "rank table")
     if _number(table, "group_count", "rank table") != len(groups):
         raise ClusterSpecError(f"group_count is {table['group_count']} but group_list has {len(groups)} entries")
     servers: dict[str, RankServer] = {}
+    position = 0
     for index, group in enumerate(groups):
         where = f"group_list[{index}]"
         instances = _list(group, "instance_list", where)
@@ -216,12 +223,22 @@ def _parse_template2(table: Mapping[str, Any], profile: ChipProfile | None) -> l
             if len(devices) != 1:
                 raise ClusterSpecError(f"{at}: an instance holds exactly one device, got {len(devices)}")
             device = _read_device(devices[0], at, profile, with_rank=False)
-            device.rank_id = _number(instance, "rank_id", f"{at} device {device.device_id}")
+            has_rank = isinstance(instance, Mapping) and "rank_id" in instance
+            device.rank_id = _number(instance, "rank_id", f"{at} device {device.device_id}") if has_rank else position
+            position += 1
             servers.setdefault(server_id, RankServer(server_id)).devices.append(device)
-        for key in ("device_num", "instance_count"):
-            if _number(group, key, where) != len(instances):
-                raise ClusterSpecError(f"{where}: {key} is {group[key]} but instance_list has {len(instances)} entries")
-        in_group = {instance["server_id"] for instance in instances}
-        if _number(group, "server_num", where) != len(in_group):
-            raise ClusterSpecError(f"{where}: server_num is {group['server_num']} but {len(in_group)} servers are listed")
+        _check_group_counts(group, where, instances)
     return list(servers.values())
+
+
+def _check_group_counts(group: Mapping[str, Any], where: str, instances: list) -> None:
+    counted = [key for key in ("device_num", "device_count") if key in group]
+    if not counted:
+        raise ClusterSpecError(f"{where}: device_num (or device_count) is missing")
+    for key in counted + ["instance_count"]:
+        if _number(group, key, where) != len(instances):
+            raise ClusterSpecError(f"{where}: {key} is {group[key]} but instance_list has {len(instances)} entries")
+    if "server_num" in group:
+        listed = {instance.get("server_id") for instance in instances}
+        if _number(group, "server_num", where) != len(listed):
+            raise ClusterSpecError(f"{where}: server_num is {group['server_num']} but {len(listed)} servers are listed")

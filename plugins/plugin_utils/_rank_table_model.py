@@ -67,6 +67,11 @@ def device_label(server: RankServer, device: RankDevice) -> str:
     return f"server {server.server_id} device {device.device_id}"
 
 
+SERVER_ID_MAX_LENGTH = 64  # HCCL: "string, at most 64 characters, globally unique"
+# Addresses a device reports when it has none configured (netdetect reads 0.0.0.0 when unset).
+_UNSET_ADDRESSES = frozenset(("0.0.0.0", "255.255.255.255", "::"))
+
+
 def check_cluster(
     servers: Sequence[RankServer],
     version: str,
@@ -79,14 +84,29 @@ def check_cluster(
     """
     if not servers:
         raise ClusterSpecError("no servers given: a rank table needs at least one server with devices")
-    multi_server = len(servers) > 1
+    layout = _check_servers(servers)
+    if version == VERSION_1_2:
+        pods = _check_super_pod(servers)
+        # Inside one SuperPoD devices talk over HCCS; device IPs are needed between SuperPoDs.
+        ip_needed_for = "a table spanning several super pods" if pods > 1 else ""
+    else:
+        ip_needed_for = "a multi-server table" if len(servers) > 1 else ""
+    _check_device_ips(servers, ip_needed_for)
+    _check_ranks([device.rank_id for server in servers for device in server.devices])
+    check_hccs_layout(profile, layout, allow_partial_servers)
+
+
+def _check_servers(servers: Sequence[RankServer]) -> list[tuple[str, list[int]]]:
+    """server_id present, short enough and unique; devices present and not repeated. Returns the layout."""
     server_ids: set[str] = set()
-    ip_owner: dict[str, tuple[RankServer, RankDevice]] = {}
-    ranks: list[int] = []
-    layout: list[tuple[str, list[int]]] = []
+    layout = []
     for server in servers:
         if not isinstance(server.server_id, str) or not server.server_id:
             raise ClusterSpecError(f"a server has no server_id (got {server.server_id!r}); use the host's IP")
+        if len(server.server_id) > SERVER_ID_MAX_LENGTH:
+            raise ClusterSpecError(
+                f"server_id {server.server_id!r} is longer than HCCL's {SERVER_ID_MAX_LENGTH} characters; use the host's IP"
+            )
         if server.server_id in server_ids:
             raise ClusterSpecError(f"server_id {server.server_id} appears more than once; each server once")
         server_ids.add(server.server_id)
@@ -97,18 +117,24 @@ def check_cluster(
             duplicates = sorted({i for i in ids if ids.count(i) > 1})
             raise ClusterSpecError(f"server {server.server_id}: device_id {duplicates[0]} is listed more than once")
         layout.append((server.server_id, sorted(ids)))
+    return layout
+
+
+def _check_device_ips(servers: Sequence[RankServer], needed_for: str) -> None:
+    """Every device_ip valid and unique in the cluster; present when ``needed_for`` says why."""
+    ip_owner: dict[str, tuple[RankServer, RankDevice]] = {}
+    for server in servers:
         for device in server.devices:
-            ranks.append(device.rank_id)
             ip = device.device_ip
             if not ip:
-                if multi_server:
+                if needed_for:
                     raise ClusterSpecError(
-                        f"{device_label(server, device)} has no device_ip, which a multi-server table needs; "
+                        f"{device_label(server, device)} has no device_ip, which {needed_for} needs; "
                         f"set it (hccn_tool -i {device.device_id} -ip -s address ... netmask ...) and gather facts again"
                     )
                 continue
-            if not is_ip_address(ip):
-                raise ClusterSpecError(f"{device_label(server, device)}: device_ip {ip!r} is not a valid IP address")
+            if not is_ip_address(ip) or ip in _UNSET_ADDRESSES:
+                raise ClusterSpecError(f"{device_label(server, device)}: device_ip {ip!r} is not a valid device IP address")
             owner = ip_owner.get(ip)
             if owner is not None:
                 raise ClusterSpecError(
@@ -116,10 +142,6 @@ def check_cluster(
                     f"every device needs its own IP"
                 )
             ip_owner[ip] = (server, device)
-    _check_ranks(ranks)
-    if version == VERSION_1_2:
-        _check_super_pod(servers)
-    check_hccs_layout(profile, layout, allow_partial_servers)
 
 
 def _check_ranks(ranks: list[int]) -> None:
@@ -134,26 +156,34 @@ def _check_ranks(ranks: list[int]) -> None:
         seen[rank] = 1
 
 
-def _check_super_pod(servers: Sequence[RankServer]) -> None:
-    """Version 1.2 (A3 SuperPoD): host_ip per server, super_pod_id, and a non-empty super_device_id."""
+def _check_super_pod(servers: Sequence[RankServer]) -> int:
+    """Version 1.2 (A3 SuperPoD): super_pod_id per server, servers of a pod listed together,
+    a non-empty super_device_id unique in its pod, host_ip (optional) an IPv4 address.
+    Returns the number of super pods."""
     super_ids: dict[tuple[str, str], str] = {}
+    pods_seen: list[str] = []
     for server in servers:
-        if not server.host_ip or not is_ip_address(server.host_ip):
-            raise ClusterSpecError(
-                f"server {server.server_id}: version 1.2 needs host_ip, the server's host IP (got {server.host_ip!r})"
-            )
+        if server.host_ip and not _DOTTED_QUAD.match(server.host_ip):
+            raise ClusterSpecError(f"server {server.server_id}: host_ip {server.host_ip!r} is not an IPv4 address")
         if not server.super_pod_id:
             raise ClusterSpecError(f"server {server.server_id}: version 1.2 needs super_pod_id (the SuperPoD it sits in)")
+        if not pods_seen or pods_seen[-1] != server.super_pod_id:
+            if server.super_pod_id in pods_seen:
+                raise ClusterSpecError(
+                    f"server {server.server_id}: the servers of super pod {server.super_pod_id} must be listed together, "
+                    f"not mixed with other pods (HCCL requirement); order the servers by super pod"
+                )
+            pods_seen.append(server.super_pod_id)
         for device in server.devices:
             if not device.super_device_id:
                 raise ClusterSpecError(
                     f"{device_label(server, device)}: version 1.2 needs a non-empty super_device_id (HCCL rejects an empty one)"
                 )
             key = (server.super_pod_id, device.super_device_id)
-            owner = super_ids.get(key)
-            if owner is not None:
+            if key in super_ids:
                 raise ClusterSpecError(
                     f"{device_label(server, device)}: super_device_id {device.super_device_id} is already used by "
-                    f"{owner} in super pod {server.super_pod_id}"
+                    f"{super_ids[key]} in super pod {server.super_pod_id}"
                 )
             super_ids[key] = device_label(server, device)
+    return len(pods_seen)

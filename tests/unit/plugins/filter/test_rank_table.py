@@ -139,6 +139,30 @@ def test_version_1_2_superpod_layout():
     }
 
 
+def test_version_1_2_host_ip_and_device_ip_are_optional_inside_one_super_pod():
+    servers = superpod_cluster(2, 2)
+    for entry in servers:
+        del entry["host_ip"]
+        for device in entry["devices"]:
+            device["device_ip"] = ""
+    table = rank_table(servers, chip="A3")
+    assert [sorted(s) for s in table["server_list"]] == [["device", "server_id"]] * 2
+    assert table["server_list"][1]["device"][0] == {"device_id": "0", "super_device_id": "2", "rank_id": "2"}
+
+
+def test_version_1_2_keeps_the_servers_of_a_super_pod_together():
+    servers = superpod_cluster(4, 1)
+    for entry, pod in zip(servers, ["b", "a", "b", "a"]):
+        entry["super_pod_id"] = pod
+    table = rank_table(servers, chip="A3")  # dictionary order of server_id, then grouped by pod
+    assert [s["server_id"] for s in table["server_list"]] == ["10.1.0.1", "10.1.0.3", "10.1.0.2", "10.1.0.4"]
+    assert table["super_pod_list"] == [
+        {"super_pod_id": "b", "server_list": [{"server_id": "10.1.0.1"}, {"server_id": "10.1.0.3"}]},
+        {"super_pod_id": "a", "server_list": [{"server_id": "10.1.0.2"}, {"server_id": "10.1.0.4"}]},
+    ]
+    assert [d["rank_id"] for s in table["server_list"] for d in s["device"]] == ["0", "1", "2", "3"]
+
+
 def test_template2_nic_names_follow_devices_and_can_be_given():
     facts = [server("10.0.0.1", {4: "192.168.0.4", 5: "192.168.0.5"})]
     table = rank_table(facts, version="template2", chip="910A")
@@ -197,13 +221,25 @@ BAD = [
         "invalid ip",
         _with(lambda s: s[1]["devices"][2].update(device_ip="192.168.1")),
         {},
-        "server 10.0.0.2 device 2: device_ip '192.168.1' is not a valid IP address",
+        "server 10.0.0.2 device 2: device_ip '192.168.1' is not a valid device IP address",
     ),
     (
         "unreadable ip as npu-smi prints it",
         _with(lambda s: s[0]["devices"][5].update(device_ip="-.-.-.-")),
         {},
-        "server 10.0.0.1 device 5: device_ip '-.-.-.-' is not a valid IP address",
+        "server 10.0.0.1 device 5: device_ip '-.-.-.-' is not a valid device IP address",
+    ),
+    (
+        "unset address",
+        _with(lambda s: s[0]["devices"][1].update(device_ip="0.0.0.0")),
+        {},
+        "server 10.0.0.1 device 1: device_ip '0.0.0.0' is not a valid device IP address",
+    ),
+    (
+        "server_id longer than HCCL takes",
+        [server("n" * 65, {0: "192.168.0.1"})],
+        {},
+        "is longer than HCCL's 64 characters",
     ),
     (
         "missing ip in multi-server table",
@@ -290,10 +326,16 @@ BAD = [
         "super_device_id 0 is already used by server 10.1.0.1 device 0 in super pod 0",
     ),
     (
-        "1.2 without host_ip",
-        _with(lambda s: s[0].pop("host_ip"), superpod_cluster(2, 2)),
+        "1.2 host_ip not IPv4",
+        _with(lambda s: s[0].update(host_ip="fe80::1"), superpod_cluster(2, 2)),
         {"version": "1.2"},
-        "server 10.1.0.1: version 1.2 needs host_ip",
+        "server 10.1.0.1: host_ip 'fe80::1' is not an IPv4 address",
+    ),
+    (
+        "1.2 device without IP across super pods",
+        _with(lambda s: [s[1].update(super_pod_id="1"), s[1]["devices"][0].update(device_ip="")], superpod_cluster(2, 2)),
+        {"chip": "A3"},
+        "server 10.1.0.2 device 0 has no device_ip, which a table spanning several super pods needs",
     ),
     (
         "1.2 without super_pod_id",

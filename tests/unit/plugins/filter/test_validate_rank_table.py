@@ -35,6 +35,29 @@ def test_built_1_2_table_passes_for_a3():
     assert validate_rank_table(table, chip="A3", version="1.2") is table
 
 
+def test_template2_as_the_cann_manual_writes_it():
+    """device_count instead of device_num, pod_name, no server_num, ranks in list order."""
+    table = {
+        "status": "completed",
+        "group_count": "1",
+        "group_list": [
+            {
+                "group_name": "hccl_world_group",
+                "instance_count": "2",
+                "device_count": "2",
+                "instance_list": [
+                    {"pod_name": "tf-bae41", "server_id": "node_0", "devices": [{"device_id": "0", "device_ip": "192.168.1.8"}]},
+                    {"pod_name": "tf-tbdf1", "server_id": "node_1", "devices": [{"device_id": "1", "device_ip": "192.168.1.9"}]},
+                ],
+            }
+        ],
+    }
+    assert validate_rank_table(table) is table
+    table["group_list"][0]["device_count"] = "3"
+    with pytest.raises(AnsibleFilterError, match="device_count is 3 but instance_list has 2 entries"):
+        validate_rank_table(table)
+
+
 def _seed16():
     return seed_table("seed001_16p.json")
 
@@ -122,6 +145,12 @@ BAD = [
         "server_num is 1 but 2 servers are listed",
     ),
     (
+        "template2 without a device count",
+        _edit("seed003_template2_16p.json", lambda t: t["group_list"][0].pop("device_num")),
+        {},
+        "group_list[0]: device_num (or device_count) is missing",
+    ),
+    (
         "template2 group_count mismatch",
         _edit("seed003_template2_16p.json", lambda t: t.update(group_count="2")),
         {},
@@ -158,6 +187,18 @@ BAD += [
         _table_1_2(lambda t: t["super_pod_list"][0]["server_list"].append({"server_id": "10.9.9.9"})),
         {"chip": "A3"},
         "super pod 0 lists server 10.9.9.9, which is not in server_list",
+    ),
+    (
+        "1.2 super pods interleaved",
+        rank_table(
+            [{**s, "super_pod_id": pod} for s, pod in zip(superpod_cluster(3, 1), ["0", "1", "2"])], chip="A3"
+        )
+        | {"super_pod_list": [
+            {"super_pod_id": "0", "server_list": [{"server_id": "10.1.0.1"}, {"server_id": "10.1.0.3"}]},
+            {"super_pod_id": "1", "server_list": [{"server_id": "10.1.0.2"}]},
+        ]},
+        {"chip": "A3"},
+        "server 10.1.0.3: the servers of super pod 0 must be listed together",
     ),
     (
         "1.2 server outside every super pod",
