@@ -85,3 +85,21 @@ def test_check_cluster_rank_gaps():
 def test_device_id_of_rejects_non_ascii_digits(value):
     with pytest.raises(ClusterSpecError, match="is not a whole number"):
         device_id_of(value, "here", None)
+
+
+def test_without_netaddr_plain_ipv4_still_works_and_the_rest_says_what_to_install(monkeypatch):
+    from ansible_collections.ascend.cluster.plugins.plugin_utils import _rank_table_model
+
+    monkeypatch.setattr(_rank_table_model, "netaddr", None)
+    assert is_ip_address("192.168.1.1")
+    with pytest.raises(ClusterSpecError, match="needs the netaddr Python library on the controller: pip install netaddr"):
+        is_ip_address("fe80::1")
+
+
+def test_check_cluster_super_pods_must_be_contiguous():
+    servers = _servers([0], [0], [0])
+    for server, pod in zip(servers, ["a", "b", "a"]):
+        server.super_pod_id = pod
+        server.devices[0].super_device_id = server.server_id
+    with pytest.raises(ClusterSpecError, match="the servers of super pod a must be listed together"):
+        check_cluster(servers, "1.2", get_chip("A3"))
