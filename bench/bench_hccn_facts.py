@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark hccn_facts: a simulated A3 server (16 devices), every hccn_tool call taking 100 ms.
 
 Prints one JSON object per line:
@@ -50,7 +49,7 @@ def set_latency(server: dict, seconds: float) -> None:
 def time_module(server: dict, runs: int, devices: int, **args) -> list[float]:
     env = {"PATH": server["bin_dir"] + os.pathsep + os.environ.get("PATH", ""), "ASCEND_SIM_STATE": server["state_dir"]}
     times = []
-    for _ in range(runs):
+    for dummy in range(runs):
         start = time.monotonic()
         result = run_module("hccn_facts", dict(args, hccn_conf=server["hccn_conf"]), env=env)
         times.append(time.monotonic() - start)

@@ -163,6 +163,14 @@ def validate_params(params):
             raise FactsError("devices lists an id more than once: %s" % devices)
 
 
+def _attempt(func):
+    """(result, None) or (None, the npu-smi exception it raised)."""
+    try:
+        return func(), None
+    except (_npu_smi.NpuSmiError, _npu_smi.NpuSmiParseError) as exc:
+        return None, exc
+
+
 class Gatherer:
     """Collects the facts for one host; ``warnings`` accumulates what the operator should know."""
 
@@ -208,18 +216,20 @@ class Gatherer:
         npus = None
         if npu_smi:
             client = _npu_smi.NpuSmi(self.module, npu_smi)
-            try:
-                table = client.info_table()
-            except _npu_smi.NpuSmiError as exc:
+            calls = [client.info_table] + ([client.info_list] if self.params["devices"] is None else [])
+            # Both npu-smi calls at once: each costs a process start, and the hccn_tool calls wait for them.
+            with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+                outcomes = list(pool.map(_attempt, calls))
+            table, exc = outcomes[0]
+            if isinstance(exc, _npu_smi.NpuSmiError):
                 self.warn("%s: chip model unknown" % exc)
-            except _npu_smi.NpuSmiParseError as exc:
+            elif isinstance(exc, _npu_smi.NpuSmiParseError):
                 self.warn("cannot read the NPU table of `%s info` (chip model unknown): %r" % (npu_smi, exc.raw))
-            if self.params["devices"] is None:
-                try:
-                    npus = client.info_list()
-                except _npu_smi.NpuSmiError as exc:
+            if len(outcomes) > 1:
+                npus, exc = outcomes[1]
+                if isinstance(exc, _npu_smi.NpuSmiError):
                     self.warn("%s: falling back to /dev/davinci* for the device list" % exc)
-                except _npu_smi.NpuSmiParseError as exc:
+                elif isinstance(exc, _npu_smi.NpuSmiParseError):
                     raise FactsError(
                         "cannot parse `%s info -l`; raw output: %r. Set the devices option to skip discovery."
                         % (npu_smi, exc.raw),
@@ -281,4 +291,3 @@ class Gatherer:
             "npu_smi": npu,
             "warnings": list(self.warnings),
         }
-
