@@ -1,13 +1,14 @@
 """Runtime core of the simulated tools: where the state lives and how to read it fast.
 
-Everything here runs on every ``hccn_tool`` call, under ``python3 -S``: import only builtin or
-frozen modules (``os``, ``marshal``) at module level. ``json`` costs ~10 ms of CPU (it pulls in
+Everything here runs on every ``hccn_tool`` call, under ``python3 -S``: import only builtin
+modules (``posix``, ``marshal``) at module level - even ``os`` (with ``stat``, ``posixpath``,
+``_collections_abc``) costs about a millisecond per call. ``json`` costs ~10 ms of CPU (it pulls in
 ``re`` and ``enum``), so readers use the marshal cache that every writer refreshes next to
 ``state.json`` and fall back to ``json`` only when the cache is missing or stale (hand edits).
 """
 
 import marshal
-import os
+import posix
 
 DEFAULT_STATE_DIR = "/etc/ascend-sim"
 STATE_FILE = "state.json"
@@ -26,18 +27,25 @@ class SimError(Exception):
 def state_dir(default=None):
     # type: (str | None) -> str
     """The state directory: ``$ASCEND_SIM_STATE``, else the wrapper's default, else /etc/ascend-sim."""
-    return os.environ.get("ASCEND_SIM_STATE") or default or DEFAULT_STATE_DIR
+    env = posix.environ.get(b"ASCEND_SIM_STATE")
+    return (env.decode("utf-8", "surrogateescape") if env else None) or default or DEFAULT_STATE_DIR
+
+
+def getenv(name):
+    # type: (str) -> str | None
+    value = posix.environ.get(name.encode("ascii"))
+    return value.decode("utf-8", "surrogateescape") if value is not None else None
 
 
 def _stat_key(path):
-    st = os.stat(path)
+    st = posix.stat(path)
     return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 def load(sdir):
     # type: (str) -> dict
     """Return the state dict of ``sdir`` without taking a lock (writers replace files atomically)."""
-    jpath = os.path.join(sdir, STATE_FILE)
+    jpath = sdir + "/" + STATE_FILE
     try:
         key = _stat_key(jpath)
     except FileNotFoundError:
@@ -46,7 +54,7 @@ def load(sdir):
             "(or point ASCEND_SIM_STATE at an initialised state directory)" % (sdir, sdir)
         )
     try:
-        with open(os.path.join(sdir, CACHE_FILE), "rb") as f:
+        with open(sdir + "/" + CACHE_FILE, "rb") as f:
             cached_key, data = marshal.load(f)
         if tuple(cached_key) == key:
             return data
@@ -61,6 +69,8 @@ def load(sdir):
 def fabric_key(sdir):
     # type: (str) -> str
     """File name (without suffix) under which a state directory publishes itself in a fabric."""
+    import os
+
     real = os.path.realpath(sdir)
     return real.strip("/").replace("/", "_") or "root"
 
@@ -70,14 +80,14 @@ def read_fabric(fabric_dir):
     """Every host published in ``fabric_dir`` (list of dicts), unreadable entries skipped."""
     hosts = []
     try:
-        names = os.listdir(fabric_dir)
+        names = posix.listdir(fabric_dir)
     except OSError:
         return hosts
     for name in names:
         if not name.endswith(FABRIC_SUFFIX):
             continue
         try:
-            with open(os.path.join(fabric_dir, name), "rb") as f:
+            with open(fabric_dir + "/" + name, "rb") as f:
                 hosts.append(marshal.load(f))
         except (OSError, EOFError, ValueError, TypeError):
             continue

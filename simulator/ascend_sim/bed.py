@@ -7,7 +7,6 @@ with ``ip addr flush/add``; link state comes from sysfs; reachability from a rea
 """
 
 import os
-import subprocess
 
 from ._rt import GUARD_NET, SimError, guarded
 
@@ -39,6 +38,8 @@ def link_up(dev_id):
 
 
 def _run(argv):
+    import subprocess
+
     try:
         proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=10, check=False)
     except FileNotFoundError:

@@ -9,10 +9,9 @@ Hot path: get commands import nothing beyond ``_rt`` (os, marshal) and never spa
 fabric mode. Set commands import ``store``/``conf`` (json, fcntl) lazily.
 """
 
-import os
 import sys
 
-from ._rt import UNSET_IP, SimError, ip_to_int, load, mask_prefix, read_fabric, state_dir
+from ._rt import UNSET_IP, SimError, getenv, ip_to_int, load, mask_prefix, read_fabric, state_dir
 
 # --- exit codes (internal code & 0xFF) -------------------------------------------------------
 RC_MAJOR_TYPE = 1  # 0x1001
@@ -155,7 +154,7 @@ def _help(out):
 
 
 def _latency(state):
-    env = os.environ.get("ASCEND_SIM_LATENCY")
+    env = getenv("ASCEND_SIM_LATENCY")
     if env:
         try:
             return float(env)
@@ -213,10 +212,7 @@ def _find_target(state, sdir, target):
     fabric = state.get("fabric")
     if not fabric:
         return None
-    own = os.path.realpath(sdir)
-    for host in read_fabric(fabric):
-        if host.get("state_dir") == own:
-            continue
+    for host in read_fabric(fabric):  # includes this host's own entry: same data as above
         for dev in host.get("devices", {}).values():
             if dev.get("ip") == target:
                 return host.get("host_id"), dev
@@ -567,6 +563,12 @@ def _recover(ctx, dev_ids):
     return 0
 
 
+def _exists(path):
+    import os
+
+    return os.path.exists(path)
+
+
 def _cmd_cfg(ctx, args):
     if not args:
         raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-cfg")
@@ -574,7 +576,7 @@ def _cmd_cfg(ctx, args):
         raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-cfg")
     if len(args) != 1:
         raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-cfg")
-    if not os.path.exists(ctx.conf_path):
+    if not _exists(ctx.conf_path):
         raise HccnError(
             RC_CONF_ACCESS,
             "The hccn.conf can't access, cmd execute failed! pls check the conf file or cmd run permission.",
@@ -663,7 +665,7 @@ def run(argv, sdir, out, no_latency=False):
             state = load(sdir)
             ctx = Context(sdir, state, None, out)
             ctx.no_latency = no_latency
-            if not os.path.exists(ctx.conf_path):
+            if not _exists(ctx.conf_path):
                 raise HccnError(
                     RC_CONF_ACCESS,
                     "The hccn.conf can't access, cmd execute failed! pls check the conf file or cmd run permission.",
