@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import ipaddress
 import json
 import os
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.ansible_cli import run_adhoc, run_playbook
+from tests.testbed.bedlib.layout import GUARD_NET
 from tests.testbed.harness import Bed, bed_cli, bed_status, leftovers, unique_prefix
 
 pytestmark = pytest.mark.testbed
@@ -99,6 +101,25 @@ def test_hosts_cannot_get_out(bed: Bed, command: list, expected: str | None) -> 
             assert out.split() == [bed.mgmt_ip("h2"), "h2"]
         else:
             assert out == expected, (host, command, out)
+
+
+def test_topology_is_exactly_as_documented(bed: Bed) -> None:
+    """No uplink anywhere: each namespace holds only the bed's own links and addresses."""
+    p, devices = bed.prefix, [f"eth{d}" for d in range(8)]
+    assert bed_status(p)["objects"] == sorted(
+        [f"{p}-fab", f"{p}-h1", f"{p}-h2", f"{p}-h3"]
+    ) + sorted([f"{p}-h1m", f"{p}-h2m", f"{p}-h3m", f"{p}-m"])
+    for host in bed.hosts:
+        assert sorted(bed.exec(host, "ls", "/sys/class/net").stdout.split()) == sorted(devices + ["lo", "mgmt0"])
+        links = json.loads(bed.exec(host, "ip", "-j", "addr", "show").stdout)
+        addresses = {(link["ifname"], a["family"], a["local"]) for link in links for a in link.get("addr_info", [])}
+        # ethK addresses come and go with hccn_tool (other tests); they must stay in the range.
+        device_addresses = {a for a in addresses if a[0] in devices}
+        assert all(fam == "inet" and ipaddress.ip_address(ip) in GUARD_NET for _, fam, ip in device_addresses)
+        assert addresses - device_addresses == {("lo", "inet", "127.0.0.1"), ("mgmt0", "inet", bed.mgmt_ip(host))}
+    ports = [f"{h}e{d}" for h in bed.hosts for d in range(8)]
+    fabric = bed_cli_in_netns(bed.state["fabric_netns"], "ls", "/sys/class/net").split()
+    assert sorted(fabric) == sorted(ports + ["fab0", "lo"])
 
 
 def test_fabric_namespace_does_not_forward(bed: Bed) -> None:
