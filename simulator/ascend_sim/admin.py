@@ -441,8 +441,8 @@ def do_fault(args):
                 entries.append(entry)
 
         store.update(sdir, change)
-        messages.append("%s %s unreachable from %s" % ("no longer" if args.remove else "made", args.ip,
-                                                        "all devices" if device is None else "device %d" % device))
+        where = "all devices" if device is None else "device %d" % device
+        messages.append("%s %s unreachable from %s" % ("no longer" if args.remove else "made", args.ip, where))
     elif kind == "error":
         def change(state):
             ids = _devices_arg(state, args.device)
@@ -658,4 +658,3 @@ def main(argv=None):
     except PermissionError as exc:
         sys.stderr.write("ascend-sim: %s (run as a user who may write there)\n" % exc)
         return 1
-

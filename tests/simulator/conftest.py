@@ -10,6 +10,7 @@ import pytest
 
 from tests.simulator.simhelpers import Host
 
+
 @pytest.fixture
 def make_host(tmp_path):
     """Factory: ``make_host(name="h0", chip="910B", devices=None, settle=0, shared_fabric=True)``."""

@@ -20,8 +20,8 @@ def run(argv, env=None, check=False, timeout=60):
     proc = subprocess.run([str(a) for a in argv], capture_output=True, text=True, env=full_env, timeout=timeout,
                           check=False)
     if check and proc.returncode != 0:
-        raise AssertionError("%s failed (rc=%d)\nstdout:\n%s\nstderr:\n%s" % (argv, proc.returncode, proc.stdout,
-                                                                             proc.stderr))
+        raise AssertionError(
+            "%s failed (rc=%d)\nstdout:\n%s\nstderr:\n%s" % (argv, proc.returncode, proc.stdout, proc.stderr))
     return proc
 
 

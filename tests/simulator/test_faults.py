@@ -84,14 +84,14 @@ def test_driver_missing_gives_127_and_clear_restores(host, tmp_path):
     sim("-q", "install", "--bin-dir", bin_dir, "--state", host.state)
     shell = shutil.which("sh")
     env = dict(os.environ, PATH="%s:/usr/bin:/bin" % bin_dir)
-    check = [shell, "-c", "hccn_tool -i 0 -link -g"]
-    assert subprocess.run(check, env=env, capture_output=True, text=True).stdout == "link status: UP\n"
+    probe = [shell, "-c", "hccn_tool -i 0 -link -g"]
+    assert subprocess.run(probe, env=env, capture_output=True, text=True, check=False).stdout == "link status: UP\n"
     host.fault("driver-missing")
     assert not (bin_dir / "hccn_tool").exists()
     assert (bin_dir / "npu-smi").exists()
-    assert subprocess.run(check, env=env, capture_output=True, text=True).returncode == 127
+    assert subprocess.run(probe, env=env, capture_output=True, text=True, check=False).returncode == 127
     host.fault("clear")
-    assert subprocess.run(check, env=env, capture_output=True, text=True).stdout == "link status: UP\n"
+    assert subprocess.run(probe, env=env, capture_output=True, text=True, check=False).stdout == "link status: UP\n"
 
 
 def test_driver_missing_needs_an_install(host):

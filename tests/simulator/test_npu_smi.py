@@ -94,7 +94,7 @@ def sleeper():
 
 
 def wait_listed(h, pid, present=True):
-    for _ in range(50):
+    for _attempt in range(50):
         out = h.npu_smi("info").stdout
         if (("| %-14s|" % pid) in out) == present:
             return out

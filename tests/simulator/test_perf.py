@@ -30,7 +30,7 @@ def child_cpu():
 
 def cpu_per_call(argv, n=50):
     before = child_cpu()
-    for _ in range(n):
+    for _call in range(n):
         subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     return (child_cpu() - before) / n
 
