@@ -12,9 +12,7 @@
 
 from __future__ import annotations
 
-import copy
 import re
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import (
@@ -25,6 +23,7 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import 
     resolve_chip,
 )
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
+from ansible_collections.ascend.cluster.plugins.plugin_utils._select import Candidate, read_available, subset
 
 _RANGE = re.compile(r"^\s*\[\s*(\d+)\s*,\s*(\d+)\s*([)\]])\s*$", re.ASCII)
 
@@ -77,17 +76,12 @@ def _parse_ids(text: str, where: str, profile: Any) -> list[int]:
     return sorted(ids)
 
 
-def _available_index(available: Any) -> dict[str, tuple[Mapping, dict[int, Mapping]]]:
-    if isinstance(available, (str, Mapping)) or not isinstance(available, Sequence):
-        raise ClusterSpecError("available must be a list of servers ({server_id, devices}) as gathered by hccn_facts")
-    index: dict[str, tuple[Mapping, dict[int, Mapping]]] = {}
-    for server in available:
-        if not isinstance(server, Mapping) or "server_id" not in server:
-            raise ClusterSpecError(f"available: each server needs server_id and devices, got {server!r}")
-        where = f"available server {server['server_id']}"
-        devices = {device_id_of(d.get("device_id"), where, None): d for d in server.get("devices") or ()}
-        index[str(server["server_id"])] = (server, devices)
-    return index
+def _available_index(available: Any, profile: Any) -> dict[str, Candidate]:
+    try:
+        candidates = read_available(available, profile)
+    except ClusterSpecError as exc:
+        raise ClusterSpecError(f"available: {exc}") from None
+    return {str(candidate.server["server_id"]): candidate for candidate in candidates}
 
 
 def parse_npu_env(spec: Any, chip: str | None = None, np: Any = None, available: Any = None) -> list[dict]:
@@ -100,7 +94,7 @@ def parse_npu_env(spec: Any, chip: str | None = None, np: Any = None, available:
     profile = resolve_chip(chip)
     if not isinstance(spec, str) or not spec.strip():
         raise ClusterSpecError(f"{spec!r} is not an --env string: write 'server:count[:ids],...', e.g. '10.0.0.1:8'")
-    index = _available_index(available) if available is not None else None
+    index = _available_index(available, profile) if available is not None else None
     result: list[dict] = []
     seen: set[str] = set()
     for item in spec.split(","):
@@ -132,13 +126,8 @@ def _server_entry(server_id: str, ids: list[int], index: Any, where: str) -> dic
         return {"server_id": server_id, "devices": [{"device_id": i} for i in ids]}
     if server_id not in index:
         raise ClusterSpecError(f"{where}: server {server_id} is not among the available servers ({', '.join(index)})")
-    server, devices = index[server_id]
-    missing = [i for i in ids if i not in devices]
+    candidate = index[server_id]
+    missing = [i for i in ids if i not in candidate.by_id]
     if missing:
-        raise ClusterSpecError(
-            f"{where}: server {server_id} has no device {missing[0]} available (it has {sorted(devices)})"
-        )
-    entry = {key: copy.deepcopy(value) for key, value in server.items() if key != "devices"}
-    entry["server_id"] = server_id
-    entry["devices"] = [copy.deepcopy(devices[i]) for i in ids]
-    return entry
+        raise ClusterSpecError(f"{where}: server {server_id} has no device {missing[0]} available (it has {candidate.ids})")
+    return subset(candidate, ids)

@@ -61,7 +61,8 @@ def _per_server_counts(profile: ChipProfile | None, largest: int, multi: bool, a
     return list(range(largest, 0, -1))
 
 
-def _read_available(servers: Any, profile: ChipProfile | None) -> list[Candidate]:
+def read_available(servers: Any, profile: ChipProfile | None) -> list[Candidate]:
+    """The servers (as gathered by hccn_facts) and their free devices, checked against the chip."""
     if isinstance(servers, (str, Mapping)) or not isinstance(servers, Sequence):
         raise ClusterSpecError("the input must be a list of servers ({server_id, devices}) as gathered by hccn_facts")
     result = []
@@ -108,7 +109,7 @@ def select_devices(servers: Any, np: Any, chip: str | None = None, allow_partial
     """The subset of ``servers`` (same shape, other keys kept) that runs an ``np``-device job."""
     profile = resolve_chip(chip)
     wanted = _np_of(np)
-    available = _read_available(servers, profile)
+    available = read_available(servers, profile)
     largest = max((len(c.ids) for c in available), default=0)
     for multi in (False, True):
         for k in _per_server_counts(profile, largest, multi, allow_partial_servers):
@@ -119,7 +120,7 @@ def select_devices(servers: Any, np: Any, chip: str | None = None, allow_partial
             for candidate in available:
                 picked = _pick(profile, candidate.ids, k)
                 if picked is not None:
-                    chosen.append(_subset(candidate, picked))
+                    chosen.append(subset(candidate, picked))
                     if len(chosen) == n:
                         return chosen
     counts = possible_counts(profile, available, allow_partial_servers)
@@ -135,7 +136,8 @@ def select_devices(servers: Any, np: Any, chip: str | None = None, allow_partial
     )
 
 
-def _subset(candidate: Candidate, picked: list[int]) -> dict:
+def subset(candidate: Candidate, picked: list[int]) -> dict:
+    """A copy of the candidate's server mapping holding only the ``picked`` devices."""
     entry = {key: copy.deepcopy(value) for key, value in candidate.server.items() if key != "devices"}
     entry["devices"] = [copy.deepcopy(candidate.by_id[i]) for i in picked]
     return entry

@@ -66,7 +66,12 @@ def test_available_servers_supply_device_ips_for_rank_table():
             {"available": [{"server_id": "10.0.0.1", "devices": [{"device_id": 0, "device_ip": "192.168.0.1"}]}]},
             "server 10.0.0.1 has no device 1 available (it has [0])",
         ),
-        ("10.0.0.1:8", {"available": {"10.0.0.1": []}}, "available must be a list of servers"),
+        ("10.0.0.1:8", {"available": {"10.0.0.1": []}}, "available: the input must be a list of servers"),
+        (
+            "10.0.0.1:1",
+            {"chip": "910A", "available": [{"server_id": "10.0.0.1", "devices": [{"device_id": 9}]}]},
+            "available: server 10.0.0.1: device_id 9 is out of range for 910A",
+        ),
     ],
 )
 def test_bad_specs(spec, options, message):
