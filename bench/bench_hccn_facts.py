@@ -2,6 +2,8 @@
 
 Prints one JSON object per line:
   hccn_facts_16dev_100ms_s             the module with its default concurrency (target: <= 1.0 s)
+  hccn_facts_16dev_100ms_cpu_s         CPU seconds of one such run, module and every process it started
+                                       (on this 2-core machine wall time cannot go below about half of it)
   hccn_facts_16dev_100ms_sequential_s  the same with parallel=1, for the ratio (~8 s expected)
   hccn_facts_16dev_0ms_s               the same host with hccn_tool latency 0 (process and CPU cost only)
 Each value is the median of --runs runs of the module, run as a subprocess exactly like
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -46,13 +49,21 @@ def set_latency(server: dict, seconds: float) -> None:
     )
 
 
-def time_module(server: dict, runs: int, devices: int, **args) -> list[float]:
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def time_module(server: dict, runs: int, devices: int, cpu: list | None = None, **args) -> list[float]:
+    """Wall seconds of each run; CPU seconds (module + every hccn_tool/npu-smi it ran) go to ``cpu``."""
     env = {"PATH": server["bin_dir"] + os.pathsep + os.environ.get("PATH", ""), "ASCEND_SIM_STATE": server["state_dir"]}
     times = []
     for dummy in range(runs):
-        start = time.monotonic()
+        start, start_cpu = time.monotonic(), children_cpu()
         result = run_module("hccn_facts", dict(args, hccn_conf=server["hccn_conf"]), env=env)
         times.append(time.monotonic() - start)
+        if cpu is not None:
+            cpu.append(children_cpu() - start_cpu)
         facts = result.get("ansible_facts", {}).get("ascend_npu", {})
         bad = [d["device_id"] for d in facts.get("devices", []) if d.get("error") or not d.get("device_ip")]
         if result.get("failed") or facts.get("device_count") != devices or bad:
@@ -68,8 +79,10 @@ def main() -> int:
     opts = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-hccn-facts-") as tmp:
         server = build_server(Path(tmp), opts.devices, opts.latency)
+        cpu: list[float] = []
         figures = [
-            ("hccn_facts_16dev_100ms_s", time_module(server, opts.runs, opts.devices)),
+            ("hccn_facts_16dev_100ms_s", time_module(server, opts.runs, opts.devices, cpu)),
+            ("hccn_facts_16dev_100ms_cpu_s", cpu),
             ("hccn_facts_16dev_100ms_sequential_s", time_module(server, 1, opts.devices, parallel=1)),
         ]
         set_latency(server, 0.0)
