@@ -126,6 +126,12 @@ def plan_device(wanted, current):
     return steps
 
 
+def phases_of(steps):
+    # type: (list) -> list
+    """The phase names of a device's steps, in order."""
+    return [step[0] for step in steps]
+
+
 def ip_waves(moving, current):
     # type: (dict, dict) -> list
     """Order address changes so none takes an address another device still holds.
@@ -188,12 +194,12 @@ class Configurator:
         parallel = self.params["parallel"]
         before = read_devices(self.tool, ids, parallel, "before any change")
         plans = {w["device_id"]: plan_device(w, before[w["device_id"]]) for w in wanted}
-        moving = {w["device_id"]: w["address"] for w in wanted if "ip" in [p for p, _ in plans[w["device_id"]]]}
+        moving = {w["device_id"]: w["address"] for w in wanted if "ip" in phases_of(plans[w["device_id"]])}
         waves = ip_waves(moving, before)
         targets = {w["device_id"]: wanted_state(w, before[w["device_id"]]) for w in wanted}
         results = {
-            d: {"device_id": d, "changed": bool(plans[d]), "changes": [p for p, _ in plans[d]],
-                "commands": [" ".join(self.tool.command(d, args)) for _, args in plans[d]],
+            d: {"device_id": d, "changed": bool(plans[d]), "changes": phases_of(plans[d]),
+                "commands": [" ".join(self.tool.command(d, step[1])) for step in plans[d]],
                 "before": before[d], "after": targets[d]}
             for d in ids
         }
@@ -217,7 +223,7 @@ class Configurator:
         """Run the steps phase by phase; on the first refused set, stop and report what was done."""
         batches = [[(d, plans[d][0][1]) for d in wave] for wave in waves]
         for phase in PHASES[1:]:
-            batches.append([(d, args) for d in sorted(plans) for p, args in plans[d] if p == phase])
+            batches.append([(d, step[1]) for d in sorted(plans) for step in plans[d] if step[0] == phase])
         done = []  # type: list
         for batch in batches:
             answers = _pool_map(lambda item: self.tool.query(item[0], item[1]), batch, self.params["parallel"])

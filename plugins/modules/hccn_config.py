@@ -10,7 +10,7 @@ module: hccn_config
 short_description: Set the device IP, gateway and netdetect address of the Ascend NPUs of a host
 version_added: 0.1.0
 description:
-  - Brings the NIC settings of the listed NPUs to the wanted values through the driver's C(hccn_tool):
+  - Brings the NIC settings of the listed NPUs to the wanted values through the driver's C(hccn_tool) -
     address and netmask (C(-ip -s)), default gateway (C(-gateway -s)) and netdetect target (C(-netdetect -s)).
   - One task configures every listed device of the host. The current values are read from the devices
     (concurrently), and only the values that differ are set, so a second run reports no change.
@@ -27,7 +27,7 @@ description:
     the role C(ascend.cluster.device_ip) also checks the whole cluster's plan on the controller (with
     netaddr, duplicates across servers included) before any host is touched.
 author:
-  - ascend.cluster contributors
+  - ascend.cluster contributors (!UNKNOWN)
 options:
   devices:
     description:

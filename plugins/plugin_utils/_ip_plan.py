@@ -26,16 +26,25 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import netaddr
+try:
+    import netaddr
+except ImportError:  # the filters then fail with an install hint, like community.general's do
+    netaddr = None
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import device_id_of, resolve_chip
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
 
 LAYOUTS = ("smp", "amp")
 NETDETECT_MODES = ("gateway", "peer", "none")
-RESERVED = netaddr.IPNetwork("192.168.1.0/24")
+RESERVED_CIDR = "192.168.1.0/24"
 SMP_PAIR_DISTANCE = 4  # Atlas 800: device d pairs with device d + 4
 _SHOWN_PROBLEMS = 30
+
+
+def require_netaddr() -> None:
+    """ClusterSpecError with the install hint when netaddr is missing on the controller."""
+    if netaddr is None:
+        raise ClusterSpecError("device IP plans need the netaddr Python library on the controller: pip install netaddr")
 
 
 # --- computing a plan ------------------------------------------------------------------------
@@ -116,6 +125,7 @@ def build_plan(
     netdetect: str | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
     """Compute the plan of every server (see the module docstring for the layouts)."""
+    require_netaddr()
     names = server_names(servers)
     if layout not in LAYOUTS:
         raise ClusterSpecError(f"layout {layout!r} is unknown: use smp (Atlas 800, 910A) or amp (A2/A3, one subnet)")
@@ -255,7 +265,7 @@ class _Checker:
         bad = _not_unicast(addr)
         if bad:
             self.problems.append(f"{where}: address {addr} {bad}")
-        if addr in RESERVED:
+        if addr in netaddr.IPNetwork(RESERVED_CIDR):
             self.problems.append(
                 f"{where}: address {addr} is in 192.168.1.0/24, reserved for the device's internal vNIC; "
                 "use another subnet"
@@ -319,6 +329,7 @@ class _Checker:
 
 def validate_plan(plan: Any, chip: str | None = None, layout: str | None = None) -> dict[str, list[dict[str, Any]]]:
     """Check a whole-cluster plan; return it normalized, or raise ClusterSpecError listing every problem."""
+    require_netaddr()
     if not isinstance(plan, Mapping):
         raise ClusterSpecError("the plan must be a dict: host name -> list of {device_id, address, netmask, ...}")
     if layout is not None and layout not in LAYOUTS:

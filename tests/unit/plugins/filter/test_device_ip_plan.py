@@ -89,7 +89,7 @@ BAD_BUILDS = [
 ]
 
 
-@pytest.mark.parametrize("args, kwargs, message", BAD_BUILDS, ids=[m for _, _, m in BAD_BUILDS])
+@pytest.mark.parametrize("args, kwargs, message", BAD_BUILDS, ids=[case[-1] for case in BAD_BUILDS])
 def test_bad_plan_parameters(args, kwargs, message):
     with pytest.raises(AnsibleFilterError) as info:
         device_ip_plan(*args, **kwargs)
@@ -143,7 +143,7 @@ BAD_PLANS = [
 ]
 
 
-@pytest.mark.parametrize("plan, kwargs, message", BAD_PLANS, ids=[m[:60] for _, _, m in BAD_PLANS])
+@pytest.mark.parametrize("plan, kwargs, message", BAD_PLANS, ids=[case[-1][:60] for case in BAD_PLANS])
 def test_bad_plan_is_refused_with_its_message(plan, kwargs, message):
     with pytest.raises(AnsibleFilterError) as info:
         validate_ip_plan(plan, **kwargs)

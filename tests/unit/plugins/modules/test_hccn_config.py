@@ -184,7 +184,7 @@ BAD_PLANS = [
 ]
 
 
-@pytest.mark.parametrize("plan, message", BAD_PLANS, ids=[m for _, m in BAD_PLANS])
+@pytest.mark.parametrize("plan, message", BAD_PLANS, ids=[case[-1] for case in BAD_PLANS])
 def test_bad_value_fails_before_any_call(plan, message):
     with pytest.raises(ConfigError) as info:
         configure(plan, {d: {} for d in range(8)})
