@@ -43,6 +43,13 @@ def test_configured_server(sim_cluster):
     assert facts["warnings"] == [] and not result.get("warnings")
 
 
+def test_old_driver_variant(sim_cluster):
+    server = sim_cluster(servers=1, devices=2, driver_variant="old").servers[0]
+    assert server.hccn_tool("-i", "0", "-netdetect", "-g").stdout.startswith("netdetect address:")
+    facts = npu(facts_of(server))
+    assert all(d["netdetect"] == d["conf"]["netdetect"] != "" for d in facts["devices"])
+
+
 def test_fresh_server_is_a_normal_state(sim_cluster):
     server = sim_cluster(servers=1, preset_ips=False).servers[0]
     facts = npu(facts_of(server))
