@@ -49,8 +49,14 @@ def sshd_config(layout: Layout, host: str) -> str:
     )
 
 
+def sim_path(repo: Path) -> Path:
+    """The simulator's admin CLI in this checkout (``docs/simulator.md``)."""
+    return repo / "simulator" / "bin" / "ascend-sim"
+
+
 def sim_init_argv(layout: Layout, host: str, repo: Path) -> list:
-    sim = str(repo / "simulator" / "bin" / "ascend-sim")
+    """The two commands that install the simulator on ``host`` (run inside its namespaces)."""
+    sim = str(sim_path(repo))
     return [
         [SIM_PYTHON, sim, "init", "--state", "/etc/ascend-sim", "--mode", "bed", "--chip", layout.chip,
          "--devices", str(layout.devices), "--hccn-conf", "/etc/hccn.conf", "--host-id", host],

@@ -73,7 +73,7 @@ def _write_state(layout: Layout, pids: Dict[str, int], repo: Path, with_sim: boo
 def up(prefix: str, hosts: int, devices: int, chip: str, repo: Path, with_sim: bool = True) -> dict:
     """Bring bed ``prefix`` up (idempotent: a healthy bed of the same shape is left alone)."""
     Layout(prefix, hosts, devices, chip)  # validate before touching anything
-    sim = repo / "simulator" / "bin" / "ascend-sim"
+    sim = files.sim_path(repo)
     if with_sim and not sim.exists():
         raise BedError(f"{sim} is missing: the simulator has not landed in this checkout; use --no-sim for bare hosts")
     with locked():
