@@ -115,7 +115,7 @@ def test_topology_is_exactly_as_documented(bed: Bed) -> None:
         addresses = {(link["ifname"], a["family"], a["local"]) for link in links for a in link.get("addr_info", [])}
         # ethK addresses come and go with hccn_tool (other tests); they must stay in the range.
         device_addresses = {a for a in addresses if a[0] in devices}
-        assert all(fam == "inet" and ipaddress.ip_address(ip) in GUARD_NET for _, fam, ip in device_addresses)
+        assert all(fam == "inet" and ipaddress.ip_address(ip) in GUARD_NET for _ifname, fam, ip in device_addresses)
         assert addresses - device_addresses == {("lo", "inet", "127.0.0.1"), ("mgmt0", "inet", bed.mgmt_ip(host))}
     ports = [f"{h}e{d}" for h in bed.hosts for d in range(8)]
     fabric = bed_cli_in_netns(bed.state["fabric_netns"], "ls", "/sys/class/net").split()
