@@ -50,16 +50,14 @@ class ConfigError(Exception):
         super(ConfigError, self).__init__(msg)
 
 
-def read_device(tool, device):
-    # type: (_hccn_tool.HccnTool, int) -> dict
-    """What the device reports: ``{address, netmask, gateway, netdetect}`` (``""`` when unset)."""
-    ip = tool.get_ip(device)
-    return {
-        "address": ip["address"],
-        "netmask": ip["netmask"],
-        "gateway": tool.get_gateway(device),
-        "netdetect": tool.get_netdetect(device),
-    }
+# What can be read, and the HccnTool getter that reads it (``ip`` gives address and netmask).
+READS = (("ip", "get_ip"), ("gateway", "get_gateway"), ("netdetect", "get_netdetect"))
+
+
+def reads_for(wanted):
+    # type: (dict) -> tuple
+    """The reads one wanted device needs: always ``ip``; gateway/netdetect only when managed."""
+    return ("ip",) + tuple(name for name, _getter in READS[1:] if wanted[name])
 
 
 def _pool_map(func, items, parallel):
@@ -78,11 +76,18 @@ def _pool_map(func, items, parallel):
         return list(pool.map(guarded, items))
 
 
-def read_devices(tool, devices, parallel, when):
-    # type: (_hccn_tool.HccnTool, list, int, str) -> dict
-    """``{device: state}`` for every device, or ConfigError naming the first one that could not be read."""
-    states = {}
-    for device, value in zip(devices, _pool_map(lambda d: read_device(tool, d), devices, parallel)):
+def read_devices(tool, reads, parallel, when):
+    # type: (_hccn_tool.HccnTool, dict, int, str) -> dict
+    """``{device: {address, netmask[, gateway][, netdetect]}}`` (``""`` when unset), every read concurrent.
+
+    ``reads`` maps each device to the reads it needs (see :func:`reads_for`). Raises ConfigError
+    naming the first device that could not be read.
+    """
+    getters = dict(READS)
+    tasks = [(device, name) for device in sorted(reads) for name in reads[device]]
+    answers = _pool_map(lambda task: getattr(tool, getters[task[1]])(task[0]), tasks, parallel)
+    states = dict((device, {}) for device in reads)  # type: dict
+    for (device, name), value in zip(tasks, answers):
         if isinstance(value, ParseError):
             raise ConfigError(
                 "%s: hccn_tool gave an answer for device %d that cannot be parsed: %r; check the driver version"
@@ -98,15 +103,18 @@ def read_devices(tool, devices, parallel, when):
                 stdout=value.result.stdout,
                 stderr=value.result.stderr,
             )
-        states[device] = value
+        if name == "ip":
+            states[device].update(address=value["address"], netmask=value["netmask"])
+        else:
+            states[device][name] = value
     return states
 
 
 def wanted_state(wanted, current):
     # type: (dict, dict) -> dict
-    """The state the device should end in: wanted values, current ones where a field is left alone."""
+    """The state the device should end in, for the fields that were read (the managed ones)."""
     state = dict(current)
-    for field in FIELDS:
+    for field in current:
         if wanted.get(field):
             state[field] = wanted[field]
     return state
@@ -119,9 +127,9 @@ def plan_device(wanted, current):
     ip_changes = (wanted["address"], wanted["netmask"]) != (current["address"], current["netmask"])
     if ip_changes:
         steps.append(("ip", ["-ip", "-s", "address", wanted["address"], "netmask", wanted["netmask"]]))
-    if wanted["gateway"] and (ip_changes or wanted["gateway"] != current["gateway"]):
+    if wanted["gateway"] and (ip_changes or wanted["gateway"] != current.get("gateway")):
         steps.append(("gateway", ["-gateway", "-s", "gateway", wanted["gateway"]]))
-    if wanted["netdetect"] and wanted["netdetect"] != current["netdetect"]:
+    if wanted["netdetect"] and wanted["netdetect"] != current.get("netdetect"):
         steps.append(("netdetect", ["-netdetect", "-s", "address", wanted["netdetect"]]))
     return steps
 
@@ -192,7 +200,8 @@ class Configurator:
         wanted = self.validate()
         ids = [w["device_id"] for w in wanted]
         parallel = self.params["parallel"]
-        before = read_devices(self.tool, ids, parallel, "before any change")
+        reads = dict((w["device_id"], reads_for(w)) for w in wanted)
+        before = read_devices(self.tool, reads, parallel, "before any change")
         plans = {w["device_id"]: plan_device(w, before[w["device_id"]]) for w in wanted}
         moving = {w["device_id"]: w["address"] for w in wanted if "ip" in phases_of(plans[w["device_id"]])}
         waves = ip_waves(moving, before)
@@ -206,7 +215,7 @@ class Configurator:
         changed = any(plans.values())
         if changed and not self.module.check_mode:
             self.apply(plans, waves, results)
-            after = self.read_back(wanted, [d for d in ids if plans[d]], results)
+            after = self.read_back(wanted, dict((d, reads[d]) for d in ids if plans[d]), results)
             for device, state in after.items():
                 targets[device] = results[device]["after"] = state
         return {
@@ -248,10 +257,10 @@ class Configurator:
                     stderr=error.result.stderr,
                 )
 
-    def read_back(self, wanted, devices, results):
-        # type: (list, list, dict) -> dict
+    def read_back(self, wanted, reads, results):
+        # type: (list, dict, dict) -> dict
         """Re-read the changed devices; ConfigError when one does not report a wanted value."""
-        after = read_devices(self.tool, devices, self.params["parallel"], "reading back after the change")
+        after = read_devices(self.tool, reads, self.params["parallel"], "reading back after the change")
         wrong = []
         for entry in wanted:
             device = entry["device_id"]
@@ -268,6 +277,6 @@ class Configurator:
                 "(/var/log/hccn_tool) and /etc/hccn.conf, then run again" % "; ".join(wrong),
                 changed=True,
                 devices=[results[d] for d in sorted(results)],
-                read_back=dict(("device %d" % d, after[d]) for d in devices),
+                read_back=dict(("device %d" % d, after[d]) for d in sorted(after)),
             )
         return after

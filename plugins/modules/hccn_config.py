@@ -23,6 +23,8 @@ description:
     set again whenever the address changes), then netdetect. Address moves between devices of the
     host are ordered so that no device takes an address another still holds.
   - After setting, the devices are read back; the task fails if a device does not report what was set.
+  - A device's gateway and netdetect address are only read (and compared) when the entry asks for
+    them, so a run that manages addresses only costs one C(hccn_tool) call per device.
   - The checks use Python's standard C(ipaddress) module because target hosts usually lack netaddr;
     the role C(ascend.cluster.device_ip) also checks the whole cluster's plan on the controller (with
     netaddr, duplicates across servers included) before any host is touched.
@@ -85,7 +87,7 @@ attributes:
     description: Reads the devices and reports what would change; runs no set command.
   diff_mode:
     support: full
-    description: Returns the address, netmask, gateway and netdetect of each listed device before and after.
+    description: Returns the address and netmask of each listed device before and after, plus its gateway and netdetect when they are managed.
   platform:
     support: full
     platforms: posix
@@ -161,13 +163,15 @@ devices:
       elements: str
       sample: ["/usr/local/Ascend/driver/tools/hccn_tool -i 0 -ip -s address 192.168.100.101 netmask 255.255.255.0"]
     before:
-      description: What the device reported before (V(address), V(netmask), V(gateway), V(netdetect); empty when unset).
+      description:
+        - What the device reported before - V(address) and V(netmask), and V(gateway) / V(netdetect) when
+          the entry manages them; empty strings when unset.
       type: dict
-      sample: {"address": "", "netmask": "", "gateway": "", "netdetect": ""}
+      sample: {"address": "", "netmask": "", "gateway": ""}
     after:
       description: What the device reports after the change (read back); in check mode, what it would report.
       type: dict
-      sample: {"address": "192.168.100.101", "netmask": "255.255.255.0", "gateway": "", "netdetect": ""}
+      sample: {"address": "192.168.100.101", "netmask": "255.255.255.0", "gateway": "192.168.100.1"}
 diff:
   description: Per device (key V(device N)), the values before and after; shown with C(--diff).
   type: dict

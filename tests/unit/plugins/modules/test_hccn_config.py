@@ -97,7 +97,9 @@ def test_fresh_devices_get_the_seed_plan():
     ]
     assert module.state[3]["address"] == "192.168.103.101" and module.state[7]["address"] == "192.168.103.100"
     assert [d["changes"] for d in result["devices"]] == [["ip"]] * 8
-    assert result["devices"][0]["after"] == {"address": "192.168.100.101", "netmask": MASK, "gateway": "", "netdetect": ""}
+    assert result["devices"][0]["after"] == {"address": "192.168.100.101", "netmask": MASK}
+    # gateway and netdetect are not managed here: never read, never set
+    assert not [c for c in module.calls if "-gateway" in c or "-netdetect" in c]
 
 
 def test_second_run_is_a_no_op_with_reads_only():
@@ -136,8 +138,9 @@ def test_netmask_given_as_prefix_length_matches_the_dotted_one():
 def test_empty_gateway_and_netdetect_leave_the_device_values():
     state = {0: {"address": "198.18.0.10", "netmask": MASK, "gateway": "198.18.0.254", "netdetect": "198.18.0.254"}}
     result, module = configure([want(0, "198.18.0.10")], state)
-    assert result["changed"] is False and module.sets() == []
-    assert result["devices"][0]["after"]["gateway"] == "198.18.0.254"
+    assert result["changed"] is False and module.calls == [(HCCN, "-i", "0", "-ip", "-g")]
+    assert result["devices"][0]["after"] == {"address": "198.18.0.10", "netmask": MASK}
+    assert module.state[0]["gateway"] == "198.18.0.254"
 
 
 def test_check_mode_runs_no_set_and_reports_the_diff():
@@ -149,12 +152,12 @@ def test_check_mode_runs_no_set_and_reports_the_diff():
     assert module.state[0]["address"] == ""
     assert result["diff"] == {
         "before": {
-            "device 0": {"address": "", "netmask": "", "gateway": "", "netdetect": ""},
-            "device 1": {"address": "198.18.0.11", "netmask": MASK, "gateway": "198.18.0.1", "netdetect": ""},
+            "device 0": {"address": "", "netmask": "", "gateway": ""},
+            "device 1": {"address": "198.18.0.11", "netmask": MASK, "gateway": "198.18.0.1"},
         },
         "after": {
-            "device 0": {"address": "198.18.0.10", "netmask": MASK, "gateway": "198.18.0.1", "netdetect": ""},
-            "device 1": {"address": "198.18.0.11", "netmask": MASK, "gateway": "198.18.0.1", "netdetect": ""},
+            "device 0": {"address": "198.18.0.10", "netmask": MASK, "gateway": "198.18.0.1"},
+            "device 1": {"address": "198.18.0.11", "netmask": MASK, "gateway": "198.18.0.1"},
         },
     }
     assert result["devices"][0]["commands"] == [
