@@ -204,18 +204,18 @@ def _valid_netmask(text):
 # --- reachability ----------------------------------------------------------------------------
 
 
-def _find_target(state, sdir, target):
-    """(host_id, device dict) of the device that owns ``target`` in the fabric, or None."""
+def _find_target(state, target):
+    """(device id on this host or None, device dict) of the device that owns ``target``, or None."""
     for dev_id, dev in state["devices"].items():
         if dev.get("ip") == target:
-            return state.get("host_id"), dev
+            return dev_id, dev
     fabric = state.get("fabric")
     if not fabric:
         return None
     for host in read_fabric(fabric):  # includes this host's own entry: same data as above
         for dev in host.get("devices", {}).values():
             if dev.get("ip") == target:
-                return host.get("host_id"), dev
+                return None, dev
     return None
 
 
@@ -227,7 +227,7 @@ def _blocked(state, dev_id, target):
     return False
 
 
-def _reach(state, sdir, dev_id, dev, target, check_tls):
+def _reach(state, dev_id, dev, target, check_tls):
     """Return a net health word for a probe from ``dev`` to ``target`` (fabric or bed mode)."""
     if not _link_up(state, dev_id, dev):
         return "Fault"
@@ -247,19 +247,21 @@ def _reach(state, sdir, dev_id, dev, target, check_tls):
     same = m is not None and (ip_to_int(own_ip) & m) == ((ip_to_int(target) or 0) & m)
     if not same and not dev.get("gateway"):
         return "Receive timeout"  # no route off the subnet
-    found = _find_target(state, sdir, target)
+    found = _find_target(state, target)
     if found is None:
         return "Receive timeout"
-    _host, peer = found
+    local_id, peer = found
     if peer.get("link", "UP") != "UP":
         return "Receive timeout"
+    if state.get("chip") == "A3" and local_id is not None and local_id != dev_id and int(local_id) // 2 == int(dev_id) // 2:
+        return "Receive timeout"  # the two dies of one A3 NPU do not reach each other over RoCE
     if check_tls and int(peer.get("tls", 0)) != int(dev.get("tls", 0)):
         return "Socket fail"
     return "Success"
 
 
-def net_health(state, sdir, dev_id, dev, now=None):
-    # type: (dict, str, str, dict, float | None) -> str
+def net_health(state, dev_id, dev, now=None):
+    # type: (dict, str, dict, float | None) -> str
     forced = (dev.get("faults") or {}).get("health")
     if forced:
         return forced
@@ -273,7 +275,7 @@ def net_health(state, sdir, dev_id, dev, now=None):
     settle = float(state.get("settle", 1.0))
     if now - float(dev.get("netdetect_at") or 0.0) < settle:
         return "Init"
-    return _reach(state, sdir, dev_id, dev, target, True)
+    return _reach(state, dev_id, dev, target, True)
 
 
 # --- commands --------------------------------------------------------------------------------
@@ -442,7 +444,7 @@ def _cmd_net_health(ctx, args):
     if args[0] != "-g":
         raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-net_health")
     ctx.device_call()
-    ctx.out.info("net health status: %s" % net_health(ctx.state, ctx.sdir, ctx.dev_id, ctx.dev))
+    ctx.out.info("net health status: %s" % net_health(ctx.state, ctx.dev_id, ctx.dev))
     return 0
 
 
@@ -511,7 +513,7 @@ def _cmd_ping(ctx, args):
     ctx.device_call()
     if _valid_host_ip(target) is None:
         raise HccnError(RC_IP_INVALID, "The ip address you configured is invalid!")
-    ok = _reach(ctx.state, ctx.sdir, ctx.dev_id, ctx.dev, target, False) == "Success"
+    ok = _reach(ctx.state, ctx.dev_id, ctx.dev, target, False) == "Success"
     ctx.out.info("device %s PING %s" % (ctx.dev_id, target))
     received = 0
     for seq in range(3):

@@ -109,3 +109,13 @@ def test_separate_fabrics_do_not_see_each_other(make_host):
     b.set_ip(0, "192.168.100.111")
     a.ok("-i", "0", "-netdetect", "-s", "address", "192.168.100.111")
     assert health(a) == HEALTH % "Receive timeout"
+
+
+def test_a3_dies_of_one_npu_do_not_reach_each_other(make_host):
+    h = make_host("a3", chip="A3")
+    for dev in (0, 1, 2):
+        h.set_ip(dev, "10.0.0.%d" % (dev + 10))
+    assert h.hccn("-i", "0", "-ping", "-g", "address", "10.0.0.11").returncode == 1
+    assert h.hccn("-i", "0", "-ping", "-g", "address", "10.0.0.12").returncode == 0
+    h.ok("-i", "1", "-netdetect", "-s", "address", "10.0.0.10")
+    assert health(h, 1) == HEALTH % "Receive timeout"
