@@ -80,7 +80,12 @@ def classify(result):
         if text.lower() in err:
             return HccnError(kind, result, result.stderr.strip())
     if result.rc in TIMEOUT_RCS:
-        return HccnError(DEVICE, result, "no answer within the timeout (rc=%d)" % result.rc)
+        return HccnError(
+            DEVICE,
+            result,
+            "no answer within the timeout (rc=%d): the device or its driver may be hung; check dmesg, "
+            "or raise the timeout" % result.rc,
+        )
     if result.rc in (126, 127):
         return HccnError(MISSING, result, "cannot execute %s (rc=%d)" % (result.cmd[0], result.rc))
     return HccnError(DEVICE, result, result.stderr.strip() or "exit code %d without message" % result.rc)

@@ -106,6 +106,14 @@ def test_check_mode_explicit_devices_and_tls(sim_cluster):
     assert all(len(d["mac"]) == 17 for d in facts["devices"])
 
 
+def test_hung_calls_are_stopped_by_the_timeout(sim_cluster):
+    server = sim_cluster(servers=1).servers[0]
+    server.fault("latency", "--seconds", "5")
+    facts = npu(facts_of(server, devices=[0, 1], timeout=1))
+    for dev in facts["devices"]:
+        assert dev["error"].startswith("no answer within the timeout (rc=124)") and dev["device_ip"] is None
+
+
 def test_invalid_device_is_reported_not_fatal(sim_cluster):
     server = sim_cluster(servers=1).servers[0]
     facts = npu(facts_of(server, devices=[0, 9]))
