@@ -54,20 +54,8 @@ def query_devices(tool, devices, queries, parallel):
     binary not executable).
     """
     tasks = [(device, query) for device in devices for query in queries]
-    answers = {}  # type: dict
-    if not tasks:
-        return answers
-
-    def one(task):
-        device, query = task
-        try:
-            return getattr(tool, _GETTERS[query])(device)
-        except (_hccn_tool.HccnError, ParseError) as exc:
-            return exc
-
-    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(tasks)))) as pool:
-        for task, value in zip(tasks, pool.map(one, tasks)):
-            answers[task] = value
+    values = _hccn_tool.pool_map(lambda task: getattr(tool, _GETTERS[task[1]])(task[0]), tasks, parallel)
+    answers = dict(zip(tasks, values))
     for (device, query), value in sorted(answers.items()):
         if isinstance(value, ParseError):
             raise FactsError(

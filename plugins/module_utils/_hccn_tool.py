@@ -13,6 +13,7 @@ Runs on target hosts: Python 3.8+, stdlib only.
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _hccn_parse as parse
 
@@ -173,6 +174,27 @@ class HccnTool:
         # type: (int) -> str
         """The device NIC's MAC address."""
         return self._get(device, ["-mac", "-g"], parse.parse_mac, "")
+
+
+def pool_map(func, items, parallel):
+    # type: (object, list, int) -> list
+    """``[func(item), or the HccnError / ParseError it raised]`` for every item, in order.
+
+    Runs on a thread pool of at most ``parallel`` workers: hccn_tool calls are slow on real
+    hardware, so callers hand over every (device, command) pair at once.
+    """
+    items = list(items)
+    if not items:
+        return []
+
+    def guarded(item):
+        try:
+            return func(item)
+        except (HccnError, parse.ParseError) as exc:
+            return exc
+
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(items)))) as pool:
+        return list(pool.map(guarded, items))
 
 
 def find_binary(module, explicit=None):

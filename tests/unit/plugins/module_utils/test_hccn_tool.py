@@ -128,3 +128,22 @@ def test_find_binary(tmp_path):
     assert t.find_binary(module, str(plain)) is None
     assert t.find_binary(module, str(tmp_path / "missing")) is None
     assert t.find_binary(FakeModule(bins={})) is None
+
+
+def test_pool_map_keeps_order_and_returns_tool_errors():
+    def work(item):
+        if item == 2:
+            raise t.HccnError(t.DEVICE, t.HccnResult([HCCN], 1, "", "Command execute failed!\n"), "failed")
+        if item == 3:
+            raise ParseError("link status", "junk")
+        return item * 10
+
+    out = t.pool_map(work, [0, 1, 2, 3, 4], parallel=2)
+    assert out[:2] == [0, 10] and out[4] == 40
+    assert isinstance(out[2], t.HccnError) and isinstance(out[3], ParseError)
+    assert t.pool_map(work, [], parallel=4) == []
+
+
+def test_pool_map_lets_bugs_through():
+    with pytest.raises(ZeroDivisionError):
+        t.pool_map(lambda item: 1 // 0, [1], parallel=1)
