@@ -18,8 +18,9 @@ cache=$HOME/.ansible/test/cache
 mkdir -p "$cache"
 install -m 0644 "$repo/tests/sanity/get_pip_standin.py" "$cache/get_pip_${pip_version//./_}.py"
 
-# A private copy per run, so concurrent runs (several developers, xdist) never collide.
-base=$(mktemp -d "$repo/build/sanity.XXXXXX")
+# A private copy per run, outside this git work tree (inside it, ansible-test would ask git for
+# the file list and find the copy ignored), so concurrent runs never collide.
+base=$(mktemp -d "${TMPDIR:-/tmp}/ascend-sanity.XXXXXX")
 trap 'rm -rf "$base"' EXIT
 work=$base/ansible_collections/ascend/cluster
 mkdir -p "$work"
