@@ -5,7 +5,7 @@ the major command is looked up first, then the device id, then the command check
 argument count and options. Exit status is the tool's internal error code modulo 256; errors go
 to stderr, data and parameter help to stdout, every line ends in ``\\n``.
 
-Hot path: get commands import nothing beyond ``_rt`` (os, marshal) and never spawn a process in
+Hot path: get commands import nothing beyond ``_rt`` (posix, marshal) and never spawn a process in
 fabric mode. Set commands import ``store``/``conf`` (json, fcntl) lazily.
 """
 
@@ -37,67 +37,48 @@ MSG_HELP_HINT = "Enter [ hccn_tool -h ] for more details."
 # (IPv4 build, i.e. without HCCN_TOOL_ADAPT_IPV6).
 HELP = {
     "-ip": (
-        "ip cfg cmd",
         "   [-s]                 : set ip cfg \n"
         "       address %s       : set IPv4 ip address, such as x.x.x.x\n"
         "       netmask %s       : set IPv4 ip netmask, such as x.x.x.x\n"
-        "   [-g]                 : get ip address and netmask/prefix_length \n",
+        "   [-g]                 : get ip address and netmask/prefix_length \n"
     ),
     "-gateway": (
-        "gateway cfg cmd",
         "   [-s]                : set gateway cfg \n"
         "       gateway %s      : set IPv4 gateway, such as x.x.x.x\n"
-        "   [-g]                : get gateway address \n",
+        "   [-g]                : get gateway address \n"
     ),
     "-netdetect": (
-        "net detect cfg cmd",
         "   [-s]                : set net detect cfg \n"
         "       address %s      : set net detect IPv4 ip address, such as x.x.x.x\n"
-        "   [-g]                : get net detect cfg \n",
+        "   [-g]                : get net detect cfg \n"
     ),
     "-mac": (
-        "mac cfg cmd",
         "   [-s]        : set mac cfg\n"
         "       mac %s  : set mac address, such as xx:xx:xx:xx:xx:xx\n"
-        "   [-g]        : get mac cfg\n",
+        "   [-g]        : get mac cfg\n"
     ),
-    "-cfg": ("cfg cmd", "   recovery    : recovery cfg \n   status      : config status \n"),
+    "-cfg": "   recovery    : recovery cfg \n   status      : config status \n",
     "-link": (
-        "link related cmd",
         "   [-s]                   : set the eth ports link status\n"
         "       down               : shut down eth port \n"
         "       up                 : start up eth port \n"
-        "   [-g]                   : get the eth ports link status, UP or DOWN \n",
+        "   [-g]                   : get the eth ports link status, UP or DOWN \n"
     ),
-    "-net_health": ("net health cmd", "   [-g]        : get net health status\n"),
+    "-net_health": "   [-g]        : get net health status\n",
     "-tls": (
-        "tls cfg cmd",
         "   [-s]        : set tls cfg\n"
         "       enable %d : set tls enable, 0: disable, 1: enable\n"
-        "   [-g]        : get tls cfg\n",
+        "   [-g]        : get tls cfg\n"
     ),
     "-ping": (
-        "ping cmd",
         "   [-g]                : get ping result\n"
         "       address %s      : set net detect IPv4 ip address, such as x.x.x.x\n"
-        "      pkt %d           : ping cfg, the packet data length, [0 ~ 65507]\n",
+        "      pkt %d           : ping cfg, the packet data length, [0 ~ 65507]\n"
     ),
 }
-HELP_ALL_CFG = ("cfg cmd", "    recovery   : recovery cfg \n")
+HELP_ALL_CFG = "    recovery   : recovery cfg \n"
 DEVICE_COMMANDS = ("-ip", "-gateway", "-netdetect", "-mac", "-cfg", "-link", "-net_health", "-tls", "-ping")
 
-HEALTH_STATES = (
-    "Success",
-    "Socket fail",
-    "Receive timeout",
-    "Unreachable",
-    "Time exceeded",
-    "Fault",
-    "Init",
-    "Thread error",
-    "Detect ip set",
-    "Unknown",
-)
 
 
 class HccnError(Exception):
@@ -134,10 +115,10 @@ class Out:
 
 def _param_help(out, cmd, attr="-i"):
     if attr == "-a":
-        text = HELP_ALL_CFG[1]
+        text = HELP_ALL_CFG
         out.info("[ hccn_tool -a devid -cfg ] needs the following parameters:")
     else:
-        text = HELP[cmd][1]
+        text = HELP[cmd]
         out.info("[ hccn_tool -i devid %s ] needs the following parameters:" % cmd)
     out.info(text)
 
@@ -145,9 +126,9 @@ def _param_help(out, cmd, attr="-i"):
 def _help(out):
     for cmd in DEVICE_COMMANDS:
         out.info("hccn_tool -i devid %s" % cmd)
-        out.info(HELP[cmd][1])
+        out.info(HELP[cmd])
     out.info("hccn_tool -a  -cfg")
-    out.info(HELP_ALL_CFG[1])
+    out.info(HELP_ALL_CFG)
 
 
 # --- state helpers ---------------------------------------------------------------------------
@@ -647,7 +628,7 @@ def run(argv, sdir, out, no_latency=False):
                 raise HccnError(RC_MAJOR_INVALID, "Get invalid major cmd.", MSG_HELP_HINT)
             phy = argv[1]
             state = load(sdir)
-            if len(phy) > 2 or not phy.isdigit() or str(int(phy)) not in state["devices"]:
+            if len(phy) > 2 or not (phy.isascii() and phy.isdigit()) or str(int(phy)) not in state["devices"]:
                 raise HccnError(RC_DEV_ID, "Get invalid device id.")
             ctx = Context(sdir, state, str(int(phy)), out)
             ctx.no_latency = no_latency

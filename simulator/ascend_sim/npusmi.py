@@ -118,7 +118,8 @@ def processes(state, sdir, proc_root="/proc"):
         device = env.get("ASCEND_DEVICE_ID")
         if device is None:
             device = env.get("DEVICE_ID")
-        if device is None or not device.strip().isdigit() or str(int(device)) not in state["devices"]:
+        device = (device or "").strip()
+        if not (device.isascii() and device.isdigit()) or str(int(device)) not in state["devices"]:
             continue
         comm = _comm(pid)
         if comm is None or comm in SHELLS:

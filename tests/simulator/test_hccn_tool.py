@@ -201,7 +201,7 @@ def test_all_cfg_recovery_without_conf(host):
 # --- argument errors -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("device", ["8", "99", "123", "x", "-1", ""])
+@pytest.mark.parametrize("device", ["8", "99", "123", "x", "-1", "", "\u00b2", "\u0663", " 1"])
 def test_bad_device_id(host, device):
     expect(host.hccn("-i", device, "-ip", "-g"), 4, stderr="Get invalid device id.\n")
 
