@@ -80,7 +80,6 @@ HELP_ALL_CFG = "    recovery   : recovery cfg \n"
 DEVICE_COMMANDS = ("-ip", "-gateway", "-netdetect", "-mac", "-cfg", "-link", "-net_health", "-tls", "-ping")
 
 
-
 class HccnError(Exception):
     """An hccn_tool failure: ``lines`` go to stderr, ``help_for`` prints the parameter help."""
 
