@@ -1,0 +1,21 @@
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Filter ``ascend.cluster.net_health_report``; documentation in ``net_health_report.yml``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
+from ansible_collections.ascend.cluster.plugins.plugin_utils._net_health import health_report
+
+
+@filter_errors("net_health_report")
+def net_health_report(servers: Any, chip: str | None = None, layout: str | None = "auto",
+                      check_tls: bool = True, check_conf: bool = True) -> dict:
+    return health_report(servers, chip=chip or None, layout=layout, check_tls=check_tls, check_conf=check_conf)
+
+
+class FilterModule:
+    def filters(self) -> dict:
+        return {"net_health_report": net_health_report}

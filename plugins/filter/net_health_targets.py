@@ -1,0 +1,20 @@
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Filter ``ascend.cluster.net_health_targets``; documentation in ``net_health_targets.yml``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
+from ansible_collections.ascend.cluster.plugins.plugin_utils._net_health import netdetect_targets
+
+
+@filter_errors("net_health_targets")
+def net_health_targets(devices: Any, mode: str, peer_devices: Any = ()) -> list:
+    return netdetect_targets(devices, mode, peer_devices)
+
+
+class FilterModule:
+    def filters(self) -> dict:
+        return {"net_health_targets": net_health_targets}

@@ -1,0 +1,195 @@
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""The cluster's parameter-plane health, from every server's ``ascend_npu`` facts.
+
+One row per (server, device) for the summary table, and one problem per bad device, each naming
+the server, the device and its status and carrying the hint that tells the operator what to check
+next. The hints live here and nowhere else (the ``net_health`` role and its tests use them).
+
+Per device: an unreadable device, no IP, link DOWN, a net_health other than ``Success``, a stale
+``/etc/hccn.conf``. Whole cluster: the TLS switch must be the same on every device (HCCL), device
+IPs unique and each device subnet consistent with the chip's layout (``_ip_plan.validate_plan``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import netaddr
+
+from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import resolve_chip
+from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
+from ansible_collections.ascend.cluster.plugins.plugin_utils._ip_plan import LAYOUTS, validate_plan
+
+UNREACHED = ("Receive timeout", "Unreachable", "Time exceeded")
+
+HINTS = {
+    "error": "hccn_tool failed ({error}); check the driver (npu-smi info) and rerun",
+    "no_ip": "no device IP; run the device IP stage (prepare.yml --tags device_ip)",
+    "link_down": "check the optics/cable of NPU {device} (eth{device}) and its switch port",
+    "no_target": "no netdetect target; give the device a gateway or use ascend_net_health_netdetect=peer",
+    "init": "still Init; the netdetect target {target} has not answered yet: raise ascend_net_health_retries or check it",
+    "socket_fail": "the probe of {target} was refused: check the peer is up, the TLS switches match and no firewall blocks it",
+    "unreached": "{target} does not answer: check the target address, the route/gateway and the switch",
+    "fault": "the NIC reports a fault: check the link and the device health (npu-smi info)",
+    "other": "unexpected net_health status: check the device with hccn_tool -i {device} -net_health -g",
+    "stale_conf": (
+        "/etc/hccn.conf disagrees with the device on {keys}; the device is right: set the values again "
+        "(prepare.yml --tags device_ip) so the file is rewritten"
+    ),
+    "tls": (
+        "TLS switch differs between devices ({minority}); HCCL needs the same on every device: "
+        "hccn_tool -i N -tls -s enable {majority_value} on those"
+    ),
+    "ip_layout": "device IPs break the cluster rules; fix the plan and rerun the device IP stage: {detail}",
+}
+
+
+def _server_facts(item: Any, index: int) -> tuple[str, Mapping[str, Any]]:
+    """(host name, ascend_npu facts) from a hostvars entry or a ``{host, ascend_npu}`` dict."""
+    if not isinstance(item, Mapping):
+        raise ClusterSpecError(f"entry {index} is not a host's variables: {item!r}")
+    host = item.get("inventory_hostname") or item.get("host")
+    if not host:
+        raise ClusterSpecError(f"entry {index} has no inventory_hostname (or host)")
+    npu = item.get("ascend_npu")
+    if npu is None:
+        npu = (item.get("ansible_facts") or {}).get("ascend_npu")
+    if not isinstance(npu, Mapping):
+        raise ClusterSpecError(f"{host}: no ascend_npu facts; run ascend.cluster.hccn_facts on it first")
+    return str(host), npu
+
+
+def _device_problem(host: str, dev: Mapping[str, Any], check_conf: bool) -> tuple[str, str] | None:
+    """(status word, hint) for the first thing wrong with one device, None when healthy."""
+    device = dev.get("device_id")
+    target = dev.get("netdetect") or ""
+    health = dev.get("net_health")
+    if dev.get("error"):
+        return "unreadable", HINTS["error"].format(error=str(dev["error"]).strip())
+    if not dev.get("device_ip"):
+        return "no IP", HINTS["no_ip"]
+    if dev.get("link") == "DOWN":
+        return "link DOWN", HINTS["link_down"].format(device=device)
+    if health != "Success":
+        if health == "Init":
+            return ("Init", HINTS["init"].format(target=target)) if target else ("no netdetect", HINTS["no_target"])
+        if health == "Socket fail":
+            return health, HINTS["socket_fail"].format(target=target)
+        if health in UNREACHED:
+            return health, HINTS["unreached"].format(target=target)
+        if health == "Fault":
+            return health, HINTS["fault"]
+        return str(health), HINTS["other"].format(device=device)
+    if check_conf and dev.get("stale_conf"):
+        return "conf stale", HINTS["stale_conf"].format(keys=", ".join(dev.get("stale_keys") or []) or "some keys")
+    return None
+
+
+def _tls_problem(devices: list[tuple[str, Mapping[str, Any]]]) -> str | None:
+    """One problem when the TLS switch is not the same on every device that reported it."""
+    seen: dict[bool, list[str]] = {}
+    for host, dev in devices:
+        if dev.get("tls_switch") is not None:
+            seen.setdefault(bool(dev["tls_switch"]), []).append(f"{host} device {dev.get('device_id')}")
+    if len(seen) < 2:
+        return None
+    majority = max(seen, key=lambda value: (len(seen[value]), not value))
+    minority = seen[not majority]
+    label = "on" if not majority else "off"
+    shown = ", ".join(minority[:8]) + (f" and {len(minority) - 8} more" if len(minority) > 8 else "")
+    return "cluster: " + HINTS["tls"].format(minority=f"{label} at {shown}", majority_value=int(majority))
+
+
+def _with_prefix(address: Any, netmask: Any) -> str | None:
+    """``198.19.0.1/24`` for the table; the address alone when the netmask is not readable."""
+    if not address:
+        return None
+    try:
+        return f"{address}/{netaddr.IPAddress(str(netmask)).netmask_bits()}"
+    except (netaddr.AddrFormatError, ValueError, TypeError):
+        return str(address)
+
+
+def _layout(layout: str | None, chip: str | None) -> str | None:
+    if layout in (None, "", "auto"):
+        profile = resolve_chip(chip)
+        return "smp" if profile is not None and profile.hccs_rings else None
+    if layout not in LAYOUTS:
+        raise ClusterSpecError(f"layout {layout!r} is unknown: use auto, smp or amp")
+    return layout
+
+
+def _ip_problem(devices: list[tuple[str, Mapping[str, Any]]], chip: str | None, layout: str | None) -> str | None:
+    plan: dict[str, list[dict[str, Any]]] = {}
+    for host, dev in devices:
+        if dev.get("device_ip") and dev.get("netmask"):
+            plan.setdefault(host, []).append({
+                "device_id": dev.get("device_id"), "address": dev["device_ip"],
+                "netmask": dev["netmask"], "gateway": dev.get("gateway") or "",
+            })
+    try:
+        validate_plan(plan, chip=chip, layout=layout)
+    except ClusterSpecError as exc:
+        detail = str(exc).replace(", nothing was changed", "")
+        return "cluster: " + HINTS["ip_layout"].format(detail=detail)
+    return None
+
+
+def health_report(
+    servers: Sequence[Any], chip: str | None = None, layout: str | None = "auto",
+    check_tls: bool = True, check_conf: bool = True,
+) -> dict[str, Any]:
+    """``{rows, problems, bad, ok}`` for the whole cluster (see the module docstring)."""
+    if isinstance(servers, (str, Mapping)) or not isinstance(servers, Sequence):
+        raise ClusterSpecError("the input must be a list of hosts' variables (ansible_play_hosts | map('extract', hostvars))")
+    devices: list[tuple[str, Mapping[str, Any]]] = []
+    chips = []
+    for index, item in enumerate(servers):
+        host, npu = _server_facts(item, index)
+        chips.append(npu.get("chip"))
+        devices += [(host, dev) for dev in npu.get("devices") or []]
+    chip = chip or next((c for c in chips if c), None)
+    rows, problems, bad = [], [], []
+    for host, dev in devices:
+        found = _device_problem(host, dev, check_conf)
+        status = found[0] if found else "ok"
+        if found:
+            problems.append(f"{host} device {dev.get('device_id')}: {found[0]} - {found[1]}")
+            bad.append({"server": host, "device": dev.get("device_id"), "status": found[0]})
+        tls = dev.get("tls_switch")
+        rows.append({
+            "server": host, "device": dev.get("device_id"),
+            "ip": _with_prefix(dev.get("device_ip"), dev.get("netmask")),
+            "link": dev.get("link"), "health": dev.get("net_health"), "netdetect": dev.get("netdetect") or None,
+            "tls": None if tls is None else ("on" if tls else "off"), "status": status,
+        })
+    cluster = [_tls_problem(devices) if check_tls else None, _ip_problem(devices, chip, _layout(layout, chip))]
+    problems += [p for p in cluster if p]
+    return {"rows": rows, "problems": problems, "bad": bad, "ok": not problems}
+
+
+NETDETECT_MODES = ("gateway", "peer")
+
+
+def netdetect_targets(devices: Sequence[Any], mode: str, peer_devices: Sequence[Any] = ()) -> list[dict[str, Any]]:
+    """The ``hccn_config`` entries that point each device with an IP at its netdetect target.
+
+    ``gateway``: the device's own gateway; ``peer``: the IP of the device with the same id in
+    ``peer_devices`` (the next server's facts). Devices without an IP or a target are left out
+    (the report names them). Address and netmask are the device's current ones, so only the
+    netdetect target can change.
+    """
+    if mode not in NETDETECT_MODES:
+        raise ClusterSpecError(f"netdetect mode {mode!r} is unknown: use gateway or peer")
+    peers = {dev.get("device_id"): dev.get("device_ip") for dev in peer_devices or () if isinstance(dev, Mapping)}
+    targets = []
+    for dev in devices or ():
+        if not isinstance(dev, Mapping) or not dev.get("device_ip") or not dev.get("netmask"):
+            continue
+        target = dev.get("gateway") if mode == "gateway" else peers.get(dev.get("device_id"))
+        if target:
+            targets.append({"device_id": dev["device_id"], "address": dev["device_ip"],
+                            "netmask": dev["netmask"], "netdetect": target})
+    return targets
