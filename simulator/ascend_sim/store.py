@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from ._rt import CACHE_FILE, FABRIC_SUFFIX, LOCK_FILE, STATE_FILE, SimError, _stat_key, fabric_key
 
 STATE_VERSION = 1
+# marshal format 4 is read by every Python since 3.4: writer and reader interpreters may differ.
+MARSHAL_VERSION = 4
 
 
 def _atomic_write(path, data, mode=0o644):
@@ -56,7 +58,7 @@ def write(sdir, state):
     """Replace state.json, then its marshal cache, then the fabric entry. Caller holds ``locked``."""
     jpath = os.path.join(sdir, STATE_FILE)
     _atomic_write(jpath, (json.dumps(state, indent=2, sort_keys=True) + "\n").encode("utf-8"))
-    _atomic_write(os.path.join(sdir, CACHE_FILE), marshal.dumps((_stat_key(jpath), state)))
+    _atomic_write(os.path.join(sdir, CACHE_FILE), marshal.dumps((_stat_key(jpath), state), MARSHAL_VERSION))
     publish(sdir, state)
 
 
@@ -76,7 +78,7 @@ def publish(sdir, state):
             "tls": dev.get("tls", 0),
         }
     entry = {"host_id": state.get("host_id"), "state_dir": os.path.realpath(sdir), "devices": devices}
-    _atomic_write(os.path.join(fabric, fabric_key(sdir) + FABRIC_SUFFIX), marshal.dumps(entry))
+    _atomic_write(os.path.join(fabric, fabric_key(sdir) + FABRIC_SUFFIX), marshal.dumps(entry, MARSHAL_VERSION))
 
 
 def unpublish(sdir, state):
