@@ -1,0 +1,153 @@
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Action training_watch: watch one server's ranks until the job ends; fail fast cluster-wide.
+
+Runs on the controller, one instance per server (the play's forks run them side by side).
+Each loop calls ``ascend.cluster.training_job state=poll`` once on the server (which reads every
+local rank's state file and, when one has failed, stops the others there at once), then:
+
+- a failed rank: write the job's controller-side marker ``<controller_dir>/<job_id>/failed``
+  (first writer wins: that is the first failing rank) and fail naming it;
+- the marker written by another server's watcher: stop the local ranks and fail naming the
+  rank in the marker;
+- every local rank done: succeed with the per-rank results.
+
+The watcher that holds rank 0 prints progress (ranks running / done / failed cluster-wide, read
+from the per-server summaries every watcher leaves beside the marker, and rank 0's last log line).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+display = Display()
+
+MODULE = "ascend.cluster.training_job"
+OPTIONS = {
+    "job_id": None, "job_root": "/var/lib/ascend-cluster/jobs", "controller_dir": None, "server": None,
+    "poll_interval": 0.5, "progress_interval": 10.0, "grace": 3.0, "tail_lines": 20,
+}
+
+
+def _write_json(path: str, data: Any) -> None:
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(data, handle)
+    os.replace(tmp, path)
+
+
+def _read_json(path: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def claim_failure(marker: str, failure: dict) -> dict:
+    """Write the failure marker unless one exists; the marker's content (ours or the earlier one)."""
+    try:
+        fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        for _ in range(20):
+            found = _read_json(marker)
+            if found:
+                return found
+            time.sleep(0.05)
+        return failure
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump(failure, handle)
+    return failure
+
+
+def failure_message(failure: dict) -> str:
+    tail = "\n".join(f"    {line}" for line in failure.get("tail") or [])
+    return (f"rank {failure['rank_id']} (server {failure['server']}, device {failure['device_id']}) failed first: "
+            f"exit code {failure['rc']}{' - ' + failure['error'] if failure.get('error') else ''}; every rank was stopped. "
+            f"Its log {failure['log']} ends with:\n{tail}")
+
+
+class ActionModule(ActionBase):
+    """Watch the ranks of one server; see the module docstring."""
+
+    TRANSFERS_FILES = False
+    _requires_connection = True
+
+    def _poll(self, args: dict, task_vars: dict) -> dict:
+        return self._execute_module(module_name=MODULE, module_args=args, task_vars=task_vars)
+
+    def _progress(self, hosts_dir: str, job_id: str) -> None:
+        counts = {"staged": 0, "running": 0, "done": 0, "failed": 0, "stopped": 0, "pending": 0}
+        rank0 = ""
+        for name in sorted(os.listdir(hosts_dir)):
+            summary = _read_json(os.path.join(hosts_dir, name)) or {}
+            for rank in summary.get("ranks", []):
+                counts[rank["state"]] = counts.get(rank["state"], 0) + 1
+                if rank["rank_id"] == 0 and rank.get("tail"):
+                    rank0 = rank["tail"][-1]
+        shown = ", ".join(f"{k} {v}" for k, v in counts.items() if v)
+        display.display(f"[{job_id}] {time.strftime('%H:%M:%S')} ranks: {shown} | rank 0: {rank0[-160:]}")
+
+    def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
+        task_vars = task_vars or {}
+        result = super().run(tmp, task_vars)
+        opts = dict(OPTIONS)
+        unknown = set(self._task.args) - set(opts)
+        if unknown:
+            raise AnsibleActionFail(f"unknown options: {', '.join(sorted(unknown))}")
+        opts.update(self._task.args)
+        if not opts["job_id"] or not opts["controller_dir"]:
+            raise AnsibleActionFail("job_id and controller_dir are required")
+        server = opts["server"] or task_vars.get("inventory_hostname")
+        job_dir = os.path.join(os.path.expanduser(opts["controller_dir"]), opts["job_id"])
+        hosts_dir = os.path.join(job_dir, "hosts")
+        os.makedirs(hosts_dir, exist_ok=True)
+        marker = os.path.join(job_dir, "failed")
+        poll_args = {"state": "poll", "job_id": opts["job_id"], "job_root": opts["job_root"],
+                     "grace": opts["grace"], "tail_lines": 1, "tail_failed": opts["tail_lines"], "stop_on_failure": True}
+        last_progress = 0.0
+        while True:
+            polled = self._poll(poll_args, task_vars)
+            if polled.get("failed"):
+                failure = {"server": server, "rank_id": -1, "device_id": -1, "rc": None, "log": "-",
+                           "error": f"cannot poll the server: {polled.get('msg')}", "tail": []}
+                claim_failure(marker, failure)
+                return dict(result, failed=True, msg=failure["error"])
+            ranks = polled["ranks"]
+            _write_json(os.path.join(hosts_dir, f"{server}.json"), {"server": server, "ranks": ranks})
+            showing = any(r["rank_id"] == 0 for r in ranks)
+            if showing and time.time() - last_progress >= float(opts["progress_interval"]):
+                last_progress = time.time()
+                self._progress(hosts_dir, opts["job_id"])
+            own = polled.get("failed_rank")
+            if own:
+                first = claim_failure(marker, dict(own, server=server))
+                return self._finish(result, server, ranks, first)
+            if os.path.exists(marker):
+                first = _read_json(marker) or {}
+                stopped = self._poll({"state": "stop", "job_id": opts["job_id"], "job_root": opts["job_root"],
+                                      "grace": opts["grace"], "reason": "another server's rank failed"}, task_vars)
+                return self._finish(result, server, stopped.get("ranks", ranks), first)
+            if all(r["state"] in ("done", "failed", "stopped") for r in ranks):
+                return dict(result, changed=False, server=server, ranks=ranks,
+                            msg=f"{len(ranks)} ranks on {server} finished")
+            self._sleep_unless(marker, float(opts["poll_interval"]))
+
+    @staticmethod
+    def _sleep_unless(marker: str, seconds: float) -> None:
+        """Sleep between polls, waking up at once when another server's watcher marks a failure."""
+        deadline = time.time() + seconds
+        while time.time() < deadline and not os.path.exists(marker):
+            time.sleep(0.05)
+
+    @staticmethod
+    def _finish(result: dict, server: str, ranks: list, first: dict) -> dict:
+        msg = failure_message(first) if first.get("rank_id", -1) >= 0 else first.get("error", "the job failed")
+        return dict(result, failed=True, changed=True, server=server, ranks=ranks, first_failure=first, msg=msg)

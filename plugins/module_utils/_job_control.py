@@ -1,0 +1,186 @@
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""One server's view of a training job: record it, wait for staging, open the gate, report, stop.
+
+Every function reads the files the rank runners write (see ``_job_files``), so the controller
+needs no memory of its own: a new controller (``status.yml``, ``stop.yml``) finds everything.
+
+Rank states reported (``state``): ``pending`` (runner not started yet), ``staged`` (waiting at
+the gate), ``running``, ``done`` (exit 0), ``failed`` (non-zero exit, device refused, gate
+timeout, or runner and training vanished without a word: ``lost``), ``stopped`` (ended by
+stop / fail-fast).
+
+Runs on target hosts: Python 3.8+, stdlib only.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import group_alive, kill_groups, pid_alive, wait_gone
+
+__metaclass__ = type
+
+STOP_SIGNALS = (-signal.SIGTERM, -signal.SIGKILL)
+FINAL = ("done", "failed", "stopped")
+
+
+class JobError(Exception):
+    """The job cannot be found or used; the message says what to do."""
+
+
+def tail(path, lines):
+    # type: (str, int) -> list
+    """The last ``lines`` lines of a text file ([] when missing)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - 64 * 1024))
+            data = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return []
+    return data.splitlines()[-lines:] if lines > 0 else []
+
+
+def record_job(job_root, job):
+    # type: (str, dict) -> str
+    """Write ``job.json`` (fresh gate/abort) and the ``latest`` pointer; returns the job dir."""
+    directory = files.job_dir(job_root, job["job_id"])
+    if not os.path.isdir(directory):
+        os.makedirs(directory, 0o755)
+    for name in (files.GATE_FILE, files.ABORT_FILE):
+        path = os.path.join(directory, name)
+        if os.path.exists(path):
+            os.unlink(path)
+    job = dict(job, recorded_at=time.time())
+    files.write_json(os.path.join(directory, files.JOB_FILE), job)
+    latest = os.path.join(job_root, files.LATEST_FILE)
+    with open(latest + ".tmp", "w") as handle:
+        handle.write(job["job_id"] + "\n")
+    os.rename(latest + ".tmp", latest)
+    return directory
+
+
+def load_job(job_root, job_id):
+    # type: (str, str) -> dict
+    resolved = files.resolve_job_id(job_root, job_id)
+    if not resolved:
+        raise JobError("no training job recorded under %s on this host (nothing launched here yet)" % job_root)
+    job = files.read_json(os.path.join(files.job_dir(job_root, resolved), files.JOB_FILE))
+    if not isinstance(job, dict):
+        raise JobError("job %s is not recorded under %s on this host; known jobs: %s"
+                       % (resolved, job_root, ", ".join(files.list_jobs(job_root)) or "none"))
+    return job
+
+
+def _classify(state, aborted):
+    # type: (dict | None, bool) -> str
+    if not state:
+        return "pending"
+    phase = state.get("phase")
+    if phase in ("staging", "staged"):
+        return "staged" if pid_alive(state.get("runner_pid")) else "failed"
+    if phase == "running":
+        if group_alive(state.get("pgid")) or pid_alive(state.get("runner_pid")):
+            return "running"
+        return "failed"
+    if phase == "exited":
+        rc = state.get("rc")
+        if state.get("timed_out"):
+            return "failed"
+        if rc == 0:
+            return "done"
+        return "stopped" if aborted and rc in STOP_SIGNALS else "failed"
+    if phase == "aborted":
+        return "stopped"
+    return "failed"
+
+
+def rank_states(job_root, job, tail_lines=0, tail_failed=0):
+    # type: (str, dict, int, int) -> list
+    """One dict per local rank: ids, ``state``, ``rc``, times, pids, log path, log tail.
+
+    The tail has ``tail_lines`` lines, or ``tail_failed`` for failed ranks when that is larger.
+    """
+    aborted = os.path.exists(os.path.join(files.job_dir(job_root, job["job_id"]), files.ABORT_FILE))
+    ranks = []
+    for rank in job["ranks"]:
+        rdir = files.rank_dir(job["run_dir"], rank["rank_id"])
+        state = files.read_json(os.path.join(rdir, files.STATE_FILE))
+        state = state if isinstance(state, dict) else None
+        summary = {
+            "rank_id": rank["rank_id"], "device_id": rank["device_id"], "state": _classify(state, aborted),
+            "phase": (state or {}).get("phase"), "rc": (state or {}).get("rc"),
+            "started": (state or {}).get("started"), "ended": (state or {}).get("ended"),
+            "pid": (state or {}).get("pid"), "runner_pid": (state or {}).get("runner_pid"),
+            "log": os.path.join(rdir, files.TRAIN_LOG), "error": (state or {}).get("error"),
+        }
+        if summary["state"] == "failed" and summary["phase"] in ("staged", "staging", "running"):
+            summary["error"] = "the rank's processes vanished without recording an exit code (killed -9?)"
+        if (state or {}).get("timed_out"):
+            summary["error"] = "stopped after running longer than the launch timeout"
+        if summary["started"] and summary["ended"]:
+            summary["duration"] = round(summary["ended"] - summary["started"], 3)
+        lines = max(tail_lines, tail_failed) if summary["state"] == "failed" else tail_lines
+        if lines:
+            summary["tail"] = tail(summary["log"], lines)
+        ranks.append(summary)
+    return ranks
+
+
+def wait_staged(job_root, job, timeout):
+    # type: (str, dict, float) -> list
+    """Block until every local rank is staged (or any ended/failed, or ``timeout``); the states."""
+    deadline = time.time() + timeout
+    while True:
+        ranks = rank_states(job_root, job)
+        if all(r["state"] != "pending" and r["phase"] != "staging" for r in ranks) or time.time() > deadline:
+            return ranks
+        time.sleep(0.05)
+
+
+def open_gate(job_root, job, start_at):
+    # type: (str, dict, float) -> None
+    files.write_json(os.path.join(files.job_dir(job_root, job["job_id"]), files.GATE_FILE), {"start_at": start_at})
+
+
+def stop_job(job_root, job, grace, reason="stop requested"):
+    # type: (str, dict, float, str) -> dict
+    """Stop every local rank of ``job``: abort the gate, TERM then KILL each rank's process group.
+
+    Waits for the runners too (they record the exit code and release the device locks).
+    Returns ``{"stopped": [rank ids that were alive], "killed": [ranks that needed SIGKILL]}``.
+    """
+    directory = files.job_dir(job_root, job["job_id"])
+    abort = os.path.join(directory, files.ABORT_FILE)
+    if not os.path.exists(abort):
+        with open(abort, "w") as handle:
+            handle.write(reason + "\n")
+    ranks = rank_states(job_root, job)
+    alive = [r for r in ranks if r["state"] in ("staged", "running", "pending") or group_alive(r["pid"])]
+    by_group = dict((int(r["pid"]), r["rank_id"]) for r in alive if r["pid"])
+    result = kill_groups(list(by_group), grace)
+    runners = [r["runner_pid"] for r in alive if r["runner_pid"]]
+    for pid in wait_gone(runners, grace):
+        try:
+            os.kill(int(pid), signal.SIGTERM)
+        except OSError:
+            pass
+    wait_gone(runners, 2.0)
+    return {
+        "stopped": sorted(r["rank_id"] for r in alive if r["state"] != "pending"),
+        "killed": sorted(by_group[g] for g in result["killed"]),
+    }
+
+
+def first_failure(ranks):
+    # type: (list) -> dict | None
+    """The failed rank that ended first (by its recorded end time), or None."""
+    failed = [r for r in ranks if r["state"] == "failed"]
+    if not failed:
+        return None
+    return sorted(failed, key=lambda r: (r["ended"] or float("inf"), r["rank_id"]))[0]

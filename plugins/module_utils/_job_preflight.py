@@ -1,0 +1,143 @@
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Pre-flight before a launch: is any selected device held, and (optionally) free it.
+
+Three sources, all per device:
+
+- ``npu-smi info``'s process section (the driver's truth: any process holding the NPU);
+- our own job records whose ranks are still alive on the device (covers a controller that was
+  interrupted, and processes that have not opened the device yet);
+- the per-device ``flock`` (another launch of ours staged right now).
+
+Runs on target hosts: Python 3.8+, stdlib only.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import re
+import signal
+import time
+
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils._job_control import load_job, rank_states, stop_job
+from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import wait_gone
+
+__metaclass__ = type
+
+_PROC_HEADER = re.compile(r"process\s+id", re.IGNORECASE)
+_ROW = re.compile(r"^\|\s*(\d+)(?:\s+(\d+))?\s*\|\s*(\d+)\s*\|\s*([^|]*?)\s*\|")
+
+
+def parse_npu_processes(raw):
+    # type: (str) -> list
+    """Rows of ``npu-smi info``'s process section -> ``[{"device_id", "chip_id", "pid", "name"}]``.
+
+    The section starts at the header row naming ``Process id``; ``No running processes found in
+    NPU N`` rows hold nothing. ``device_id`` is the NPU id (one chip per NPU, as on 910A/910B).
+    """
+    rows = []
+    in_section = False
+    for line in raw.splitlines():
+        if _PROC_HEADER.search(line):
+            in_section = True
+            continue
+        if not in_section:
+            continue
+        match = _ROW.match(line.strip())
+        if match:
+            rows.append({
+                "device_id": int(match.group(1)), "chip_id": int(match.group(2) or 0),
+                "pid": int(match.group(3)), "name": match.group(4),
+            })
+    return rows
+
+
+def lock_holder(lock_dir, device_id):
+    # type: (str, int) -> str | None
+    """Who holds the device's lock (the text the holder wrote), or None when it is free."""
+    path = files.lock_path(lock_dir, device_id)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            return os.read(fd, 4096).decode("utf-8", "replace").strip() or "another process"
+        return None
+    finally:
+        os.close(fd)
+
+
+def job_holders(job_root, devices):
+    # type: (str, list) -> list
+    """``[{"job_id", "rank_id", "device_id", "pid"}]`` for recorded ranks still alive on ``devices``."""
+    held = []
+    for job_id in files.list_jobs(job_root):
+        try:
+            job = load_job(job_root, job_id)
+        except Exception:  # a half-written record is not a holder  # pylint: disable=broad-except
+            continue
+        for rank in rank_states(job_root, job):
+            if rank["device_id"] in devices and rank["state"] in ("staged", "running"):
+                held.append({"job_id": job_id, "rank_id": rank["rank_id"], "device_id": rank["device_id"],
+                             "pid": rank["pid"] or rank["runner_pid"]})
+    return held
+
+
+def find_busy(devices, lock_dir, job_root, npu_processes):
+    # type: (list, str, str, list) -> list
+    """Every reason a selected device is not free: ``[{"device_id", "source", "detail", ...}]``."""
+    busy = []
+    for proc in npu_processes:
+        if proc["device_id"] in devices:
+            busy.append(dict(proc, source="npu-smi",
+                             detail="process %d (%s) holds NPU %d" % (proc["pid"], proc["name"], proc["device_id"])))
+    for held in job_holders(job_root, devices):
+        busy.append(dict(held, source="job",
+                         detail="rank %d of job %s (pid %s) is still running" % (held["rank_id"], held["job_id"], held["pid"])))
+    for device in devices:
+        holder = lock_holder(lock_dir, device)
+        if holder:
+            busy.append({"device_id": device, "source": "lock", "detail": "locked by %s" % holder})
+    return sorted(busy, key=lambda b: (b["device_id"], b["source"]))
+
+
+def kill_stale(busy, job_root, grace):
+    # type: (list, str, float) -> list
+    """Stop what ``find_busy`` found: our jobs via ``stop_job``, other processes TERM then KILL."""
+    actions = []
+    for job_id in sorted(set(b["job_id"] for b in busy if b["source"] == "job")):
+        result = stop_job(job_root, load_job(job_root, job_id), grace, reason="kill_stale by a new launch")
+        actions.append("stopped job %s ranks %s" % (job_id, result["stopped"]))
+    pids = sorted(set(b["pid"] for b in busy if b["source"] == "npu-smi"))
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+    for pid in wait_gone(pids, grace):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    wait_gone(pids, 5.0)
+    actions.extend("killed process %d" % p for p in pids)
+    return actions
+
+
+def wait_free(check, timeout):
+    # type: (object, float) -> list
+    """Call ``check()`` (-> busy list) until it is empty or ``timeout`` passes; the last list."""
+    deadline = time.time() + timeout
+    busy = check()
+    while busy and time.time() < deadline:
+        time.sleep(0.5)
+        busy = check()
+    return busy

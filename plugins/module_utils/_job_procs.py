@@ -1,0 +1,97 @@
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Signal and watch process groups (a rank's training command runs in its own session).
+
+Runs on target hosts: Python 3.8+, stdlib only.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+__metaclass__ = type
+
+POLL_S = 0.05
+
+
+def pid_alive(pid):
+    # type: (int | None) -> bool
+    """True when a process ``pid`` exists (zombies included, until reaped)."""
+    if not pid:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def group_alive(pgid):
+    # type: (int | None) -> bool
+    """True while any process of the group ``pgid`` exists."""
+    if not pgid:
+        return False
+    try:
+        os.killpg(int(pgid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _signal_group(pgid, signum):
+    # type: (int, int) -> None
+    try:
+        os.killpg(int(pgid), signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def kill_groups(pgids, grace=None):
+    # type: (list, float | None) -> dict
+    """TERM every group; after ``grace`` seconds KILL those still alive.
+
+    Returns ``{"terminated": [...], "killed": [...]}`` (the groups that needed SIGKILL are in
+    ``killed``). With ``grace`` None only SIGTERM is sent and nothing is awaited.
+    """
+    live = [int(g) for g in pgids if group_alive(g)]
+    for pgid in live:
+        _signal_group(pgid, signal.SIGTERM)
+    if grace is None:
+        return {"terminated": live, "killed": []}
+    deadline = time.time() + grace
+    remaining = list(live)
+    while remaining and time.time() < deadline:
+        time.sleep(POLL_S)
+        remaining = [g for g in remaining if group_alive(g)]
+    for pgid in remaining:
+        _signal_group(pgid, signal.SIGKILL)
+    deadline = time.time() + 5.0
+    while time.time() < deadline and any(group_alive(g) for g in remaining):
+        time.sleep(POLL_S)
+    return {"terminated": live, "killed": remaining}
+
+
+def kill_group(pgid, signum=signal.SIGTERM, grace=None):
+    # type: (int, int, float | None) -> None
+    """Send ``signum`` to one group; with ``grace``, SIGKILL it if it outlives that."""
+    if signum != signal.SIGTERM:
+        _signal_group(pgid, signum)
+        return
+    kill_groups([pgid], grace)
+
+
+def wait_gone(pids, timeout):
+    # type: (list, float) -> list
+    """Wait up to ``timeout`` s for ``pids`` to exit; the ones still alive."""
+    deadline = time.time() + timeout
+    remaining = [p for p in pids if pid_alive(p)]
+    while remaining and time.time() < deadline:
+        time.sleep(POLL_S)
+        remaining = [p for p in remaining if pid_alive(p)]
+    return remaining

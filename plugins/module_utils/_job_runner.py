@@ -1,0 +1,220 @@
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""One rank's life: stage, wait at the gate, run the training command, record how it ended.
+
+The runner is the body of the ``training_rank`` module, started per device by an async task.
+It owns the device's lock from staging to exit (the lock's file descriptor is also inherited by
+the training process, so the device stays booked while either of them is alive) and writes
+every change of phase to ``<run_dir>/device_<rank>/state.json``:
+
+``staged`` (waiting at the gate) -> ``running`` -> ``exited`` (with ``rc``), or ``refused``
+(device locked by another job), ``aborted`` (stopped before the gate opened), ``gate_timeout``
+(the controller never opened the gate).
+
+The training command runs in its own session (process group id = its pid), so stop and fail-fast
+signal the whole tree with ``killpg``. It is never passed through a shell: the argv list is
+exec'd directly, or through ``bash -c 'source "$1"; shift; exec "$@"'`` when the CANN
+``set_env.sh`` exists, which hands every argument over unchanged.
+
+Runs on target hosts: Python 3.8+, stdlib only.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import signal
+import subprocess
+import time
+
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils._job_env import rank_env
+from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import kill_group, kill_groups
+
+GATE_POLL_S = 0.02
+SOURCE_THEN_EXEC = 'source "$1"; shift; exec "$@"'
+
+
+class DeviceBusy(Exception):
+    """The device's lock is held by another rank (of this or another job)."""
+
+
+def take_device_lock(lock_dir, device_id, holder):
+    # type: (str, int, str) -> int
+    """Lock ``device_<id>.lock`` (non-blocking) and write ``holder`` into it; returns the fd.
+
+    Raises :class:`DeviceBusy` naming the current holder when the lock is taken.
+    """
+    if not os.path.isdir(lock_dir):
+        os.makedirs(lock_dir, 0o755)
+    path = files.lock_path(lock_dir, device_id)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno not in (errno.EAGAIN, errno.EACCES):
+            raise
+        current = os.read(fd, 4096).decode("utf-8", "replace").strip()
+        os.close(fd)
+        raise DeviceBusy("device %d is locked (%s) by %s" % (int(device_id), path, current or "another process"))
+    os.ftruncate(fd, 0)
+    os.write(fd, holder.encode("utf-8"))
+    return fd
+
+
+def command_argv(argv, set_env):
+    # type: (list, str | None) -> list
+    """The argv to exec: ``argv`` itself, or wrapped so that ``set_env`` is sourced first."""
+    if set_env and os.path.isfile(set_env):
+        return ["bash", "-c", SOURCE_THEN_EXEC, "ascend-set-env", set_env] + list(argv)
+    return list(argv)
+
+
+class RankRunner:
+    """Runs one rank; ``p`` is the ``training_rank`` module's parameters."""
+
+    def __init__(self, p):
+        # type: (dict) -> None
+        self.p = p
+        self.dir = files.rank_dir(p["run_dir"], p["rank_id"])
+        self.job_dir = files.job_dir(p["job_root"], p["job_id"])
+        self.state = {
+            "job_id": p["job_id"], "rank_id": p["rank_id"], "device_id": p["device_id"],
+            "runner_pid": os.getpid(), "log": os.path.join(self.dir, files.TRAIN_LOG),
+        }  # type: dict
+        self.child = None  # type: subprocess.Popen | None
+        self.stop_requested = False
+
+    def save(self, **changes):
+        # type: (...) -> dict
+        self.state.update(changes)
+        files.write_json(os.path.join(self.dir, files.STATE_FILE), self.state)
+        return self.state
+
+    def _on_signal(self, signum, _frame):
+        # type: (int, object) -> None
+        self.stop_requested = True
+        if self.child is not None and self.child.poll() is None:
+            kill_group(self.child.pid, signal.SIGTERM)
+
+    def environment(self):
+        # type: () -> dict
+        p = self.p
+        env = dict(os.environ)
+        rank = dict((k, p[k]) for k in (
+            "rank_id", "device_id", "rank_size", "local_rank", "local_count", "rank_table_path",
+            "master_addr", "master_port", "host_ip"))
+        env.update(rank_env(p["framework"], rank, p["connect_timeout"], p["env"]))
+        return env
+
+    def stage(self):
+        # type: () -> int
+        """Working directory, env.log, device lock, state ``staged``; returns the lock fd."""
+        if self.p["umask"] is not None:
+            os.umask(int(self.p["umask"], 8))
+        if not os.path.isdir(self.dir):
+            os.makedirs(self.dir)
+        self.save(phase="staging", staged_at=time.time())
+        holder = "job %s rank %d pid %d" % (self.p["job_id"], self.p["rank_id"], os.getpid())
+        lock_fd = take_device_lock(self.p["lock_dir"], self.p["device_id"], holder)
+        env = self.environment()
+        with open(os.path.join(self.dir, files.ENV_LOG), "w") as handle:
+            handle.write("".join("%s=%s\n" % (k, env[k]) for k in sorted(env)))
+        self.save(phase="staged")
+        return lock_fd
+
+    def wait_gate(self):
+        # type: () -> float | None
+        """Block until the gate opens; the start time, or None if aborted / timed out (state saved)."""
+        gate = os.path.join(self.job_dir, files.GATE_FILE)
+        abort = os.path.join(self.job_dir, files.ABORT_FILE)
+        deadline = time.time() + self.p["gate_timeout"]
+        while True:
+            if self.stop_requested or os.path.exists(abort):
+                self.save(phase="aborted", ended=time.time())
+                return None
+            opened = files.read_json(gate)
+            if isinstance(opened, dict) and "start_at" in opened:
+                return float(opened["start_at"])
+            if time.time() > deadline:
+                self.save(phase="gate_timeout", ended=time.time(),
+                          error="the gate was not opened within %ds" % self.p["gate_timeout"])
+                return None
+            time.sleep(GATE_POLL_S)
+
+    def start(self, start_at, lock_fd):
+        # type: (float, int) -> None
+        while True:
+            delay = start_at - time.time()
+            if delay <= 0:
+                break
+            time.sleep(min(delay, GATE_POLL_S))
+        argv = command_argv(self.p["argv"], self.p["set_env"])
+        log = open(os.path.join(self.dir, files.TRAIN_LOG), "ab")
+        started = time.time()
+        try:
+            self.child = subprocess.Popen(
+                argv, cwd=self.dir, env=self.environment(), stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(lock_fd,))
+        except OSError as exc:
+            log.write(("cannot start %r: %s\n" % (argv, exc)).encode("utf-8"))
+            log.close()
+            self.save(phase="exited", started=started, ended=time.time(), rc=127, error=str(exc))
+            return
+        log.close()
+        self.save(phase="running", started=started, gate_at=start_at, pid=self.child.pid, pgid=self.child.pid)
+
+    def wait(self):
+        # type: () -> None
+        if self.child is None:
+            return
+        limit = self.state["started"] + self.p["max_runtime"]
+        timed_out = False
+        while True:
+            try:
+                rc = self.child.wait(timeout=max(0.1, min(60.0, limit - time.time())))
+                break
+            except subprocess.TimeoutExpired:
+                if time.time() >= limit and not timed_out:
+                    timed_out = True
+                    kill_group(self.child.pid, signal.SIGTERM, self.p["kill_grace"])
+        self.save(phase="exited", rc=rc, ended=time.time(), timed_out=timed_out)
+        if (rc != 0 or timed_out) and not os.path.exists(os.path.join(self.job_dir, files.ABORT_FILE)):
+            self.stop_siblings("rank %d failed (rc=%s)" % (self.p["rank_id"], rc))
+
+    def stop_siblings(self, reason):
+        # type: (str) -> None
+        """Local fail-fast: this rank failed, stop the job's other ranks on this server right away.
+
+        The controller's watchers stop the other servers; doing this server here saves a poll.
+        """
+        abort = os.path.join(self.job_dir, files.ABORT_FILE)
+        with open(abort, "a") as handle:
+            handle.write(reason + "\n")
+        job = files.read_json(os.path.join(self.job_dir, files.JOB_FILE)) or {}
+        groups = []
+        for rank in job.get("ranks", []):
+            if rank["rank_id"] == self.p["rank_id"]:
+                continue
+            state = files.read_json(os.path.join(files.rank_dir(self.p["run_dir"], rank["rank_id"]), files.STATE_FILE))
+            if isinstance(state, dict) and state.get("pgid"):
+                groups.append(state["pgid"])
+        kill_groups(groups, self.p["kill_grace"])
+
+    def run(self):
+        # type: () -> dict
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGHUP, self._on_signal)
+        try:
+            lock_fd = self.stage()
+        except DeviceBusy as exc:
+            return self.save(phase="refused", error=str(exc), ended=time.time())
+        try:
+            start_at = self.wait_gate()
+            if start_at is not None:
+                self.start(start_at, lock_fd)
+                self.wait()
+        finally:
+            os.close(lock_fd)
+        return self.state

@@ -1,0 +1,220 @@
+#!/usr/bin/python
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Module training_job: one server's side of a training job (pre-flight, record, gate, poll, stop)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: training_job
+short_description: Check, record, start, watch and stop a training job on one server
+version_added: 0.1.0
+description:
+  - The target side of the R(ascend.cluster.launch_training,ansible_collections.ascend.cluster.docsite.launch)
+    role; every state reads and writes the files the M(ascend.cluster.training_rank) runners keep,
+    so it works from any controller, also after the one that launched the job was interrupted.
+  - V(preflight) fails, naming each cause, when any of O(devices) is held by a process (C(npu-smi
+    info) process list), by a live rank of a recorded job, or by another launch's device lock.
+    With O(kill_stale) it stops those holders and waits up to O(stale_timeout) for the devices to free.
+  - V(record) writes the job record (C(<job_root>/<job_id>/job.json)) for O(ranks) and makes it the latest job.
+  - V(staged) waits until every local rank is staged at the gate; fails if any could not stage.
+  - V(gate) opens the gate: every rank starts its command at O(start_at).
+  - V(poll) and V(status) report every local rank; V(poll) with O(stop_on_failure) stops the other
+    local ranks as soon as one has failed.
+  - V(stop) stops every local rank (TERM, then KILL after O(grace)), waits for their runners to
+    release the device locks; O(job_id=all) stops every recorded job with live ranks.
+author:
+  - ascend.cluster contributors (!UNKNOWN)
+options:
+  state:
+    description: What to do.
+    type: str
+    choices: [preflight, record, staged, gate, poll, status, stop]
+    required: true
+  job_id:
+    description: The job; V(latest) is the newest job recorded on this host, V(all) (stop only) every job.
+    type: str
+    default: latest
+  job_root: {description: Where job records live on this host., type: path, default: /var/lib/ascend-cluster/jobs}
+  lock_dir: {description: Directory of the per-device lock files., type: path, default: /run/ascend-cluster/locks}
+  run_dir: {description: The job's run directory (V(record))., type: path}
+  ranks:
+    description: This server's ranks, C([{rank_id, device_id}]) (V(record)).
+    type: list
+    elements: dict
+    default: []
+  devices: {description: Devices the job will use on this server (V(preflight))., type: list, elements: int, default: []}
+  npu_smi:
+    description:
+      - Path of C(npu-smi) for the process check (V(preflight)); unset searches E(PATH) and the driver's
+        directories. When it is missing, only job records and locks are checked (with a warning).
+    type: str
+  kill_stale: {description: Stop whatever holds the devices instead of failing (V(preflight))., type: bool, default: false}
+  stale_timeout: {description: Seconds to wait for the devices to free after O(kill_stale)., type: float, default: 30}
+  timeout: {description: Seconds to wait for the ranks to stage (V(staged))., type: float, default: 120}
+  start_at: {description: Epoch time at which every rank starts (V(gate))., type: float}
+  stop_on_failure: {description: With V(poll), stop the local ranks once one has failed., type: bool, default: true}
+  grace: {description: Seconds between TERM and KILL., type: float, default: 3}
+  tail_lines: {description: Lines of each rank's log to return (V(poll), V(status))., type: int, default: 0}
+  tail_failed: {description: Lines of a failed rank's log to return (V(poll), V(status)), when more than O(tail_lines)., type: int, default: 20}
+  reason: {description: Why the job is stopped (kept in the job's C(abort) file)., type: str, default: stop requested}
+attributes:
+  check_mode: {support: partial, description: V(status) and V(preflight) without O(kill_stale) only read; other states are skipped.}
+  diff_mode: {support: none, description: No diff.}
+  idempotent: {support: full, description: Stopping a stopped job or opening an open gate changes nothing.}
+"""
+
+EXAMPLES = r"""
+- name: Per-rank state of the newest job
+  ascend.cluster.training_job:
+    state: status
+    tail_lines: 1
+
+- name: Stop every job of ours on this server (after the controller was interrupted)
+  ascend.cluster.training_job:
+    state: stop
+    job_id: all
+"""
+
+RETURN = r"""
+job_id: {description: The job acted on., returned: except preflight, type: str}
+ranks:
+  description: One entry per local rank (rank_id, device_id, state, phase, rc, started, ended, duration, pid, log, tail, error).
+  returned: record, staged, poll, status, stop
+  type: list
+  elements: dict
+busy: {description: What holds the devices (V(preflight))., returned: preflight, type: list, elements: dict}
+failed_rank: {description: The first local rank that failed (V(poll))., returned: poll, type: dict}
+stopped: {description: Rank ids that were stopped (V(stop), V(poll) after a failure)., returned: stop, poll, type: list}
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_preflight as preflight
+from ansible_collections.ascend.cluster.plugins.module_utils._npu_smi import NpuSmi, NpuSmiError, find_binary
+
+ARGS = dict(
+    state=dict(type="str", required=True, choices=["preflight", "record", "staged", "gate", "poll", "status", "stop"]),
+    job_id=dict(type="str", default="latest"),
+    job_root=dict(type="path", default="/var/lib/ascend-cluster/jobs"),
+    lock_dir=dict(type="path", default="/run/ascend-cluster/locks"),
+    run_dir=dict(type="path"),
+    ranks=dict(type="list", elements="dict", default=[]),
+    devices=dict(type="list", elements="int", default=[]),
+    npu_smi=dict(type="str"),
+    kill_stale=dict(type="bool", default=False),
+    stale_timeout=dict(type="float", default=30.0),
+    timeout=dict(type="float", default=120.0),
+    start_at=dict(type="float"),
+    stop_on_failure=dict(type="bool", default=True),
+    grace=dict(type="float", default=3.0),
+    tail_lines=dict(type="int", default=0),
+    tail_failed=dict(type="int", default=20),
+    reason=dict(type="str", default="stop requested"),
+)
+REQUIRED_IF = [("state", "record", ["run_dir", "job_id"]), ("state", "gate", ["start_at"])]
+
+
+def npu_processes(module):
+    # type: (AnsibleModule) -> list
+    binary = find_binary(module, module.params["npu_smi"])
+    if binary is None:
+        module.warn("npu-smi not found: leftover processes are checked through job records and locks only")
+        return []
+    try:
+        return preflight.parse_npu_processes(NpuSmi(module, binary).run(["info"]))
+    except NpuSmiError as exc:
+        module.warn("npu-smi info failed (%s): leftover processes are checked through job records and locks only" % exc)
+        return []
+
+
+def do_preflight(module):
+    # type: (AnsibleModule) -> dict
+    p = module.params
+    devices = list(p["devices"])
+
+    def check():
+        return preflight.find_busy(devices, p["lock_dir"], p["job_root"], npu_processes(module))
+
+    busy = check()
+    if not busy:
+        return dict(changed=False, busy=[])
+    if not p["kill_stale"] or module.check_mode:
+        module.fail_json(
+            msg="devices in use, nothing was started: %s. Stop them (ascend.cluster.stop, or kill_stale=true to "
+            "let the launch stop them) and retry." % "; ".join("device %d: %s" % (b["device_id"], b["detail"]) for b in busy),
+            busy=busy)
+    actions = preflight.kill_stale(busy, p["job_root"], p["grace"])
+    left = preflight.wait_free(check, p["stale_timeout"])
+    if left:
+        module.fail_json(msg="kill_stale: devices still held after %ss: %s" % (
+            p["stale_timeout"], "; ".join("device %d: %s" % (b["device_id"], b["detail"]) for b in left)),
+            busy=left, actions=actions)
+    return dict(changed=True, busy=[], freed=busy, actions=actions)
+
+
+def do_stop(module):
+    # type: (AnsibleModule) -> dict
+    p = module.params
+    ids = files.list_jobs(p["job_root"]) if p["job_id"] == "all" else [p["job_id"]]
+    results = []
+    for job_id in ids:
+        job = control.load_job(p["job_root"], job_id)
+        before = control.rank_states(p["job_root"], job)
+        if not any(r["state"] in ("staged", "running", "pending") for r in before):
+            if p["job_id"] == "all":
+                continue
+        outcome = {"stopped": [], "killed": []}
+        if not module.check_mode:
+            outcome = control.stop_job(p["job_root"], job, p["grace"], p["reason"])
+        results.append(dict(job_id=job["job_id"], ranks=control.rank_states(p["job_root"], job), **outcome))
+    changed = any(r["stopped"] for r in results)
+    if p["job_id"] == "all":
+        return dict(changed=changed, jobs=results)
+    return dict(changed=changed, **results[0])
+
+
+def main():
+    # type: () -> None
+    module = AnsibleModule(argument_spec=ARGS, required_if=REQUIRED_IF, supports_check_mode=True)
+    p = module.params
+    state = p["state"]
+    try:
+        if state == "preflight":
+            module.exit_json(**do_preflight(module))
+        if state == "record":
+            if not module.check_mode:
+                control.record_job(p["job_root"], {"job_id": p["job_id"], "run_dir": p["run_dir"], "ranks": [
+                    {"rank_id": int(r["rank_id"]), "device_id": int(r["device_id"])} for r in p["ranks"]]})
+            module.exit_json(changed=True, job_id=p["job_id"])
+        if state == "stop":
+            module.exit_json(**do_stop(module))
+        job = control.load_job(p["job_root"], p["job_id"])
+        if state == "staged":
+            ranks = control.wait_staged(p["job_root"], job, p["timeout"])
+            bad = [r for r in ranks if r["state"] != "staged"]
+            if bad:
+                module.fail_json(msg="ranks could not stage, nothing was started: %s" % "; ".join(
+                    "rank %d (device %d): %s" % (r["rank_id"], r["device_id"], r["error"] or r["state"]) for r in bad),
+                    job_id=job["job_id"], ranks=ranks)
+            module.exit_json(changed=False, job_id=job["job_id"], ranks=ranks)
+        if state == "gate":
+            if not module.check_mode:
+                control.open_gate(p["job_root"], job, p["start_at"])
+            module.exit_json(changed=True, job_id=job["job_id"], start_at=p["start_at"])
+        ranks = control.rank_states(p["job_root"], job, p["tail_lines"], p["tail_failed"])
+        failed = control.first_failure(ranks)
+        stopped = []  # type: list
+        if state == "poll" and failed and p["stop_on_failure"] and not module.check_mode:
+            reason = "rank %d failed (rc=%s)" % (failed["rank_id"], failed["rc"])
+            stopped = control.stop_job(p["job_root"], job, p["grace"], reason)["stopped"]
+            ranks = control.rank_states(p["job_root"], job, p["tail_lines"], p["tail_failed"])
+        module.exit_json(changed=bool(stopped), job_id=job["job_id"], ranks=ranks, failed_rank=failed, stopped=stopped)
+    except control.JobError as exc:
+        module.fail_json(msg=str(exc))
+
+
+if __name__ == "__main__":
+    main()

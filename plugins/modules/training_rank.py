@@ -1,0 +1,142 @@
+#!/usr/bin/python
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Module training_rank: run one training rank behind the job's start gate."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: training_rank
+short_description: Run one rank of a distributed training job behind a start gate
+version_added: 0.1.0
+description:
+  - Meant to be started once per device with C(async) and C(poll: 0) by the
+    R(ascend.cluster.launch_training,ansible_collections.ascend.cluster.docsite.launch) role.
+  - Creates the rank's working directory C(<run_dir>/device_<rank>/), takes the device's lock
+    (C(flock) on C(<lock_dir>/device_<id>.lock), held until the rank ends), writes C(env.log),
+    then waits until the controller opens the job's gate (C(<job_root>/<job_id>/gate)) and
+    starts the training command at the gate's start time, in its own session, with its output
+    in C(train.log).
+  - Every phase is written to C(state.json) in the rank's directory;
+    M(ascend.cluster.training_job) reads it.
+  - The command is never run through a shell.
+author:
+  - ascend.cluster contributors (!UNKNOWN)
+options:
+  job_id: {description: Id of the job., type: str, required: true}
+  job_root: {description: Where job records live on this host., type: path, default: /var/lib/ascend-cluster/jobs}
+  run_dir: {description: The job's run directory; the rank works in C(device_<rank_id>) below it., type: path, required: true}
+  lock_dir: {description: Directory of the per-device lock files., type: path, default: /run/ascend-cluster/locks}
+  argv: {description: The training command as an argument list (exec'd as is)., type: list, elements: str}
+  command:
+    description:
+      - The training command as one string, split like a POSIX shell would split it (C(shlex.split)) but
+        never run through a shell: no expansion, no redirection. Give O(argv) or O(command).
+    type: str
+  framework:
+    description: Which environment preset the rank gets.
+    type: str
+    choices: [mindspore, mindspore_legacy, pytorch, tensorflow]
+    default: mindspore
+  rank_id: {description: Global rank., type: int, required: true}
+  device_id: {description: Physical device of this rank., type: int, required: true}
+  rank_size: {description: Total ranks., type: int, required: true}
+  local_rank: {description: Index of this rank among the server's ranks., type: int, required: true}
+  local_count: {description: Ranks on this server (C(DEVICE_NUM))., type: int, required: true}
+  rank_table_path: {description: The rank table on this server (C(RANK_TABLE_FILE))., type: path, required: true}
+  master_addr: {description: Rank 0's server (PyTorch C(MASTER_ADDR))., type: str, default: 127.0.0.1}
+  master_port: {description: PyTorch C(MASTER_PORT)., type: int, default: 29500}
+  host_ip: {description: This server's address (C(HCCL_IF_IP))., type: str, default: 127.0.0.1}
+  connect_timeout: {description: C(HCCL_CONNECT_TIMEOUT) in seconds (120-7200)., type: int, default: 120}
+  env: {description: Extra variables, applied after the preset., type: dict, default: {}}
+  set_env: {description: CANN C(set_env.sh), sourced before the command when it exists., type: path, default: /usr/local/Ascend/ascend-toolkit/set_env.sh}
+  umask: {description: Umask (octal string) for the rank's files and process; unset keeps the current one., type: str}
+  gate_timeout: {description: Seconds to wait at the gate before giving up., type: int, default: 600}
+  max_runtime: {description: Seconds the command may run before it is stopped (TERM then KILL)., type: int, default: 604800}
+  kill_grace: {description: Seconds between TERM and KILL., type: float, default: 3}
+attributes:
+  check_mode: {support: none, description: Starts a process; cannot be simulated.}
+  diff_mode: {support: none, description: No diff.}
+  idempotent: {support: none, description: Every call runs the command.}
+"""
+
+EXAMPLES = r"""
+- name: One rank (normally looped over ascend_local_ranks by the launch_training role)
+  ascend.cluster.training_rank:
+    job_id: "20260101T000000-1"
+    run_dir: /data/runs/20260101T000000-1
+    argv: [bash, train_1p.sh, --data_path=/data]
+    rank_id: 0
+    device_id: 0
+    rank_size: 8
+    local_rank: 0
+    local_count: 8
+    rank_table_path: /etc/ascend/rank_table.json
+  async: 605000
+  poll: 0
+"""
+
+RETURN = r"""
+rank:
+  description:
+    - The rank's final C(state.json) - C(phase) (C(exited), C(refused), C(aborted), C(gate_timeout)), C(rc) (exit code,
+      negative when killed by that signal), C(started) / C(ended) (epoch times), C(pid), C(log), C(error).
+  returned: always
+  type: dict
+"""
+
+import shlex
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.ascend.cluster.plugins.module_utils._job_env import FRAMEWORKS
+from ansible_collections.ascend.cluster.plugins.module_utils._job_runner import RankRunner
+
+ARGS = dict(
+    job_id=dict(type="str", required=True),
+    job_root=dict(type="path", default="/var/lib/ascend-cluster/jobs"),
+    run_dir=dict(type="path", required=True),
+    lock_dir=dict(type="path", default="/run/ascend-cluster/locks"),
+    argv=dict(type="list", elements="str"),
+    command=dict(type="str"),
+    framework=dict(type="str", choices=list(FRAMEWORKS), default="mindspore"),
+    rank_id=dict(type="int", required=True),
+    device_id=dict(type="int", required=True),
+    rank_size=dict(type="int", required=True),
+    local_rank=dict(type="int", required=True),
+    local_count=dict(type="int", required=True),
+    rank_table_path=dict(type="path", required=True),
+    master_addr=dict(type="str", default="127.0.0.1"),
+    master_port=dict(type="int", default=29500),
+    host_ip=dict(type="str", default="127.0.0.1"),
+    connect_timeout=dict(type="int", default=120),
+    env=dict(type="dict", default={}),
+    set_env=dict(type="path", default="/usr/local/Ascend/ascend-toolkit/set_env.sh"),
+    umask=dict(type="str"),
+    gate_timeout=dict(type="int", default=600),
+    max_runtime=dict(type="int", default=604800),
+    kill_grace=dict(type="float", default=3.0),
+)
+
+
+def main():
+    # type: () -> None
+    module = AnsibleModule(argument_spec=ARGS, supports_check_mode=False,
+                           mutually_exclusive=[("argv", "command")], required_one_of=[("argv", "command")])
+    if module.params["command"] is not None:
+        try:
+            module.params["argv"] = shlex.split(module.params["command"])
+        except ValueError as exc:
+            module.fail_json(msg="cannot split the training command %r: %s" % (module.params["command"], exc))
+    if not module.params["argv"]:
+        module.fail_json(msg="the training command is empty: set train_command")
+    state = RankRunner(module.params).run()
+    # The state goes under "rank": async_status gives "started"/"finished" at the top level their own meaning.
+    msg = "rank %d: %s" % (state["rank_id"], state.get("error") or "%s rc=%s" % (state.get("phase"), state.get("rc")))
+    if state.get("phase") != "exited" or state.get("rc") != 0:
+        module.fail_json(msg=msg, rank=state)
+    module.exit_json(changed=True, msg=msg, rank=state)
+
+
+if __name__ == "__main__":
+    main()
