@@ -21,6 +21,8 @@ __metaclass__ = type
 
 DEFAULT_PATH = "/usr/local/Ascend/driver/tools/hccn_tool"
 DEFAULT_TIMEOUT = 30
+# How often a get command is asked when it returns nothing at all (see HccnTool._get).
+GET_ATTEMPTS = 3
 # rc the coreutils `timeout` wrapper returns when it had to stop the command.
 TIMEOUT_RCS = (124, 137)
 
@@ -132,13 +134,20 @@ class HccnTool:
         return result.stdout
 
     def _get(self, device, args, parser, unset):
-        try:
-            raw = self.query(device, args)
-        except HccnError as exc:
-            if exc.kind == UNSET:
+        # A get command always prints data; rc 0 with nothing at all on stdout and stderr is the
+        # output-loss race of AnsibleModule.run_command (ansible/ansible#51393: its select loop can
+        # stop before reading a child that answered late on a busy host). Ask again, then give up
+        # with the empty answer, which the parser rejects with the raw text.
+        for attempt in range(GET_ATTEMPTS):
+            result = self.run(device, args)
+            if result.rc != 0 or result.stdout.strip() or result.stderr.strip() or attempt == GET_ATTEMPTS - 1:
+                break
+        error = classify(result)
+        if error is not None:
+            if error.kind == UNSET:
                 return unset
-            raise
-        return parser(raw)
+            raise error
+        return parser(result.stdout)
 
     def get_ip(self, device):
         # type: (int) -> dict

@@ -191,10 +191,15 @@ class NpuSmi:
     def run(self, args):
         # type: (list) -> str
         cmd = [self.binary] + list(args)
-        try:
-            rc, out, err = self.module.run_command(cmd, expand_user_and_vars=False, handle_exceptions=False)
-        except OSError as exc:
-            raise NpuSmiError(cmd, 127, "", str(exc))
+        # `info` always prints something: rc 0 with no output at all is run_command's output-loss
+        # race on a busy host (ansible/ansible#51393), so ask once more before believing it.
+        for dummy in range(2):
+            try:
+                rc, out, err = self.module.run_command(cmd, expand_user_and_vars=False, handle_exceptions=False)
+            except OSError as exc:
+                raise NpuSmiError(cmd, 127, "", str(exc))
+            if rc != 0 or (out or "").strip() or (err or "").strip():
+                break
         if rc != 0:
             raise NpuSmiError(cmd, rc, out or "", err or "")
         return out or ""

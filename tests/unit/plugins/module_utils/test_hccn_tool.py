@@ -147,3 +147,40 @@ def test_pool_map_keeps_order_and_returns_tool_errors():
 def test_pool_map_lets_bugs_through():
     with pytest.raises(ZeroDivisionError):
         t.pool_map(lambda item: 1 // 0, [1], parallel=1)
+
+
+def flaky(module, empty_answers):
+    """Make the first ``empty_answers`` calls look like run_command lost the output (rc 0, nothing)."""
+    original = module.run_command
+    calls = []
+
+    def run_command(argv, **kwargs):
+        calls.append(argv)
+        if len(calls) <= empty_answers:
+            return 0, "", ""
+        return original(argv, **kwargs)
+
+    module.run_command = run_command
+    return calls
+
+
+def test_get_asks_again_when_the_answer_was_lost():
+    module = FakeModule(transcript={(HCCN, "-i", "0", "-link", "-g"): (0, "link status: UP\n", "")})
+    calls = flaky(module, 2)
+    assert t.HccnTool(module, HCCN).get_link(0) == "UP"
+    assert len(calls) == 3
+
+
+def test_get_gives_up_after_the_attempts_with_the_raw_text():
+    module = FakeModule(transcript={(HCCN, "-i", "0", "-link", "-g"): (0, "link status: UP\n", "")})
+    calls = flaky(module, t.GET_ATTEMPTS)
+    with pytest.raises(ParseError) as info:
+        t.HccnTool(module, HCCN).get_link(0)
+    assert info.value.raw == "" and len(calls) == t.GET_ATTEMPTS
+
+
+def test_get_does_not_repeat_real_answers():
+    module = FakeModule(transcript={(HCCN, "-i", "0", "-gateway", "-g"): NO_GATEWAY})
+    calls = flaky(module, 0)
+    assert t.HccnTool(module, HCCN).get_gateway(0) == ""
+    assert len(calls) == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _npu_smi as n
-from tests.unit.plugins.module_utils.hccn_fakes import INFO_TABLE_910B, info_list
+from tests.unit.plugins.module_utils.hccn_fakes import INFO_TABLE_910B, NPU_SMI, FakeModule, info_list
 
 INFO_TABLE_A3 = """\
 +------------------------------------------------------------------------------------------------+
@@ -94,3 +94,16 @@ def test_davinci_devices(tmp_path):
 ])
 def test_chip_model(table, expected):
     assert n.chip_model(n.parse_info_table(table)) == expected
+
+
+def test_npu_smi_asks_again_when_the_answer_was_lost():
+    module = FakeModule(transcript={(NPU_SMI, "info", "-l"): (0, info_list([0, 1]), "")})
+    original, calls = module.run_command, []
+
+    def run_command(argv, **kwargs):
+        calls.append(argv)
+        return (0, "", "") if len(calls) == 1 else original(argv, **kwargs)
+
+    module.run_command = run_command
+    assert [npu["npu_id"] for npu in n.NpuSmi(module, NPU_SMI).info_list()] == [0, 1]
+    assert len(calls) == 2
