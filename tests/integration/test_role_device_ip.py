@@ -144,3 +144,23 @@ def test_limit_without_server_list_is_refused(sim_cluster, tmp_path):
     assert ok.rc == 0, ok
     values = cluster_values(cluster)
     assert values["server1"][0][0] == "198.18.100.111" and values["server0"][0][0] == ""
+
+
+@pytest.mark.parametrize(
+    "chip, group_vars",
+    [
+        # the simulator's own presets (ascend_sim.admin.ip_plan), written as role variables
+        ("910A", {"ascend_device_ip_layout": "smp", "ascend_device_ip_gateway_host": 1,
+                  "ascend_device_ip_networks": ["198.18.%d.0/24" % n for n in range(4)]}),
+        ("910B", {"ascend_device_ip_layout": "amp", "ascend_device_ip_gateway_host": 1,
+                  "ascend_device_ip_networks": ["198.18.0.0/16"],
+                  "ascend_device_ip_first_host": 266, "ascend_device_ip_server_step": 256}),
+    ],
+)
+def test_already_configured_cluster_is_left_alone(sim_cluster, tmp_path, chip, group_vars):
+    cluster = sim_cluster(servers=2, chip=chip, preset_ips=True)
+    play, inventory = write_bed(tmp_path, cluster, group_vars)
+    before = cluster_values(cluster)
+    result = run_playbook(play, inventory, env=ENV)
+    assert result.rc == 0 and result.changed() == 0, result
+    assert cluster_values(cluster) == before
