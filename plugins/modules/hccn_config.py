@@ -100,6 +100,9 @@ notes:
     are what this module compares against.
   - An address swap between two devices of a host cannot be done in one run (C(hccn_tool) refuses
     an address another device holds); the task says so and changes nothing.
+  - Devices that are not listed are not read. If one of them holds an address the plan gives to a
+    listed device, C(hccn_tool) refuses that set (C(conflicted)); list every device of the host
+    (the plans the C(ascend.cluster.device_ip_plan) filter computes do) to have such moves ordered for you.
 seealso:
   - module: ascend.cluster.hccn_facts
   - name: Huawei hccn_tool reference
