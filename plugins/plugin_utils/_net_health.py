@@ -23,6 +23,8 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import Clus
 from ansible_collections.ascend.cluster.plugins.plugin_utils._ip_plan import LAYOUTS, validate_plan
 
 UNREACHED = ("Receive timeout", "Unreachable", "Time exceeded")
+# Faults of a device that make every probe aimed at it fail.
+ROOT_CAUSES = ("unreadable", "no IP", "link DOWN", "Fault")
 
 HINTS = {
     "error": "hccn_tool failed ({error}); check the driver (npu-smi info) and rerun",
@@ -151,19 +153,31 @@ def health_report(
         chips.append(npu.get("chip"))
         devices += [(host, dev) for dev in npu.get("devices") or []]
     chip = chip or next((c for c in chips if c), None)
+    found = [_device_problem(host, dev, check_conf) for host, dev in devices]
+    # A device whose probe fails because its target is another device of the cluster that is
+    # itself broken (cut link, no IP) is a symptom, not a second fault: name it with the culprit.
+    owner = {dev["device_ip"]: i for i, (_host, dev) in enumerate(devices) if dev.get("device_ip")}
+    seen_by: dict[int, list[str]] = {}
+    for i, (host, dev) in enumerate(devices):
+        culprit = owner.get(dev.get("netdetect") or "")
+        if (found[i] and found[i][0] in UNREACHED + ("Socket fail",) and culprit is not None
+                and found[culprit] and found[culprit][0] in ROOT_CAUSES):
+            seen_by.setdefault(culprit, []).append(f"{host} device {dev.get('device_id')}")
+            found[i] = ("target down", "")
     rows, problems, bad = [], [], []
-    for host, dev in devices:
-        found = _device_problem(host, dev, check_conf)
-        status = found[0] if found else "ok"
-        if found:
-            problems.append(f"{host} device {dev.get('device_id')}: {found[0]} - {found[1]}")
-            bad.append({"server": host, "device": dev.get("device_id"), "status": found[0]})
+    for i, (host, dev) in enumerate(devices):
+        problem = found[i]
+        if problem and problem[0] != "target down":
+            also = seen_by.get(i)
+            suffix = f"; {', '.join(also)} probing it fail(s) because of it" if also else ""
+            problems.append(f"{host} device {dev.get('device_id')}: {problem[0]} - {problem[1]}{suffix}")
+            bad.append({"server": host, "device": dev.get("device_id"), "status": problem[0]})
         tls = dev.get("tls_switch")
         rows.append({
             "server": host, "device": dev.get("device_id"),
             "ip": _with_prefix(dev.get("device_ip"), dev.get("netmask")),
             "link": dev.get("link"), "health": dev.get("net_health"), "netdetect": dev.get("netdetect") or None,
-            "tls": None if tls is None else ("on" if tls else "off"), "status": status,
+            "tls": None if tls is None else ("on" if tls else "off"), "status": problem[0] if problem else "ok",
         })
     cluster = [_tls_problem(devices) if check_tls else None, _ip_problem(devices, chip, _layout(layout, chip))]
     problems += [p for p in cluster if p]

@@ -1,0 +1,113 @@
+"""Role ascend.cluster.net_health on the simulated local 2 x 8 cluster (examples/sim/inventory.yml)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.ansible_cli import run_playbook
+
+from .conftest import SIM_INVENTORY
+
+pytestmark = pytest.mark.playbook
+
+PLAY = """\
+- name: Check the parameter plane
+  hosts: ascend
+  gather_facts: false
+  roles:
+    - role: ascend.cluster.net_health
+"""
+
+
+@pytest.fixture
+def play(tmp_path: Path) -> Path:
+    path = tmp_path / "net_health.yml"
+    path.write_text(PLAY)
+    return path
+
+
+def netdetect(server, device: int) -> str:
+    return server.hccn_tool("-i", str(device), "-netdetect", "-g").stdout.split(":", 1)[1].strip()
+
+
+def problem_lines(output: str) -> list[str]:
+    """The report's problem lines as printed in the table task (one quoted string each)."""
+    return sorted({line.strip().strip('",') for line in output.splitlines()
+                   if " device " in line and " - " in line and line.strip().startswith('"server')})
+
+
+def test_a_healthy_cluster_prints_one_table_and_changes_nothing(sim_cluster, play):
+    cluster = sim_cluster()
+    result = run_playbook(play, SIM_INVENTORY, extra_vars=cluster.inventory_vars)
+    assert result.rc == 0, result
+    assert result.changed() == 0, result
+    assert "SERVER   DEVICE  IP              LINK  HEALTH   NETDETECT   TLS  STATUS" in result.stdout
+    assert result.stdout.count("  Success  198.18.0.1  off  ok") == 16
+
+
+def test_a_link_down_fails_naming_exactly_that_server_and_device(sim_cluster, play):
+    cluster = sim_cluster()
+    cluster["server1"].fault("link", "--device", "2", "--down")
+    result = run_playbook(play, SIM_INVENTORY, extra_vars=cluster.inventory_vars)
+    assert result.rc != 0, result
+    assert problem_lines(result.stdout) == [
+        "server1 device 2: link DOWN - check the optics/cable of NPU 2 (eth2) and its switch port"]
+    assert "1 problem(s) on the parameter plane: server1 device 2: link DOWN" in result.stdout
+
+
+def test_peer_mode_points_each_device_at_the_next_server_once(sim_cluster, play):
+    cluster = sim_cluster()
+    extra = {**cluster.inventory_vars, "ascend_net_health_netdetect": "peer"}
+    checked = run_playbook(play, SIM_INVENTORY, extra_vars=extra, check=True)
+    assert checked.rc == 0, checked
+    assert netdetect(cluster["server0"], 3) == "198.18.0.1", "check mode changed a netdetect target"
+    first = run_playbook(play, SIM_INVENTORY, extra_vars=extra)
+    assert first.rc == 0, first
+    assert first.changed("server0") == 1 and first.changed("server1") == 1, first  # one call per host
+    assert [netdetect(cluster["server0"], d) for d in range(8)] == [f"198.18.2.{10 + d}" for d in range(8)]
+    assert [netdetect(cluster["server1"], d) for d in range(8)] == [f"198.18.1.{10 + d}" for d in range(8)]
+    second = run_playbook(play, SIM_INVENTORY, extra_vars=extra)
+    assert second.rc == 0 and second.changed() == 0, second
+
+
+def test_a_tls_switch_differing_between_devices_fails_the_cluster(sim_cluster, play):
+    cluster = sim_cluster()
+    cluster["server0"].fault("tls", "--device", "5", "--switch", "1")
+    result = run_playbook(play, SIM_INVENTORY, extra_vars=cluster.inventory_vars)
+    assert result.rc != 0, result
+    assert "cluster: TLS switch differs between devices (on at server0 device 5)" in result.stdout
+    assert "server0  5       198.18.1.15/16  UP    Success  198.18.0.1  on   ok" in result.stdout
+
+
+def test_a_stale_hccn_conf_is_reported_with_its_keys(sim_cluster, play):
+    cluster = sim_cluster()
+    cluster["server0"].fault("stale-conf", "--device", "1")
+    result = run_playbook(play, SIM_INVENTORY, extra_vars=cluster.inventory_vars)
+    assert result.rc != 0, result
+    assert [line.split(" - ")[0] for line in problem_lines(result.stdout)] == ["server0 device 1: conf stale"]
+    assert "/etc/hccn.conf disagrees with the device on address" in result.stdout
+
+
+def test_the_wait_for_init_is_bounded(sim_cluster, play):
+    cluster = sim_cluster()
+    cluster["server1"].fault("health", "--device", "4", "--status", "Init")
+    start = time.monotonic()
+    result = run_playbook(play, SIM_INVENTORY, extra_vars={
+        **cluster.inventory_vars, "ascend_net_health_retries": 2, "ascend_net_health_delay": 1})
+    elapsed = time.monotonic() - start
+    assert result.rc != 0, result
+    assert [line.split(" - ")[0] for line in problem_lines(result.stdout)] == ["server1 device 4: Init"]
+    assert "Read the devices until net_health has left Init (2 retries left)" in result.stdout
+    assert "(1 retries left)" in result.stdout and "(0 retries left)" not in result.stdout
+    assert elapsed >= 2
+
+
+def test_report_only_mode_does_not_fail(sim_cluster, play):
+    cluster = sim_cluster()
+    cluster["server1"].fault("link", "--device", "0", "--down")
+    result = run_playbook(play, SIM_INVENTORY, extra_vars={**cluster.inventory_vars, "ascend_net_health_fail": False})
+    assert result.rc == 0, result
+    assert "server1 device 0: link DOWN" in result.stdout

@@ -1,0 +1,155 @@
+"""The net_health report logic (plugin_utils/_net_health.py): one row per device, one problem per
+bad device with its hint, symptoms attributed to their cause, and the cluster-wide checks.
+
+Pure Python and fast; it lives beside the role's playbook tests because it is the role's logic.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
+from ansible_collections.ascend.cluster.plugins.plugin_utils._net_health import (
+    HINTS,
+    health_report,
+    netdetect_targets,
+)
+
+
+def dev(device_id: int, server: int = 1, **changes: Any) -> dict[str, Any]:
+    """A healthy device of server ``server`` in 198.19.0.0/24, probing its gateway."""
+    entry = {
+        "device_id": device_id, "device_ip": f"198.19.0.{server * 10 + device_id}", "netmask": "255.255.255.0",
+        "gateway": "198.19.0.254", "netdetect": "198.19.0.254", "net_health": "Success", "link": "UP",
+        "error": None, "stale_conf": False, "stale_keys": [], "tls_switch": False,
+    }
+    entry.update(changes)
+    return entry
+
+
+def cluster(*servers: list[dict[str, Any]], chip: str = "910B") -> list[dict[str, Any]]:
+    return [{"host": f"h{i + 1}", "ascend_npu": {"chip": chip, "devices": devices}} for i, devices in enumerate(servers)]
+
+
+def test_a_healthy_cluster_has_one_ok_row_per_device_and_no_problem() -> None:
+    report = health_report(cluster([dev(0), dev(1)], [dev(0, 2), dev(1, 2)]))
+    assert report["ok"] and report["problems"] == [] and report["bad"] == []
+    assert [(r["server"], r["device"], r["status"]) for r in report["rows"]] == [
+        ("h1", 0, "ok"), ("h1", 1, "ok"), ("h2", 0, "ok"), ("h2", 1, "ok")]
+    assert report["rows"][0] == {"server": "h1", "device": 0, "ip": "198.19.0.10/24", "link": "UP", "health": "Success",
+                                 "netdetect": "198.19.0.254", "tls": "off", "status": "ok"}
+
+
+@pytest.mark.parametrize(
+    ("changes", "status", "hint_words"),
+    [
+        ({"link": "DOWN", "net_health": "Fault"}, "link DOWN", ["optics/cable", "eth1"]),
+        ({"net_health": "Socket fail"}, "Socket fail", ["firewall", "198.19.0.254"]),
+        ({"net_health": "Receive timeout"}, "Receive timeout", ["does not answer", "198.19.0.254"]),
+        ({"net_health": "Unreachable"}, "Unreachable", ["route/gateway"]),
+        ({"net_health": "Init"}, "Init", ["ascend_net_health_retries"]),
+        ({"net_health": "Init", "netdetect": ""}, "no netdetect", ["gateway", "peer"]),
+        ({"net_health": "Fault"}, "Fault", ["npu-smi"]),
+        ({"net_health": "Thread error"}, "Thread error", ["-net_health -g"]),
+        ({"device_ip": "", "netmask": ""}, "no IP", ["--tags device_ip"]),
+        ({"error": "Command execute failed!"}, "unreadable", ["Command execute failed!", "driver"]),
+        ({"stale_conf": True, "stale_keys": ["address"]}, "conf stale", ["hccn.conf", "address"]),
+    ],
+)
+def test_each_bad_device_is_named_with_its_status_and_hint(changes, status, hint_words) -> None:
+    report = health_report(cluster([dev(0), dev(1, **changes)]))
+    assert report["bad"] == [{"server": "h1", "device": 1, "status": status}]
+    assert len(report["problems"]) == 1 and report["problems"][0].startswith(f"h1 device 1: {status} - ")
+    for word in hint_words:
+        assert word in report["problems"][0]
+    assert [r["status"] for r in report["rows"]] == ["ok", status]
+    assert not report["ok"]
+
+
+def test_stale_conf_can_be_ignored() -> None:
+    assert health_report(cluster([dev(0, stale_conf=True)]), check_conf=False)["ok"]
+
+
+def test_a_probe_failing_because_its_peer_is_cut_is_a_symptom_named_with_the_cause() -> None:
+    h1 = [dev(0, netdetect="198.19.0.20"), dev(1, netdetect="198.19.0.21", net_health="Receive timeout")]
+    h2 = [dev(0, 2, netdetect="198.19.0.10"), dev(1, 2, netdetect="198.19.0.11", link="DOWN", net_health="Fault")]
+    report = health_report(cluster(h1, h2))
+    assert report["bad"] == [{"server": "h2", "device": 1, "status": "link DOWN"}]
+    assert report["problems"] == [
+        "h2 device 1: link DOWN - " + HINTS["link_down"].format(device=1) + "; h1 device 1 probing it fail(s) because of it"
+    ]
+    assert [r["status"] for r in report["rows"]] == ["ok", "target down", "ok", "link DOWN"]
+
+
+def test_a_probe_of_a_healthy_target_that_fails_is_its_own_problem() -> None:
+    h1 = [dev(0, netdetect="198.19.0.20", net_health="Socket fail")]
+    report = health_report(cluster(h1, [dev(0, 2, netdetect="198.19.0.10")]))
+    assert report["bad"] == [{"server": "h1", "device": 0, "status": "Socket fail"}]
+
+
+def test_tls_switch_differing_between_devices_names_the_odd_ones() -> None:
+    report = health_report(cluster([dev(0), dev(1)], [dev(0, 2), dev(1, 2, tls_switch=True)]))
+    assert report["bad"] == []
+    assert len(report["problems"]) == 1
+    assert report["problems"][0].startswith("cluster: TLS switch differs between devices (on at h2 device 1)")
+    assert "-tls -s enable 0" in report["problems"][0]
+    assert health_report(cluster([dev(0)], [dev(0, 2, tls_switch=True)]), check_tls=False)["ok"]
+
+
+def test_devices_without_a_tls_reading_are_not_compared() -> None:
+    assert health_report(cluster([dev(0, tls_switch=None)], [dev(0, 2, tls_switch=True)]))["ok"]
+
+
+def test_a_duplicate_device_ip_across_servers_is_a_cluster_problem_naming_both() -> None:
+    report = health_report(cluster([dev(0)], [dev(0, 2, device_ip="198.19.0.10")]))
+    assert len(report["problems"]) == 1
+    assert "address 198.19.0.10 is planned 2 times: h1 device 0, h2 device 0" in report["problems"][0]
+    assert "nothing was changed" not in report["problems"][0]
+
+
+def test_910a_devices_must_follow_the_smp_pairing() -> None:
+    def smp(d: int, third: int) -> dict[str, Any]:
+        return dev(d, device_ip=f"198.19.{third}.{100 + d}", gateway="", netdetect=f"198.19.{third}.1")
+
+    good = [smp(d, d % 4) for d in range(8)]
+    assert health_report(cluster(good, chip="910A"))["ok"]
+    bad = [smp(d, d % 4 if d != 4 else 1) for d in range(8)]
+    report = health_report(cluster(bad, chip="910A"))
+    assert any("devices 0 and 4 must share a subnet" in p for p in report["problems"])
+    assert health_report(cluster(bad, chip="910A"), layout="amp")["ok"]
+
+
+def test_bad_input_is_refused_with_a_message() -> None:
+    with pytest.raises(ClusterSpecError, match="no ascend_npu facts"):
+        health_report([{"host": "h1"}])
+    with pytest.raises(ClusterSpecError, match="list of hosts"):
+        health_report({"h1": {}})
+    with pytest.raises(ClusterSpecError, match="layout 'ring' is unknown"):
+        health_report(cluster([dev(0)]), layout="ring")
+
+
+def test_hostvars_shape_is_read_too() -> None:
+    hostvars = [{"inventory_hostname": "h1", "ansible_facts": {"ascend_npu": {"chip": "910B", "devices": [dev(0)]}}}]
+    assert health_report(hostvars)["rows"][0]["server"] == "h1"
+
+
+@pytest.mark.parametrize(
+    ("mode", "peer", "expected"),
+    [
+        ("gateway", [], ["198.19.0.254", "198.19.0.254"]),
+        ("peer", [dev(0, 2), dev(1, 2)], ["198.19.0.20", "198.19.0.21"]),
+        ("peer", [dev(0, 2)], ["198.19.0.20"]),  # the peer has no device 1: left out, reported later
+    ],
+)
+def test_netdetect_targets_keep_address_and_netmask(mode, peer, expected) -> None:
+    targets = netdetect_targets([dev(0), dev(1), dev(2, device_ip="", netmask="")], mode, peer)
+    assert [t["netdetect"] for t in targets] == expected
+    assert targets[0] == {"device_id": 0, "address": "198.19.0.10", "netmask": "255.255.255.0", "netdetect": expected[0]}
+
+
+def test_netdetect_targets_skip_devices_without_a_gateway_and_refuse_unknown_modes() -> None:
+    assert netdetect_targets([dev(0, gateway="")], "gateway") == []
+    with pytest.raises(ClusterSpecError, match="use gateway or peer"):
+        netdetect_targets([dev(0)], "keep")
