@@ -1,0 +1,76 @@
+"""What one simulated hccn_tool call costs, and 80 concurrent queries with 100 ms latency.
+
+hccn_facts calls hccn_tool ~80 times at once on a 16-device host; on a 2-core machine the
+simulator's own start-up is what the module's benchmark mostly measures, so it is tracked here.
+Prints one JSON object per figure:
+  sim_python_floor_cpu_s        CPU of a bare `python3 -S -c pass` (the floor no simulator beats)
+  sim_get_call_cpu_s            CPU of one installed `hccn_tool -i 3 -ip -g`
+  sim_80_queries_100ms_s        wall time of 16 devices x 5 queries at once, 100 ms latency each
+Run: .venv/bin/python bench/bench_simulator.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+ASCEND_SIM = REPO / "simulator" / "bin" / "ascend-sim"
+PYTHON = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+QUERIES = ("-ip", "-gateway", "-netdetect", "-net_health", "-link")
+
+
+def child_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def cpu_per_call(argv: list[str], n: int = 50) -> float:
+    before = child_cpu()
+    for _call in range(n):
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return (child_cpu() - before) / n
+
+
+def emit(figure: str, value: float) -> None:
+    print(json.dumps({"figure": figure, "value": round(value, 4), "unit": "s"}), flush=True)
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-sim-") as tmp:
+        out = subprocess.run(
+            [str(ASCEND_SIM), "cluster", "--root", f"{tmp}/cl", "--servers", "1", "--chip", "A3", "--devices", "16",
+             "--preset-ips", "--settle", "0", "--python", PYTHON],
+            capture_output=True, text=True, check=True,
+        ).stdout
+        server = json.loads(out)["servers"][0]
+        tool = os.path.join(server["bin_dir"], "hccn_tool")
+        emit("sim_python_floor_cpu_s", min(cpu_per_call([PYTHON, "-S", "-c", "pass"]) for _ in range(3)))
+        emit("sim_get_call_cpu_s", min(cpu_per_call([tool, "-i", "3", "-ip", "-g"]) for _ in range(3)))
+        subprocess.run([str(ASCEND_SIM), "-q", "fault", "--state", server["state_dir"], "latency", "--seconds", "0.1"], check=True)
+        tasks = [(dev, query) for dev in range(16) for query in QUERIES]
+
+        def call(task: tuple[int, str]) -> int:
+            dev, query = task
+            return subprocess.run([tool, "-i", str(dev), query, "-g"], capture_output=True, check=False).returncode
+
+        best = float("inf")
+        for _round in range(3):
+            start = time.monotonic()
+            with ThreadPoolExecutor(len(tasks)) as pool:
+                codes = list(pool.map(call, tasks))
+            best = min(best, time.monotonic() - start)
+            if any(codes):
+                raise SystemExit(f"some simulated calls failed: {codes}")
+        emit("sim_80_queries_100ms_s", best)
+
+
+if __name__ == "__main__":
+    main()
