@@ -16,9 +16,19 @@ __metaclass__ = type
 POLL_S = 0.05
 
 
+def _zombie(pid):
+    # type: (int) -> bool
+    """True when ``pid`` has exited and only waits to be reaped by its parent (Linux /proc)."""
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def pid_alive(pid):
     # type: (int | None) -> bool
-    """True when a process ``pid`` exists (zombies included, until reaped)."""
+    """True when a process ``pid`` exists and has not exited (a zombie counts as gone)."""
     if not pid:
         return False
     try:
@@ -27,7 +37,7 @@ def pid_alive(pid):
         return False
     except PermissionError:
         return True
-    return True
+    return not _zombie(int(pid))
 
 
 def group_alive(pgid):

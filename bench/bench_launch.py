@@ -1,0 +1,125 @@
+"""Launch benchmarks: ``launch_skew_s`` and ``failfast_s`` of ascend.cluster.train.
+
+- ``launch_skew_s``: 2 servers x 8 ranks; the spread (max - min) of the ranks' OWN start
+  timestamps (the stand-in command prints ``date +%s.%N`` as its first act). Target <= 1.0 s.
+- ``failfast_s``: one rank exits 1 mid-run; from that rank's recorded end to the last other
+  rank's recorded end (every rank gone). Target <= 5 s.
+
+Where: ``--where bed`` (default when root and the test bed works) runs over real SSH against a
+2-host test bed (tests/testbed/bed.py); ``--where sim`` on the simulated local 2 x 8 cluster.
+Each figure is printed as ``{"figure": NAME, "value": NUMBER, "unit": "s", "where": ...}``.
+
+    .venv/bin/python bench/bench_launch.py [--where bed|sim] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.helpers.ansible_cli import run_playbook  # noqa: E402
+
+TRAIN = REPO / "playbooks" / "train.yml"
+STAND_IN = REPO / "examples" / "train" / "train_1p.sh"
+SIM = REPO / "simulator" / "bin" / "ascend-sim"
+_START = re.compile(r"^start rank=(\d+) .* at (\d+\.\d+)", re.MULTILINE)
+
+
+def sim_target(root: Path) -> tuple[Path, dict, Path]:
+    """(inventory, extra vars, run root) for the simulated local cluster under ``root``."""
+    import subprocess
+
+    subprocess.run([sys.executable, str(SIM), "-q", "cluster", "--root", str(root), "--servers", "2", "--chip", "910B",
+                    "--devices", "8", "--preset-ips", "--settle", "0", "--force"], check=True, capture_output=True)
+    extra = {
+        "ascend_sim_root": str(root),
+        "ascend_launch_run_root": f"{root}/runs",
+        "ascend_launch_job_root": "{{ ascend_sim_server }}/jobs",
+        "ascend_launch_lock_dir": "{{ ascend_sim_server }}/locks",
+        "ascend_launch_controller_dir": f"{root}/controller",
+        "ascend_launch_extra_env": {"ASCEND_SIM_STATE": "{{ ascend_sim_server }}/state"},
+    }
+    return REPO / "examples" / "sim" / "inventory.yml", extra, root / "runs"
+
+
+def bed_target(root: Path, bed) -> tuple[Path, dict, Path]:
+    """(inventory, extra vars, run root) for a running test bed (run dirs on the shared /var/tmp)."""
+    extra = {
+        "ascend_hosts": "h1,h2",
+        "ascend_launch_run_root": f"{root}/runs",
+        "ascend_launch_job_root": "/run/ascend-cluster/jobs",
+        "ascend_launch_controller_dir": f"{root}/controller",
+    }
+    return bed.inventory, extra, root / "runs"
+
+
+def one_run(inventory: Path, extra: dict, runs: Path, env: dict) -> tuple[dict, str]:
+    job_id = f"bench{len(list(runs.iterdir())) if runs.exists() else 0}"
+    res = run_playbook(TRAIN, inventory, extra_vars=dict(extra, np=16, ascend_job_id=job_id, ascend_train_env=env,
+                                                         train_command=f"bash {STAND_IN}"), timeout=1200)
+    states = {}
+    for path in (runs / job_id).glob("device_*/state.json"):
+        state = json.loads(path.read_text())
+        log = (path.parent / "train.log").read_text()
+        match = _START.search(log)
+        state["own_start"] = float(match.group(2)) if match else None
+        states[state["rank_id"]] = state
+    return states, res.stdout if res.rc == 0 or env.get("FAIL_RANK") else str(res)
+
+
+def launch_skew(states: dict) -> float:
+    starts = [s["own_start"] for s in states.values()]
+    if len(starts) != 16 or None in starts:
+        raise SystemExit(f"expected 16 ranks with a start timestamp, got {len(starts)}")
+    return max(starts) - min(starts)
+
+
+def failfast(states: dict, failing: int) -> float:
+    others = [s["ended"] for r, s in states.items() if r != failing]
+    return max(others) - states[failing]["ended"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--where", choices=["bed", "sim"], default="bed" if os.geteuid() == 0 else "sim")
+    parser.add_argument("--repeat", type=int, default=1)
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="bench-launch-", dir="/var/tmp"))
+    bed = None
+    try:
+        if args.where == "bed":
+            from tests.testbed.harness import Bed, unique_prefix
+
+            bed = Bed.up(unique_prefix(), 2)
+            target = bed_target(root, bed)
+            where = "testbed 2 hosts x 8 ranks over ssh"
+        else:
+            target = sim_target(root)
+            where = "simulated local cluster 2 x 8 (local connection)"
+        skews, fails = [], []
+        for _ in range(args.repeat):
+            states, out = one_run(*target, {"STEPS": "2", "STEP_S": "0.1"})
+            skews.append(launch_skew(states))
+            states, out = one_run(*target, {"STEPS": "600", "STEP_S": "0.1", "FAIL_RANK": "11", "FAIL_STEP": "20"})
+            if "rank 11 " not in out or states[11]["rc"] != 1:
+                raise SystemExit(f"the failing run did not fail on rank 11:\n{out[-3000:]}")
+            fails.append(failfast(states, 11))
+        for name, values in (("launch_skew_s", skews), ("failfast_s", fails)):
+            print(json.dumps({"figure": name, "value": round(max(values), 3), "unit": "s", "where": where,
+                              "runs": [round(v, 3) for v in values], "statistic": "max"}))
+    finally:
+        if bed is not None:
+            bed.down()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

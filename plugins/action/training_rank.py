@@ -1,0 +1,40 @@
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Action training_rank: split the training command on the controller, then run the module.
+
+``command`` is split with ``shlex.split`` here, so a command that cannot be split fails the task
+on the controller at once (instead of in a detached async runner), and the module receives a
+plain argument list it execs without a shell. Async (``async`` + ``poll: 0``) is passed through.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from ansible.plugins.action import ActionBase
+
+
+class ActionModule(ActionBase):
+    """Controller half of ``ascend.cluster.training_rank``."""
+
+    _supports_async = True
+
+    def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
+        result = super().run(tmp, task_vars)
+        args = dict(self._task.args)
+        command = args.pop("command", None)
+        if command is not None:
+            if args.get("argv"):
+                return dict(result, failed=True, msg="give either argv or command, not both")
+            try:
+                args["argv"] = shlex.split(str(command))
+            except ValueError as exc:
+                return dict(result, failed=True, msg=f"cannot split the training command {command!r}: {exc}")
+            if not args["argv"]:
+                return dict(result, failed=True, msg="the training command is empty: set train_command")
+        wrap_async = bool(self._task.async_val) and not self._connection.has_native_async
+        result.update(self._execute_module(module_args=args, task_vars=task_vars or {}, wrap_async=wrap_async))
+        if not wrap_async:
+            self._remove_tmp_path(self._connection._shell.tmpdir)
+        return result

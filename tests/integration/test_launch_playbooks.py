@@ -1,0 +1,217 @@
+"""ascend.cluster.train / status / stop on the simulated 2 x 8 cluster (both servers are local connections).
+
+The stand-in training command is examples/train/train_1p.sh (prints a falling loss, can be told to
+crash one rank); every check reads what the ranks themselves wrote (state.json, train.log).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.ansible_cli import BIN_DIR, ansible_env, run_playbook
+from tests.helpers.collection import REPO_ROOT
+
+from .conftest import SIM_INVENTORY
+
+TRAIN = REPO_ROOT / "playbooks" / "train.yml"
+STATUS = REPO_ROOT / "playbooks" / "status.yml"
+STOP = REPO_ROOT / "playbooks" / "stop.yml"
+STAND_IN = REPO_ROOT / "examples" / "train" / "train_1p.sh"
+
+
+def launch_vars(cluster, **extra):
+    """Extra vars: the sim inventory pointed at this cluster, with per-server job/lock dirs."""
+    base = dict(cluster.inventory_vars)
+    base.update({
+        "ascend_launch_run_root": f"{cluster.root}/runs",
+        "ascend_launch_job_root": "{{ ascend_sim_server }}/jobs",
+        "ascend_launch_lock_dir": "{{ ascend_sim_server }}/locks",
+        "ascend_launch_controller_dir": f"{cluster.root}/controller",
+        "ascend_launch_extra_env": {"ASCEND_SIM_STATE": "{{ ascend_sim_server }}/state"},
+        "ascend_launch_progress_interval_s": 1,
+        "train_command": f"bash {STAND_IN} --data_path=/data",
+    })
+    base.update(extra)
+    return base
+
+
+def rank_states(cluster, job_id=None):
+    """Every rank's state.json of the (only / given) job, by rank id."""
+    runs = cluster.root / "runs"
+    jobs = [job_id] if job_id else sorted(p.name for p in runs.iterdir())
+    states = {}
+    for path in (runs / jobs[-1]).glob("device_*/state.json"):
+        state = json.loads(path.read_text())
+        states[state["rank_id"]] = state
+    return states
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+def wait_for(predicate, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def test_np16_runs_every_rank_together_and_reports(sim_cluster):
+    cluster = sim_cluster()
+    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, ascend_train_env={"STEPS": "3"}))
+    assert res.rc == 0, res
+    states = rank_states(cluster)
+    assert sorted(states) == list(range(16))
+    assert all(s["phase"] == "exited" and s["rc"] == 0 for s in states.values()), states
+    starts = [s["started"] for s in states.values()]
+    assert max(starts) - min(starts) < 1.0, f"launch skew {max(starts) - min(starts):.3f}s"
+    # every rank in its own directory with env.log; server1's ranks are 8..15 on devices 0..7
+    job = next((cluster.root / "runs").iterdir())
+    env11 = dict(line.split("=", 1) for line in (job / "device_11" / "env.log").read_text().splitlines())
+    assert (env11["RANK_ID"], env11["DEVICE_ID"], env11["RANK_SIZE"], env11["DEVICE_NUM"]) == ("11", "3", "16", "8")
+    assert env11["RANK_TABLE_FILE"].endswith("server1/etc/rank_table.json")
+    assert env11["HCCL_CONNECT_TIMEOUT"] == "120"
+    assert "step 3 loss 333" in (job / "device_11" / "train.log").read_text()
+    # logs fetched to the controller, per-rank table printed
+    fetched = sorted((cluster.root / "controller" / job.name / "logs").glob("*/device_*.log"))
+    assert len(fetched) == 16
+    assert "SERVER     DEVICE_ID  RANK_ID  STATE" in res.stdout
+    assert "ranks: " in res.stdout  # progress lines
+
+
+def test_eight_ranks_four_per_server(sim_cluster):
+    # select_devices packs np=8 onto one server (fewest servers); the seed's --env syntax spreads it
+    cluster = sim_cluster()
+    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(
+        cluster, np=8, npu_env="127.0.1.1:4,127.0.1.2:4", ascend_train_env={"STEPS": "1"}))
+    assert res.rc == 0, res
+    job = next((cluster.root / "runs").iterdir())
+    per_server = {}
+    for rank in range(8):
+        env = dict(line.split("=", 1) for line in (job / f"device_{rank}" / "env.log").read_text().splitlines())
+        per_server.setdefault(env["ASCEND_SIM_STATE"], []).append(env["DEVICE_NUM"])
+    assert sorted(len(v) for v in per_server.values()) == [4, 4]
+    assert all(n == "4" for v in per_server.values() for n in v)
+
+
+def test_one_failing_rank_stops_every_rank_and_is_named(sim_cluster):
+    cluster = sim_cluster()
+    env = {"FAIL_RANK": "11", "FAIL_STEP": "3", "STEPS": "400", "STEP_S": "0.1"}
+    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, ascend_train_env=env))
+    assert res.rc != 0, res
+    assert "rank 11 (server 127.0.1.2, device 3) failed first: exit code 1" in res.stdout, res
+    assert "rank 11 crashing at step 3" in res.stdout
+    states = rank_states(cluster)
+    assert states[11]["rc"] == 1
+    others = [s for r, s in states.items() if r != 11]
+    assert all(s["rc"] in (-15, -9) for s in others), {r: s["rc"] for r, s in states.items()}
+    assert not any(alive(s["pid"]) for s in states.values())
+    failfast = max(s["ended"] for s in others) - states[11]["ended"]
+    assert failfast < 5.0, f"fail-fast took {failfast:.2f}s"
+
+
+def test_wait_false_status_leftover_kill_stale_and_stop(sim_cluster):
+    cluster = sim_cluster()
+    long_run = {"STEPS": "100000", "STEP_S": "0.5"}
+    first = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, wait=False, ascend_train_env=long_run))
+    assert first.rc == 0, first
+    assert "not waiting" in first.stdout
+    wait_for(lambda: all(s.get("phase") == "running" for s in rank_states(cluster).values()), 30, "ranks running")
+    first_pids = [s["pid"] for s in rank_states(cluster).values()]
+
+    status = run_playbook(STATUS, SIM_INVENTORY, extra_vars=launch_vars(cluster))
+    assert status.rc == 0, status
+    assert status.stdout.count(" running ") >= 16, status
+
+    # a second launch on the same devices is refused before anything starts
+    second = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, ascend_job_id="second"))
+    assert second.rc != 0
+    assert "devices in use, nothing was started" in second.stdout, second
+    assert not (cluster.root / "runs" / "second").exists()
+    assert all(alive(p) for p in first_pids)
+
+    # kill_stale stops the leftovers and launches
+    third = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(
+        cluster, np=16, kill_stale=True, wait=False, ascend_job_id="third", ascend_train_env=long_run))
+    assert third.rc == 0, third
+    assert not any(alive(p) for p in first_pids)
+    wait_for(lambda: all(s.get("phase") == "running" for s in rank_states(cluster, "third").values()), 30, "third running")
+    third_pids = [s["pid"] for s in rank_states(cluster, "third").values()]
+
+    stop = run_playbook(STOP, SIM_INVENTORY, extra_vars=launch_vars(cluster))
+    assert stop.rc == 0, stop
+    assert not any(alive(p) for p in third_pids)
+    states = rank_states(cluster, "third")
+    assert all(s["phase"] == "exited" for s in states.values()), states
+    # the devices are free again: a new launch passes pre-flight without kill_stale
+    again = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, ascend_train_env={"STEPS": "1"}))
+    assert again.rc == 0, again
+
+
+def test_stop_after_the_controller_is_interrupted_leaves_nothing(sim_cluster):
+    cluster = sim_cluster()
+    extra = launch_vars(cluster, np=16, ascend_train_env={"STEPS": "100000", "STEP_S": "0.5"})
+    proc = subprocess.Popen(
+        [str(BIN_DIR / "ansible-playbook"), str(TRAIN), "-i", str(SIM_INVENTORY), "-e", json.dumps(extra)],
+        cwd=REPO_ROOT, env=ansible_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_for(lambda: len([s for s in rank_states(cluster).values() if s.get("phase") == "running"]) == 16
+                 if (cluster.root / "runs").exists() else False, 240, "16 ranks running")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the controller dies without cleaning up
+        proc.wait()
+    pids = [s["pid"] for s in rank_states(cluster).values()]
+    runners = [s["runner_pid"] for s in rank_states(cluster).values()]
+    assert all(alive(p) for p in pids)
+    stop = run_playbook(STOP, SIM_INVENTORY, extra_vars=launch_vars(cluster))
+    assert stop.rc == 0, stop
+    assert not any(alive(p) for p in pids + runners)
+    locks = [lock for server in ("server0", "server1") for lock in (cluster.root / server / "locks").glob("*.lock")]
+    assert len(locks) == 16
+    import fcntl
+    for lock in locks:
+        with open(lock) as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises if any rank still holds it
+
+
+@pytest.mark.parametrize("command, message", [
+    ("'unbalanced", "cannot split the training command"),
+])
+def test_bad_command_is_refused_before_start(sim_cluster, command, message):
+    cluster = sim_cluster()
+    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=2, train_command=command))
+    assert res.rc != 0
+    assert message in res.stdout, res
+
+
+def test_foreign_process_on_a_device_blocks_launch_until_kill_stale(sim_cluster):
+    cluster = sim_cluster()
+    env = dict(os.environ, DEVICE_ID="3", ASCEND_SIM_STATE=str(cluster["server1"].state_dir))
+    squatter = subprocess.Popen(["sleep", "600"], env=env, start_new_session=True)
+    try:
+        blocked = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16))
+        assert blocked.rc != 0
+        assert f"device 3: process {squatter.pid} (sleep) holds NPU 3" in blocked.stdout, blocked
+        assert not (cluster.root / "runs").exists()
+        cleared = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(
+            cluster, np=16, kill_stale=True, ascend_train_env={"STEPS": "1"}))
+        assert cleared.rc == 0, cleared
+        assert squatter.wait(timeout=10) == -signal.SIGTERM
+    finally:
+        if squatter.poll() is None:
+            squatter.kill()
+            squatter.wait()

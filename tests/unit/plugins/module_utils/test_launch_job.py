@@ -1,0 +1,144 @@
+"""Launch building blocks that run on the servers: env presets, npu-smi process rows, locks, runner argv."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils._job_env import rank_env
+from ansible_collections.ascend.cluster.plugins.module_utils._job_preflight import find_busy, lock_holder, parse_npu_processes
+from ansible_collections.ascend.cluster.plugins.module_utils._job_runner import DeviceBusy, command_argv, take_device_lock
+
+RANK = {
+    "rank_id": 11, "device_id": 3, "rank_size": 16, "local_rank": 3, "local_count": 8,
+    "rank_table_path": "/etc/ascend/rank_table.json", "master_addr": "10.0.0.1", "master_port": 29500,
+    "host_ip": "10.0.0.2",
+}
+
+
+@pytest.mark.parametrize("framework, expected", [
+    ("mindspore", {"RANK_TABLE_FILE": "/etc/ascend/rank_table.json", "RANK_ID": "11", "RANK_SIZE": "16",
+                   "DEVICE_ID": "3", "DEVICE_NUM": "8"}),
+    ("tensorflow", {"RANK_TABLE_FILE": "/etc/ascend/rank_table.json", "RANK_ID": "11", "RANK_SIZE": "16",
+                    "DEVICE_ID": "3", "DEVICE_NUM": "8", "ASCEND_DEVICE_ID": "3"}),
+    ("pytorch", {"RANK_TABLE_FILE": "/etc/ascend/rank_table.json", "RANK_ID": "11", "RANK_SIZE": "16",
+                 "DEVICE_ID": "3", "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500", "WORLD_SIZE": "16", "RANK": "11",
+                 "LOCAL_RANK": "3", "HCCL_WHITELIST_DISABLE": "1", "HCCL_IF_IP": "10.0.0.2"}),
+    ("mindspore_legacy", {"MINDSPORE_HCCL_CONFIG_PATH": "/etc/ascend/rank_table.json", "RANK_ID": "11",
+                          "RANK_SIZE": "16", "DEVICE_ID": "3", "DEVICE_NUM": "8"}),
+])
+def test_rank_env_presets(framework, expected):
+    expected = dict(expected, HCCL_CONNECT_TIMEOUT="300")
+    assert rank_env(framework, RANK, 300) == expected
+
+
+def test_user_env_comes_last_and_overrides():
+    env = rank_env("pytorch", RANK, 120, {"MASTER_PORT": 6000, "GLOO_SOCKET_IFNAME": "lo"})
+    assert env["MASTER_PORT"] == "6000" and env["GLOO_SOCKET_IFNAME"] == "lo"
+
+
+def test_unknown_framework_names_the_choices():
+    with pytest.raises(ValueError, match="mindspore, mindspore_legacy, pytorch, tensorflow"):
+        rank_env("jax", RANK, 120)
+
+
+NPU_SMI_INFO = """\
++------------------------------------------------------------------------------------------------+
+| npu-smi 23.0.rc3                 Version: 23.0.rc3                                             |
++---------------------------+---------------+----------------------------------------------------+
+| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|
+| Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |
++===========================+===============+====================================================+
+| 0     910B3               | OK            | 93.1        40                0    / 0             |
+| 0                         | 0000:C1:00.0  | 0           0    / 0          3393 / 65536         |
++===========================+===============+====================================================+
+| 1     910B3               | OK            | 90.0        39                0    / 0             |
+| 0                         | 0000:01:00.0  | 0           0    / 0          3391 / 65536         |
++===========================+===============+====================================================+
++---------------------------+---------------+----------------------------------------------------+
+| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |
++===========================+===============+====================================================+
+| No running processes found in NPU 0                                                            |
++===========================+===============+====================================================+
+| 1       0                 | 4242          | python3                  | 3012                    |
+| 1       0                 | 4243          | python3                  | 10                      |
++===========================+===============+====================================================+
+"""
+
+
+def test_npu_smi_process_rows():
+    assert parse_npu_processes(NPU_SMI_INFO) == [
+        {"device_id": 1, "chip_id": 0, "pid": 4242, "name": "python3"},
+        {"device_id": 1, "chip_id": 0, "pid": 4243, "name": "python3"},
+    ]
+
+
+def test_npu_smi_without_processes_section_or_processes():
+    assert parse_npu_processes(NPU_SMI_INFO.split("| NPU     Chip")[0]) == []
+
+
+def test_device_lock_is_exclusive_and_names_its_holder(tmp_path):
+    fd = take_device_lock(str(tmp_path), 3, "job A rank 11 pid 1")
+    try:
+        with pytest.raises(DeviceBusy, match=r"device 3 is locked .* by job A rank 11 pid 1"):
+            take_device_lock(str(tmp_path), 3, "job B rank 0 pid 2")
+        assert lock_holder(str(tmp_path), 3) == "job A rank 11 pid 1"
+        assert lock_holder(str(tmp_path), 4) is None
+        busy = find_busy([3, 4], str(tmp_path), str(tmp_path / "jobs"), [{"device_id": 4, "chip_id": 0, "pid": 9, "name": "x"}])
+        assert [(b["device_id"], b["source"]) for b in busy] == [(3, "lock"), (4, "npu-smi")]
+    finally:
+        os.close(fd)
+    assert lock_holder(str(tmp_path), 3) is None  # freed with the holder
+
+
+def test_lock_held_by_a_child_outlives_the_runner(tmp_path):
+    fd = take_device_lock(str(tmp_path), 0, "rank 0")
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], pass_fds=(fd,))
+    os.close(fd)
+    try:
+        assert lock_holder(str(tmp_path), 0) == "rank 0"
+    finally:
+        child.kill()
+        child.wait()
+    assert lock_holder(str(tmp_path), 0) is None
+
+
+def test_command_is_never_interpolated_by_a_shell(tmp_path):
+    set_env = tmp_path / "set_env.sh"
+    set_env.write_text("export FROM_SET_ENV=yes\n")
+    argv = command_argv([sys.executable, "-c", "import os, sys; print(sys.argv[1:], os.environ.get('FROM_SET_ENV'))",
+                         "$(touch pwned)", "a b", "*;"], str(set_env))
+    out = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['$(touch pwned)', 'a b', '*;'] yes"
+    assert not (tmp_path / "pwned").exists()
+    assert command_argv(["x"], str(tmp_path / "missing.sh")) == ["x"]
+
+
+def test_rank_states_and_first_failure(tmp_path):
+    job = {"job_id": "j", "run_dir": str(tmp_path / "run"), "ranks": [{"rank_id": r, "device_id": r} for r in range(3)]}
+    control.record_job(str(tmp_path / "jobs"), job)
+    now = time.time()
+    for rank, phase, rc, ended in ((0, "exited", 0, now), (1, "exited", 2, now + 1), (2, "exited", 1, now)):
+        rdir = files.rank_dir(job["run_dir"], rank)
+        os.makedirs(rdir)
+        files.write_json(os.path.join(rdir, files.STATE_FILE), {"phase": phase, "rc": rc, "ended": ended, "started": now - 5})
+        with open(os.path.join(rdir, files.TRAIN_LOG), "w") as handle:
+            handle.write("".join("line %d\n" % i for i in range(30)))
+    states = control.rank_states(str(tmp_path / "jobs"), control.load_job(str(tmp_path / "jobs"), "latest"), 1, 5)
+    assert [s["state"] for s in states] == ["done", "failed", "failed"]
+    assert states[0]["tail"] == ["line 29"] and len(states[1]["tail"]) == 5
+    assert control.first_failure(states)["rank_id"] == 2  # ended first
+
+
+def test_unknown_job_says_what_is_known(tmp_path):
+    with pytest.raises(control.JobError, match="no training job recorded"):
+        control.load_job(str(tmp_path), "latest")
+    control.record_job(str(tmp_path), {"job_id": "a", "run_dir": "/x", "ranks": []})
+    with pytest.raises(control.JobError, match="known jobs: a"):
+        control.load_job(str(tmp_path), "b")
