@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: all venv test test-python test-unit test-testbed sanity lint demo bench build clean
+.PHONY: all link venv test test-python test-unit test-testbed sanity lint demo bench build clean
 
 all: test
 
@@ -34,8 +34,13 @@ test-testbed: $(STAMP)
 sanity: $(STAMP)
 	VENV_BIN=$(abspath $(BIN)) bash tests/sanity/run.sh
 
-lint: $(STAMP)
-	PATH=$(abspath $(BIN)):$$PATH $(BIN)/ansible-lint --offline --profile production
+# This checkout is the collection: expose it as ansible_collections/ascend/cluster for the CLIs.
+COLLECTIONS := $(abspath build/collections)
+link: $(STAMP)
+	$(BIN)/python -c 'import sys; sys.path.insert(0, "."); from tests.helpers.collection import ensure_collection_link as e; e()'
+
+lint: link
+	PATH=$(abspath $(BIN)):$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) $(BIN)/ansible-lint --offline --profile production
 
 ## make demo: the main job on a simulated 2 x 8 NPU cluster on this machine
 demo: $(STAMP)
