@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Chip profiles: what each Ascend generation allows (device ids, rank-table version, rings).
 
 Shared by modules (on the target, Python 3.8+) and filters (on the controller); stdlib only.

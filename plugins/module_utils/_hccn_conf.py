@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Read ``/etc/hccn.conf`` and cross-check it against what a device reports.
 
 The file holds one ``key_<phy_id>=value`` per line (``address_0=192.168.100.101``). ``hccn_tool``

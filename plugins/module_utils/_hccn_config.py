@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Bring the device IP settings of one host to what is wanted, through ``hccn_tool``.
 
 Steps (the ``hccn_config`` module runs :meth:`Configurator.run`):

@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Gather ``ascend_npu`` facts: device list, concurrent ``hccn_tool`` queries, hccn.conf cross-check.
 
 Used by the ``hccn_facts`` module. Everything that must stop the module raises :class:`FactsError`

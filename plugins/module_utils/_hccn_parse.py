@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Pure parsers for what ``hccn_tool ... -g`` prints on stdout.
 
 Every parser takes the raw stdout text and returns plain data, or raises :class:`ParseError`

@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one client for ``hccn_tool``: knows the binary, the timeout and the exit-code table.
 
 Every call goes through :meth:`HccnTool.run` (``module.run_command`` with an argument list,

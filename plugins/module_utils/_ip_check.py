@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Check one host's wanted device IP settings before ``hccn_tool`` is asked to apply any of them.
 
 Why the standard library's ``ipaddress`` and not netaddr: this runs on the TARGET host, where

@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Device discovery: ``npu-smi info -l`` / ``npu-smi info`` parsers and the ``/dev/davinciN`` fallback.
 
 Parsers are pure functions raising :class:`NpuSmiParseError` with the raw text; :class:`NpuSmi`

@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The device rules of each chip, as HCCL and the framework documents state them.
 
 - device ids: 0-7 on 910A, 0-15 on A2 (910B) / A3;

@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The device list syntaxes users already type, read strictly.
 
 - ``parse_device_range``: ``hccl_tools.py --device_num "[0,8)"`` (half-open). Unlike that tool

@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """One error type for the controller-side cluster logic, and its translation for filters.
 
 The logic in ``plugin_utils`` raises :class:`ClusterSpecError` (a ``ValueError``) so it can be

@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Device IP plans for a whole cluster: compute one from a few numbers, and check any plan.
 
 A plan maps each server (inventory host name) to its devices' wanted settings::

@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Build an HCCL rank table from the devices servers report, and validate an existing one.
 
 ``build_rank_table`` takes the list a playbook gathers from ``hccn_facts``::

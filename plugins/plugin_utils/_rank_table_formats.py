@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Writing and reading the three rank table layouts (reference section 3).
 
 - ``1.0``: ``server_list[{server_id, device[{device_id, device_ip, rank_id}], host_nic_ip}]``;

@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The rank table as data (servers, devices, ranks) and the checks HCCL applies to it.
 
 Both directions go through here: a table built from ``hccn_facts`` results and a table read

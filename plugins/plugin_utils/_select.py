@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Pick ``np`` devices for a job out of the devices the servers have available.
 
 Rules (reference section 3, "Device-count rules"):

@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Turn per-host ``hccn_facts`` results into the ``servers`` list the rank-table filters take."""
 
 from __future__ import annotations
