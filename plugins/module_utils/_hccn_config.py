@@ -17,7 +17,6 @@ Runs on target hosts: Python 3.8+, stdlib only.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _chip
 from ansible_collections.ascend.cluster.plugins.module_utils import _hccn_tool
@@ -60,22 +59,6 @@ def reads_for(wanted):
     return ("ip",) + tuple(name for name, _getter in READS[1:] if wanted[name])
 
 
-def _pool_map(func, items, parallel):
-    # type: (object, list, int) -> list
-    """``[func(item) or the exception it raised]`` on a bounded thread pool, in order."""
-
-    def guarded(item):
-        try:
-            return func(item)
-        except (_hccn_tool.HccnError, ParseError) as exc:
-            return exc
-
-    if not items:
-        return []
-    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(items)))) as pool:
-        return list(pool.map(guarded, items))
-
-
 def read_devices(tool, reads, parallel, when):
     # type: (_hccn_tool.HccnTool, dict, int, str) -> dict
     """``{device: {address, netmask[, gateway][, netdetect]}}`` (``""`` when unset), every read concurrent.
@@ -85,7 +68,7 @@ def read_devices(tool, reads, parallel, when):
     """
     getters = dict(READS)
     tasks = [(device, name) for device in sorted(reads) for name in reads[device]]
-    answers = _pool_map(lambda task: getattr(tool, getters[task[1]])(task[0]), tasks, parallel)
+    answers = _hccn_tool.pool_map(lambda task: getattr(tool, getters[task[1]])(task[0]), tasks, parallel)
     states = dict((device, {}) for device in reads)  # type: dict
     for (device, name), value in zip(tasks, answers):
         if isinstance(value, ParseError):
@@ -235,7 +218,7 @@ class Configurator:
             batches.append([(d, step[1]) for d in sorted(plans) for step in plans[d] if step[0] == phase])
         done = []  # type: list
         for batch in batches:
-            answers = _pool_map(lambda item: self.tool.query(item[0], item[1]), batch, self.params["parallel"])
+            answers = _hccn_tool.pool_map(lambda item: self.tool.query(item[0], item[1]), batch, self.params["parallel"])
             failed = None
             for (device, args), answer in zip(batch, answers):
                 if isinstance(answer, Exception):
