@@ -17,7 +17,6 @@ Runs on target hosts: Python 3.8+, stdlib only.
 
 from __future__ import annotations
 
-
 from ansible_collections.ascend.cluster.plugins.module_utils import _chip
 from ansible_collections.ascend.cluster.plugins.module_utils import _hccn_tool
 from ansible_collections.ascend.cluster.plugins.module_utils._hccn_parse import ParseError
