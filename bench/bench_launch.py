@@ -105,7 +105,7 @@ def main() -> int:
             target = sim_target(root)
             where = "simulated local cluster 2 x 8 (local connection)"
         skews, fails = [], []
-        for _ in range(args.repeat):
+        for _run in range(args.repeat):
             states, out = one_run(*target, {"STEPS": "2", "STEP_S": "0.1"})
             skews.append(launch_skew(states))
             states, out = one_run(*target, {"STEPS": "600", "STEP_S": "0.1", "FAIL_RANK": "11", "FAIL_STEP": "20"})

@@ -56,7 +56,7 @@ def claim_failure(marker: str, failure: dict) -> dict:
     try:
         fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except FileExistsError:
-        for _ in range(20):
+        for _attempt in range(20):
             found = _read_json(marker)
             if found:
                 return found

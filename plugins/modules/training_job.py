@@ -18,7 +18,7 @@ description:
     With O(kill_stale) it stops those holders and waits up to O(stale_timeout) for the devices to free.
   - V(record) writes the job record (C(<job_root>/<job_id>/job.json)) for O(ranks) and makes it the latest job.
   - V(staged) waits until every local rank is staged at the gate; fails if any could not stage.
-  - V(gate) opens the gate: every rank starts its command at O(start_at).
+  - V(gate) opens the gate, so that every rank starts its command at O(start_at).
   - V(poll) and V(status) report every local rank; V(poll) with O(stop_on_failure) stops the other
     local ranks as soon as one has failed.
   - V(stop) stops every local rank (TERM, then KILL after O(grace)), waits for their runners to
@@ -32,36 +32,81 @@ options:
     choices: [preflight, record, staged, gate, poll, status, stop]
     required: true
   job_id:
-    description: The job; V(latest) is the newest job recorded on this host, V(all) (stop only) every job.
+    description: The job; V(latest) is the newest job recorded on this host, V(all) (with V(stop) only) every job.
     type: str
     default: latest
-  job_root: {description: Where job records live on this host., type: path, default: /var/lib/ascend-cluster/jobs}
-  lock_dir: {description: Directory of the per-device lock files., type: path, default: /run/ascend-cluster/locks}
-  run_dir: {description: The job's run directory (V(record))., type: path}
+  job_root:
+    description: Where job records live on this host (must be local to it).
+    type: path
+    default: /var/lib/ascend-cluster/jobs
+  lock_dir:
+    description: Directory of the per-device lock files.
+    type: path
+    default: /run/ascend-cluster/locks
+  run_dir:
+    description: The job's run directory (V(record)).
+    type: path
   ranks:
     description: This server's ranks, C([{rank_id, device_id}]) (V(record)).
     type: list
     elements: dict
     default: []
-  devices: {description: Devices the job will use on this server (V(preflight))., type: list, elements: int, default: []}
+  devices:
+    description: Devices the job will use on this server (V(preflight)).
+    type: list
+    elements: int
+    default: []
   npu_smi:
     description:
       - Path of C(npu-smi) for the process check (V(preflight)); unset searches E(PATH) and the driver's
-        directories. When it is missing, only job records and locks are checked (with a warning).
+        directories. When it is missing, only job records and locks are checked, with a warning.
     type: str
-  kill_stale: {description: Stop whatever holds the devices instead of failing (V(preflight))., type: bool, default: false}
-  stale_timeout: {description: Seconds to wait for the devices to free after O(kill_stale)., type: float, default: 30}
-  timeout: {description: Seconds to wait for the ranks to stage (V(staged))., type: float, default: 120}
-  start_at: {description: Epoch time at which every rank starts (V(gate))., type: float}
-  stop_on_failure: {description: With V(poll), stop the local ranks once one has failed., type: bool, default: true}
-  grace: {description: Seconds between TERM and KILL., type: float, default: 3}
-  tail_lines: {description: Lines of each rank's log to return (V(poll), V(status))., type: int, default: 0}
-  tail_failed: {description: Lines of a failed rank's log to return (V(poll), V(status)), when more than O(tail_lines)., type: int, default: 20}
-  reason: {description: Why the job is stopped (kept in the job's C(abort) file)., type: str, default: stop requested}
+  kill_stale:
+    description: Stop whatever holds the devices instead of failing (V(preflight)).
+    type: bool
+    default: false
+  stale_timeout:
+    description: Seconds to wait for the devices to free after O(kill_stale).
+    type: float
+    default: 30.0
+  timeout:
+    description: Seconds to wait for the ranks to stage (V(staged)).
+    type: float
+    default: 120.0
+  start_at:
+    description: Epoch time at which every rank starts (V(gate)).
+    type: float
+  stop_on_failure:
+    description: With V(poll), stop the local ranks once one has failed.
+    type: bool
+    default: true
+  grace:
+    description: Seconds between TERM and KILL.
+    type: float
+    default: 3.0
+  tail_lines:
+    description: Lines of each rank's log to return (V(poll) and V(status)).
+    type: int
+    default: 0
+  tail_failed:
+    description: Lines of a failed rank's log to return (V(poll) and V(status)), when more than O(tail_lines).
+    type: int
+    default: 20
+  reason:
+    description: Why the job is stopped (kept in the job's C(abort) file).
+    type: str
+    default: stop requested
 attributes:
-  check_mode: {support: partial, description: V(status) and V(preflight) without O(kill_stale) only read; other states are skipped.}
-  diff_mode: {support: none, description: No diff.}
-  idempotent: {support: full, description: Stopping a stopped job or opening an open gate changes nothing.}
+  check_mode:
+    support: partial
+    description: V(status), V(staged), V(poll) and V(preflight) without O(kill_stale) only read; V(record), V(gate) and V(stop) change nothing.
+    details: V(preflight) with O(kill_stale) reports the holders instead of stopping them.
+  diff_mode:
+    support: none
+    description: No diff.
+  idempotent:
+    support: full
+    description: Stopping a stopped job or opening an open gate again changes nothing.
 """
 
 EXAMPLES = r"""
@@ -77,15 +122,28 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-job_id: {description: The job acted on., returned: except preflight, type: str}
+job_id:
+  description: The job acted on.
+  returned: except with preflight
+  type: str
 ranks:
   description: One entry per local rank (rank_id, device_id, state, phase, rc, started, ended, duration, pid, log, tail, error).
-  returned: record, staged, poll, status, stop
+  returned: with staged, poll, status and stop
   type: list
   elements: dict
-busy: {description: What holds the devices (V(preflight))., returned: preflight, type: list, elements: dict}
-failed_rank: {description: The first local rank that failed (V(poll))., returned: poll, type: dict}
-stopped: {description: Rank ids that were stopped (V(stop), V(poll) after a failure)., returned: stop, poll, type: list}
+busy:
+  description: What holds the devices (V(preflight)).
+  returned: with preflight
+  type: list
+  elements: dict
+failed_rank:
+  description: The first local rank that failed (V(poll)).
+  returned: with poll
+  type: dict
+stopped:
+  description: Rank ids that were stopped (by V(stop), or by V(poll) after a failure).
+  returned: with stop and poll
+  type: list
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -10,7 +10,7 @@ module: training_rank
 short_description: Run one rank of a distributed training job behind a start gate
 version_added: 0.1.0
 description:
-  - Meant to be started once per device with C(async) and C(poll: 0) by the
+  - Meant to be started once per device with C(async) and C(poll=0) by the
     R(ascend.cluster.launch_training,ansible_collections.ascend.cluster.docsite.launch) role.
   - Creates the rank's working directory C(<run_dir>/device_<rank>/), takes the device's lock
     (C(flock) on C(<lock_dir>/device_<id>.lock), held until the rank ends), writes C(env.log),
@@ -23,41 +23,109 @@ description:
 author:
   - ascend.cluster contributors (!UNKNOWN)
 options:
-  job_id: {description: Id of the job., type: str, required: true}
-  job_root: {description: Where job records live on this host., type: path, default: /var/lib/ascend-cluster/jobs}
-  run_dir: {description: The job's run directory; the rank works in C(device_<rank_id>) below it., type: path, required: true}
-  lock_dir: {description: Directory of the per-device lock files., type: path, default: /run/ascend-cluster/locks}
-  argv: {description: The training command as an argument list (exec'd as is)., type: list, elements: str}
+  job_id:
+    description: Id of the job.
+    type: str
+    required: true
+  job_root:
+    description: Where job records live on this host (must be local to it).
+    type: path
+    default: /var/lib/ascend-cluster/jobs
+  run_dir:
+    description: The job's run directory; the rank works in C(device_<rank_id>) below it.
+    type: path
+    required: true
+  lock_dir:
+    description: Directory of the per-device lock files.
+    type: path
+    default: /run/ascend-cluster/locks
+  argv:
+    description: The training command as an argument list, exec'd as is. Give O(argv) or O(command).
+    type: list
+    elements: str
   command:
     description:
-      - The training command as one string, split like a POSIX shell would split it (C(shlex.split)) but
-        never run through a shell: no expansion, no redirection. Give O(argv) or O(command).
+      - The training command as one string, split into words like a POSIX shell splits them (C(shlex.split), done
+        by the action plugin on the controller) but never run through a shell - no expansion, no redirection.
     type: str
   framework:
     description: Which environment preset the rank gets.
     type: str
     choices: [mindspore, mindspore_legacy, pytorch, tensorflow]
     default: mindspore
-  rank_id: {description: Global rank., type: int, required: true}
-  device_id: {description: Physical device of this rank., type: int, required: true}
-  rank_size: {description: Total ranks., type: int, required: true}
-  local_rank: {description: Index of this rank among the server's ranks., type: int, required: true}
-  local_count: {description: Ranks on this server (C(DEVICE_NUM))., type: int, required: true}
-  rank_table_path: {description: The rank table on this server (C(RANK_TABLE_FILE))., type: path, required: true}
-  master_addr: {description: Rank 0's server (PyTorch C(MASTER_ADDR))., type: str, default: 127.0.0.1}
-  master_port: {description: PyTorch C(MASTER_PORT)., type: int, default: 29500}
-  host_ip: {description: This server's address (C(HCCL_IF_IP))., type: str, default: 127.0.0.1}
-  connect_timeout: {description: C(HCCL_CONNECT_TIMEOUT) in seconds (120-7200)., type: int, default: 120}
-  env: {description: Extra variables, applied after the preset., type: dict, default: {}}
-  set_env: {description: CANN C(set_env.sh), sourced before the command when it exists., type: path, default: /usr/local/Ascend/ascend-toolkit/set_env.sh}
-  umask: {description: Umask (octal string) for the rank's files and process; unset keeps the current one., type: str}
-  gate_timeout: {description: Seconds to wait at the gate before giving up., type: int, default: 600}
-  max_runtime: {description: Seconds the command may run before it is stopped (TERM then KILL)., type: int, default: 604800}
-  kill_grace: {description: Seconds between TERM and KILL., type: float, default: 3}
+  rank_id:
+    description: Global rank.
+    type: int
+    required: true
+  device_id:
+    description: Physical device of this rank.
+    type: int
+    required: true
+  rank_size:
+    description: Total ranks.
+    type: int
+    required: true
+  local_rank:
+    description: Index of this rank among the server's ranks.
+    type: int
+    required: true
+  local_count:
+    description: Ranks on this server (C(DEVICE_NUM)).
+    type: int
+    required: true
+  rank_table_path:
+    description: The rank table on this server (C(RANK_TABLE_FILE)).
+    type: path
+    required: true
+  master_addr:
+    description: Rank 0's server (PyTorch C(MASTER_ADDR)).
+    type: str
+    default: 127.0.0.1
+  master_port:
+    description: PyTorch C(MASTER_PORT).
+    type: int
+    default: 29500
+  host_ip:
+    description: This server's address (C(HCCL_IF_IP)).
+    type: str
+    default: 127.0.0.1
+  connect_timeout:
+    description: C(HCCL_CONNECT_TIMEOUT) in seconds (120-7200).
+    type: int
+    default: 120
+  env:
+    description: Extra variables, applied after the preset.
+    type: dict
+    default: {}
+  set_env:
+    description: CANN C(set_env.sh), sourced before the command when it exists.
+    type: path
+    default: /usr/local/Ascend/ascend-toolkit/set_env.sh
+  umask:
+    description: Umask (octal string) for the rank's files and process; unset keeps the current one.
+    type: str
+  gate_timeout:
+    description: Seconds to wait at the gate before giving up (the device is freed).
+    type: int
+    default: 600
+  max_runtime:
+    description: Seconds the command may run before it is stopped (TERM, then KILL after O(kill_grace)).
+    type: int
+    default: 604800
+  kill_grace:
+    description: Seconds between TERM and KILL.
+    type: float
+    default: 3.0
 attributes:
-  check_mode: {support: none, description: Starts a process; cannot be simulated.}
-  diff_mode: {support: none, description: No diff.}
-  idempotent: {support: none, description: Every call runs the command.}
+  check_mode:
+    support: none
+    description: Starts a process, which cannot be simulated.
+  diff_mode:
+    support: none
+    description: No diff.
+  idempotent:
+    support: none
+    description: Every call runs the command.
 """
 
 EXAMPLES = r"""

@@ -80,7 +80,7 @@ def test_npu_smi_process_rows():
 
 
 def test_npu_smi_without_processes_section_or_processes():
-    assert parse_npu_processes(NPU_SMI_INFO.split("| NPU     Chip")[0]) == []
+    assert parse_npu_processes(NPU_SMI_INFO.split("| NPU     Chip", maxsplit=1)[0]) == []
 
 
 def test_device_lock_is_exclusive_and_names_its_holder(tmp_path):

@@ -1,0 +1,92 @@
+#!/usr/bin/python
+# Copyright: ascend.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Documentation of the training_watch action (it runs on the controller; there is no target side)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: training_watch
+short_description: Watch a training job's ranks on one server until they end; stop every rank when one fails
+version_added: 0.1.0
+description:
+  - Runs on the controller, one task per server. Each loop calls M(ascend.cluster.training_job) with
+    C(state=poll) once on the server, every O(poll_interval) seconds.
+  - When a local rank has failed, writes the job's controller-side marker C(<controller_dir>/<job_id>/failed)
+    (the first writer wins, so it names the first failing rank) and fails with that rank's server, device,
+    exit code and log tail. When another server's watcher wrote the marker, stops the local ranks
+    (C(state=stop)) and fails with the same message. Between polls it wakes up as soon as the marker appears.
+  - The watcher of the server holding rank 0 prints progress (ranks by state, cluster-wide, and rank 0's
+    last log line) every O(progress_interval) seconds.
+  - Used by the R(ascend.cluster.launch_training,ansible_collections.ascend.cluster.docsite.launch) role.
+author:
+  - ascend.cluster contributors (!UNKNOWN)
+options:
+  job_id:
+    description: The job to watch.
+    type: str
+    required: true
+  job_root:
+    description: Where the job records live on the server.
+    type: str
+    default: /var/lib/ascend-cluster/jobs
+  controller_dir:
+    description: Controller-side directory of jobs (failure marker, per-server summaries).
+    type: str
+    required: true
+  server:
+    description: Name of the server in messages; default the inventory hostname.
+    type: str
+  poll_interval:
+    description: Seconds between polls.
+    type: float
+    default: 0.5
+  progress_interval:
+    description: Seconds between progress lines.
+    type: float
+    default: 10.0
+  grace:
+    description: Seconds between TERM and KILL when stopping ranks.
+    type: float
+    default: 3.0
+  tail_lines:
+    description: Lines of the failing rank's log in the message.
+    type: int
+    default: 20
+attributes:
+  action:
+    support: full
+    description: Runs on the controller, calling M(ascend.cluster.training_job) on the server.
+  check_mode:
+    support: none
+    description: Stops ranks on failure.
+  diff_mode:
+    support: none
+    description: No diff.
+  idempotent:
+    support: none
+    description: Watches a running job.
+"""
+
+EXAMPLES = r"""
+- name: Watch the job
+  ascend.cluster.training_watch:
+    job_id: "{{ ascend_job_id }}"
+    controller_dir: ~/.ansible/ascend-jobs
+"""
+
+RETURN = r"""
+ranks:
+  description: The server's ranks at the end (see M(ascend.cluster.training_job)).
+  returned: always
+  type: list
+  elements: dict
+server:
+  description: The server watched.
+  returned: always
+  type: str
+first_failure:
+  description: The first failing rank of the job (rank_id, device_id, server, rc, log, tail).
+  returned: failed
+  type: dict
+"""
