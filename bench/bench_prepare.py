@@ -1,0 +1,83 @@
+"""Benchmark playbooks/prepare.yml on the multi-host test bed: wall time of a no-change run.
+
+For each size (2 and 4 hosts by default) a fresh bed is brought up (tests/testbed/bed.py), prepare
+runs once to set everything (device IPs, firewall open_ports, netdetect peers, rank table), then
+the no-change run is timed --runs times (it must report changed=0). Prints one JSON line per figure:
+
+  prepare_2hosts_s   median wall time of a no-change prepare run on 2 hosts
+  prepare_4hosts_s   the same on 4 hosts
+
+plus prepare_<N>hosts_first_s (the run that configures a fresh bed) and the machine's load
+average at the end of each size (the figures are wall time on a shared 2-core machine).
+Runs as root (the bed needs namespaces). Details go to stderr.
+
+Usage: .venv/bin/python bench/bench_prepare.py [--hosts 2 4] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.helpers.ansible_cli import run_playbook  # noqa: E402
+from tests.testbed.harness import Bed, unique_prefix  # noqa: E402
+
+BED_VARS = {
+    "ascend_device_ip_layout": "amp",
+    "ascend_device_ip_networks": ["198.19.0.0/24"],
+    "ascend_device_ip_first_host": 11,
+    "ascend_net_health_netdetect": "peer",
+    "ascend_firewall_mode": "open_ports",
+}
+
+
+def timed_run(bed: Bed) -> tuple[float, int]:
+    start = time.monotonic()
+    result = run_playbook("playbooks/prepare.yml", bed.inventory, extra_vars=BED_VARS)
+    elapsed = time.monotonic() - start
+    if result.rc != 0:
+        raise SystemExit(f"prepare failed on {bed.prefix}:\n{result}")
+    return elapsed, result.changed()
+
+
+def bench(hosts: int, runs: int) -> None:
+    bed = Bed.up(unique_prefix(), hosts)
+    try:
+        first, changed = timed_run(bed)
+        print(f"{hosts} hosts: first run {first:.1f}s, changed={changed}", file=sys.stderr)
+        times = []
+        for i in range(runs):
+            elapsed, changed = timed_run(bed)
+            if changed:
+                raise SystemExit(f"no-change run {i} on {hosts} hosts reported changed={changed}")
+            times.append(elapsed)
+            print(f"{hosts} hosts: no-change run {i + 1}: {elapsed:.1f}s", file=sys.stderr)
+    finally:
+        bed.down()
+    print(json.dumps({"figure": f"prepare_{hosts}hosts_s", "value": round(statistics.median(times), 2), "unit": "s"}))
+    print(json.dumps({"figure": f"prepare_{hosts}hosts_first_s", "value": round(first, 2), "unit": "s"}))
+    print(json.dumps({"figure": f"load_average_{hosts}hosts", "value": round(os.getloadavg()[0], 1), "unit": "1"}))
+    sys.stdout.flush()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", type=int, nargs="+", default=[2, 4])
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        raise SystemExit("bench_prepare needs root (the test bed uses network namespaces)")
+    for hosts in args.hosts:
+        bench(hosts, args.runs)
+
+
+if __name__ == "__main__":
+    main()
