@@ -3,13 +3,16 @@
 """Action training_watch: watch one server's ranks until the job ends; fail fast cluster-wide.
 
 Runs on the controller, one instance per server (the play's forks run them side by side).
-Each loop calls ``ascend.cluster.training_job state=poll`` once on the server (which reads every
-local rank's state file and, when one has failed, stops the others there at once), then:
+Every ``full_poll_interval`` it calls ``ascend.cluster.training_job state=poll`` on the server
+(which reads every local rank's state file and, when one has failed, stops the others there);
+every ``poll_interval`` in between it only probes, with one cheap shell command, for the job's
+abort file that a failing rank's runner writes at once (then polls fully right away). Then:
 
 - a failed rank: write the job's controller-side marker ``<controller_dir>/<job_id>/failed``
   (first writer wins: that is the first failing rank) and fail naming it;
-- the marker written by another server's watcher: stop the local ranks and fail naming the
-  rank in the marker;
+- the marker written by another server's watcher (noticed within 50 ms between polls): TERM
+  the local ranks' process groups with one shell command, then ``state=stop`` (KILL after the
+  grace time, wait for the runners), and fail naming the rank in the marker;
 - every local rank done: succeed with the per-rank results.
 
 The watcher that holds rank 0 prints progress (ranks running / done / failed cluster-wide, read
@@ -20,7 +23,10 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
+import re
 import time
+from shlex import quote
 from typing import Any
 
 from ansible.errors import AnsibleActionFail
@@ -28,11 +34,12 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 display = Display()
+_FAILED_LINE = re.compile(r"^rank (\d+) failed \(rc=(-?\d+)\)")
 
 MODULE = "ascend.cluster.training_job"
 OPTIONS = {
     "job_id": None, "job_root": "/var/lib/ascend-cluster/jobs", "controller_dir": None, "server": None,
-    "poll_interval": 0.5, "progress_interval": 10.0, "grace": 3.0, "tail_lines": 20,
+    "poll_interval": 0.25, "full_poll_interval": 10.0, "progress_interval": 10.0, "grace": 3.0, "tail_lines": 20,
 }
 
 
@@ -95,6 +102,46 @@ class ActionModule(ActionBase):
         shown = ", ".join(f"{k} {v}" for k, v in counts.items() if v)
         display.display(f"[{job_id}] {time.strftime('%H:%M:%S')} ranks: {shown} | rank 0: {rank0[-160:]}")
 
+    def _shell(self, command: str) -> str:
+        """One cheap shell command on the server (no module round trip); its stdout."""
+        return self._low_level_execute_command(command, sudoable=True).get("stdout", "")
+
+    def _probe(self, remote_job_dir: str, ranks: list) -> tuple[str | None, int]:
+        """One shell command: the job's abort reason (None if none) and how many local ranks have exited."""
+        abort = quote(posixpath.join(remote_job_dir, "abort"))
+        states = " ".join(quote(posixpath.join(posixpath.dirname(r["log"]), "state.json")) for r in ranks)
+        command = f"if test -e {abort}; then echo ABORT; head -n 1 {abort}; fi"
+        if states:
+            command += f"; echo EXITED $(grep -l '\"phase\": \"exited\"' {states} 2>/dev/null | wc -l)"
+        lines = self._shell(command).splitlines()
+        reason = lines[1] if len(lines) > 1 and lines[0] == "ABORT" else None
+        exited = next((int(line.split()[1]) for line in lines if line.startswith("EXITED ")), 0)
+        return reason, exited
+
+    def _fast_stop(self, remote_job_dir: str, ranks: list) -> None:
+        """Abort the gate and TERM every running rank's process group with one shell command."""
+        groups = " ".join(f"-{int(r['pid'])}" for r in ranks if r.get("pid") and r["state"] in ("running", "staged"))
+        abort = quote(posixpath.join(remote_job_dir, "abort"))
+        command = f"echo 'another server failed' >> {abort}"
+        if groups:
+            command += f"; kill -TERM {groups} 2>/dev/null"  # no "--": dash's kill refuses it
+        self._shell(command + "; true")
+
+    @staticmethod
+    def _early_claim(marker: str, server: str, reason: str, ranks: list) -> None:
+        """Claim the failure marker from the runner's abort line alone, so other servers stop now.
+
+        The full poll that follows rewrites it with the log tail (this watcher owns it then).
+        """
+        found = _FAILED_LINE.match(reason)
+        if not found:
+            return
+        rank_id, rc = int(found.group(1)), int(found.group(2))
+        device = next((r["device_id"] for r in ranks if r["rank_id"] == rank_id), -1)
+        log = next((r["log"] for r in ranks if r["rank_id"] == rank_id), "-")
+        claim_failure(marker, {"server": server, "rank_id": rank_id, "device_id": device, "rc": rc, "log": log,
+                               "tail": [], "early": True})
+
     def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
@@ -107,38 +154,54 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("job_id and controller_dir are required")
         server = opts["server"] or task_vars.get("inventory_hostname")
         job_dir = os.path.join(os.path.expanduser(opts["controller_dir"]), opts["job_id"])
+        remote_job_dir = posixpath.join(opts["job_root"], opts["job_id"])
         hosts_dir = os.path.join(job_dir, "hosts")
         os.makedirs(hosts_dir, exist_ok=True)
         marker = os.path.join(job_dir, "failed")
         poll_args = {"state": "poll", "job_id": opts["job_id"], "job_root": opts["job_root"],
                      "grace": opts["grace"], "tail_lines": 1, "tail_failed": opts["tail_lines"], "stop_on_failure": True}
         last_progress = 0.0
+        next_full = 0.0
+        ranks: list = []
         while True:
-            polled = self._poll(poll_args, task_vars)
-            if polled.get("failed"):
-                failure = {"server": server, "rank_id": -1, "device_id": -1, "rc": None, "log": "-",
-                           "error": f"cannot poll the server: {polled.get('msg')}", "tail": []}
-                claim_failure(marker, failure)
-                return dict(result, failed=True, msg=failure["error"])
-            ranks = polled["ranks"]
-            _write_json(os.path.join(hosts_dir, f"{server}.json"), {"server": server, "ranks": ranks})
-            showing = any(r["rank_id"] == 0 for r in ranks)
-            if showing and time.time() - last_progress >= float(opts["progress_interval"]):
-                last_progress = time.time()
-                self._progress(hosts_dir, opts["job_id"])
-            own = polled.get("failed_rank")
-            if own:
-                first = claim_failure(marker, dict(own, server=server))
-                return self._finish(result, server, ranks, first)
+            if time.time() >= next_full:
+                next_full = time.time() + float(opts["full_poll_interval"])
+                polled = self._poll(poll_args, task_vars)
+                if polled.get("failed"):
+                    failure = {"server": server, "rank_id": -1, "device_id": -1, "rc": None, "log": "-",
+                               "error": f"cannot poll the server: {polled.get('msg')}", "tail": []}
+                    claim_failure(marker, failure)
+                    return dict(result, failed=True, msg=failure["error"])
+                ranks = polled["ranks"]
+                _write_json(os.path.join(hosts_dir, f"{server}.json"), {"server": server, "ranks": ranks})
+                if any(r["rank_id"] == 0 for r in ranks) and time.time() - last_progress >= float(opts["progress_interval"]):
+                    last_progress = time.time()
+                    self._progress(hosts_dir, opts["job_id"])
+                own = polled.get("failed_rank")
+                if own:
+                    first = claim_failure(marker, dict(own, server=server))
+                    if first.get("early") and first.get("server") == server:
+                        first = dict(own, server=server)
+                        _write_json(marker, first)
+                    return self._finish(result, server, ranks, first)
+                if all(r["state"] in ("done", "failed", "stopped") for r in ranks):
+                    return dict(result, changed=False, server=server, ranks=ranks,
+                                msg=f"{len(ranks)} ranks on {server} finished")
             if os.path.exists(marker):
+                self._fast_stop(remote_job_dir, ranks)
                 first = _read_json(marker) or {}
                 stopped = self._poll({"state": "stop", "job_id": opts["job_id"], "job_root": opts["job_root"],
                                       "grace": opts["grace"], "reason": "another server's rank failed"}, task_vars)
                 return self._finish(result, server, stopped.get("ranks", ranks), first)
-            if all(r["state"] in ("done", "failed", "stopped") for r in ranks):
-                return dict(result, changed=False, server=server, ranks=ranks,
-                            msg=f"{len(ranks)} ranks on {server} finished")
             self._sleep_unless(marker, float(opts["poll_interval"]))
+            if os.path.exists(marker):
+                continue
+            reason, exited = self._probe(remote_job_dir, ranks)
+            if reason:  # a rank failed here: tell the other servers now, read the details next
+                self._early_claim(marker, server, reason, ranks)
+                next_full = 0.0
+            elif ranks and exited >= len(ranks):
+                next_full = 0.0
 
     @staticmethod
     def _sleep_unless(marker: str, seconds: float) -> None:

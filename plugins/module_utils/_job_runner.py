@@ -128,10 +128,9 @@ class RankRunner:
         # type: () -> float | None
         """Block until the gate opens; the start time, or None if aborted / timed out (state saved)."""
         gate = os.path.join(self.job_dir, files.GATE_FILE)
-        abort = os.path.join(self.job_dir, files.ABORT_FILE)
         deadline = time.time() + self.p["gate_timeout"]
         while True:
-            if self.stop_requested or os.path.exists(abort):
+            if self.aborted():
                 self.save(phase="aborted", ended=time.time())
                 return None
             opened = files.read_json(gate)
@@ -143,9 +142,16 @@ class RankRunner:
                 return None
             time.sleep(GATE_POLL_S)
 
+    def aborted(self):
+        # type: () -> bool
+        return self.stop_requested or os.path.exists(os.path.join(self.job_dir, files.ABORT_FILE))
+
     def start(self, start_at, lock_fd):
         # type: (float, int) -> None
         while True:
+            if self.aborted():
+                self.save(phase="aborted", ended=time.time())
+                return
             delay = start_at - time.time()
             if delay <= 0:
                 break
@@ -164,6 +170,8 @@ class RankRunner:
             return
         log.close()
         self.save(phase="running", started=started, gate_at=start_at, pid=self.child.pid, pgid=self.child.pid)
+        if self.aborted():  # stopped while the command was being started
+            kill_group(self.child.pid, signal.SIGTERM)
 
     def wait(self):
         # type: () -> None

@@ -10,8 +10,9 @@ module: training_watch
 short_description: Watch a training job's ranks on one server until they end; stop every rank when one fails
 version_added: 0.1.0
 description:
-  - Runs on the controller, one task per server. Each loop calls M(ascend.cluster.training_job) with
-    C(state=poll) once on the server, every O(poll_interval) seconds.
+  - Runs on the controller, one task per server. Every O(full_poll_interval) seconds it calls
+    M(ascend.cluster.training_job) with C(state=poll) on the server; every O(poll_interval) seconds in between
+    it probes, with one shell command, for the abort file a failing rank's runner writes at once.
   - When a local rank has failed, writes the job's controller-side marker C(<controller_dir>/<job_id>/failed)
     (the first writer wins, so it names the first failing rank) and fails with that rank's server, device,
     exit code and log tail. When another server's watcher wrote the marker, stops the local ranks
@@ -38,9 +39,13 @@ options:
     description: Name of the server in messages; default the inventory hostname.
     type: str
   poll_interval:
-    description: Seconds between polls.
+    description: Seconds between cheap probes for a failing rank's abort file (one shell command).
     type: float
-    default: 0.5
+    default: 0.25
+  full_poll_interval:
+    description: Seconds between full polls of every rank (M(ascend.cluster.training_job) C(state=poll)).
+    type: float
+    default: 10.0
   progress_interval:
     description: Seconds between progress lines.
     type: float

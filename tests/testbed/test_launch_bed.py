@@ -1,0 +1,121 @@
+"""ascend.cluster.train / stop over real SSH on the multi-host test bed (servers h1, h2 of the bed).
+
+Every host gets device IPs 198.19.<device>.<host index>/24 (the plan docs/testbed.md suggests),
+the job records live in each host's private /run, the run directories on the shared /var/tmp.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.ansible_cli import run_playbook
+from tests.helpers.collection import REPO_ROOT
+
+pytestmark = pytest.mark.testbed
+
+TRAIN = REPO_ROOT / "playbooks" / "train.yml"
+STOP = REPO_ROOT / "playbooks" / "stop.yml"
+STAND_IN = REPO_ROOT / "examples" / "train" / "train_1p.sh"
+TORCH_PYTHON = REPO_ROOT / "build" / "torch-venv" / "bin" / "python"
+GLOO = REPO_ROOT / "examples" / "train" / "train_gloo.py"
+
+
+@pytest.fixture(scope="module")
+def launch_bed(bed):
+    """The session bed with device IPs on every host, and a run root on the shared /var/tmp."""
+    for index, host in enumerate(bed.hosts, start=1):
+        for device in range(8):
+            bed.exec(host, "hccn_tool", "-i", str(device), "-ip", "-s", "address", f"198.19.{device}.{index}",
+                     "netmask", "255.255.255.0")
+    root = Path(tempfile.mkdtemp(prefix="launch-bed-", dir="/var/tmp"))
+    return bed, root
+
+
+def bed_vars(launch_bed, job_id, **extra):
+    _bed, root = launch_bed
+    base = {
+        "ascend_hosts": "h1,h2",
+        "np": 16,
+        "ascend_job_id": job_id,
+        "train_command": f"bash {STAND_IN}",
+        "ascend_launch_run_root": f"{root}/runs",
+        "ascend_launch_job_root": "/run/ascend-cluster/jobs",
+        "ascend_launch_controller_dir": f"{root}/controller",
+        "ascend_launch_stage_timeout_s": 300,
+    }
+    base.update(extra)
+    return base
+
+
+def states(launch_bed, job_id):
+    _bed, root = launch_bed
+    found = {}
+    for path in (root / "runs" / job_id).glob("device_*/state.json"):
+        state = json.loads(path.read_text())
+        found[state["rank_id"]] = state
+    return found
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_pytorch_gloo_16_ranks_on_two_servers(launch_bed):
+    bed, root = launch_bed
+    assert TORCH_PYTHON.exists(), "build/torch-venv is missing: run `make torch-venv`"
+    res = run_playbook(TRAIN, bed.inventory, timeout=1500, extra_vars=bed_vars(
+        launch_bed, "gloo", framework="pytorch", train_command=f"{TORCH_PYTHON} {GLOO} --steps 15",
+        ascend_train_env={"GLOO_SOCKET_IFNAME": "mgmt0", "OMP_NUM_THREADS": "1"}))
+    assert res.rc == 0, str(res)
+    ranks = states(launch_bed, "gloo")
+    assert sorted(ranks) == list(range(16)) and all(s["rc"] == 0 for s in ranks.values())
+    starts = [s["started"] for s in ranks.values()]
+    assert max(starts) - min(starts) < 1.0
+    digests = set()
+    for rank in range(16):
+        rdir = root / "runs" / "gloo" / f"device_{rank}"
+        losses = [float(x) for x in re.findall(r"^step \d+ loss ([0-9.]+)$", (rdir / "train.log").read_text(), re.M)]
+        assert len(losses) == 15 and losses[-1] < losses[0] / 4, (rank, losses)
+        digests.add(json.loads((rdir / "final_weights.json").read_text())["sha256"])
+        env = dict(line.split("=", 1) for line in (rdir / "env.log").read_text().splitlines())
+        assert env["MASTER_ADDR"] == bed.mgmt_ip("h1")
+        assert env["HCCL_IF_IP"] == bed.mgmt_ip("h1" if rank < 8 else "h2")
+    assert len(digests) == 1
+
+
+def test_failing_rank_stops_both_servers(launch_bed):
+    bed, _root = launch_bed
+    res = run_playbook(TRAIN, bed.inventory, extra_vars=bed_vars(
+        launch_bed, "failing", ascend_train_env={"STEPS": "600", "STEP_S": "0.1", "FAIL_RANK": "3", "FAIL_STEP": "20"}))
+    assert res.rc != 0
+    assert f"rank 3 (server {bed.mgmt_ip('h1')}, device 3) failed first: exit code 1" in res.stdout, str(res)
+    ranks = states(launch_bed, "failing")
+    assert ranks[3]["rc"] == 1
+    assert all(s["rc"] in (-15, -9) for r, s in ranks.items() if r != 3)
+    assert not any(alive(s["pid"]) for s in ranks.values())
+    assert max(s["ended"] for s in ranks.values()) - ranks[3]["ended"] < 5.0
+
+
+def test_wait_false_then_stop_from_a_new_controller(launch_bed):
+    bed, _root = launch_bed
+    res = run_playbook(TRAIN, bed.inventory, extra_vars=bed_vars(
+        launch_bed, "detached", wait=False, ascend_train_env={"STEPS": "100000", "STEP_S": "0.5"}))
+    assert res.rc == 0, str(res)
+    ranks = states(launch_bed, "detached")
+    assert len(ranks) == 16
+    stop = run_playbook(STOP, bed.inventory, extra_vars={"ascend_hosts": "h1,h2",
+                                                         "ascend_launch_job_root": "/run/ascend-cluster/jobs"})
+    assert stop.rc == 0, str(stop)
+    ranks = states(launch_bed, "detached")
+    assert all(s["phase"] in ("exited", "aborted") for s in ranks.values()), ranks
+    assert not any(alive(s.get("pid") or s["runner_pid"]) for s in ranks.values())
