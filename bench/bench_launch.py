@@ -51,7 +51,14 @@ def sim_target(root: Path) -> tuple[Path, dict, Path]:
 
 
 def bed_target(root: Path, bed) -> tuple[Path, dict, Path]:
-    """(inventory, extra vars, run root) for a running test bed (run dirs on the shared /var/tmp)."""
+    """(inventory, extra vars, run root) for a running test bed (run dirs on the shared /var/tmp).
+
+    Device IPs follow docs/testbed.md's plan: 198.19.<device>.<host index>/24.
+    """
+    for index, host in enumerate(bed.hosts, start=1):
+        for device in range(8):
+            bed.exec(host, "hccn_tool", "-i", str(device), "-ip", "-s", "address", f"198.19.{device}.{index}",
+                     "netmask", "255.255.255.0")
     extra = {
         "ascend_hosts": "h1,h2",
         "ascend_launch_run_root": f"{root}/runs",
@@ -75,10 +82,10 @@ def one_run(inventory: Path, extra: dict, runs: Path, env: dict) -> tuple[dict, 
     return states, res.stdout if res.rc == 0 or env.get("FAIL_RANK") else str(res)
 
 
-def launch_skew(states: dict) -> float:
+def launch_skew(states: dict, out: str) -> float:
     starts = [s["own_start"] for s in states.values()]
     if len(starts) != 16 or None in starts:
-        raise SystemExit(f"expected 16 ranks with a start timestamp, got {len(starts)}")
+        raise SystemExit(f"expected 16 ranks with a start timestamp, got {len(starts)}:\n{out[-3000:]}")
     return max(starts) - min(starts)
 
 
@@ -107,7 +114,7 @@ def main() -> int:
         skews, fails = [], []
         for _run in range(args.repeat):
             states, out = one_run(*target, {"STEPS": "2", "STEP_S": "0.1"})
-            skews.append(launch_skew(states))
+            skews.append(launch_skew(states, out))
             states, out = one_run(*target, {"STEPS": "600", "STEP_S": "0.1", "FAIL_RANK": "11", "FAIL_STEP": "20"})
             if "rank 11 " not in out or states[11]["rc"] != 1:
                 raise SystemExit(f"the failing run did not fail on rank 11:\n{out[-3000:]}")

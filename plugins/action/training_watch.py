@@ -39,7 +39,7 @@ _FAILED_LINE = re.compile(r"^rank (\d+) failed \(rc=(-?\d+)\)")
 MODULE = "ascend.cluster.training_job"
 OPTIONS = {
     "job_id": None, "job_root": "/var/lib/ascend-cluster/jobs", "controller_dir": None, "server": None,
-    "poll_interval": 0.25, "full_poll_interval": 10.0, "progress_interval": 10.0, "grace": 3.0, "tail_lines": 20,
+    "poll_interval": 0.25, "full_poll_interval": 5.0, "progress_interval": 10.0, "grace": 3.0, "tail_lines": 20,
 }
 
 
@@ -173,6 +173,8 @@ class ActionModule(ActionBase):
                     claim_failure(marker, failure)
                     return dict(result, failed=True, msg=failure["error"])
                 ranks = polled["ranks"]
+                if any(r["state"] in ("pending", "staged") for r in ranks):
+                    next_full = time.time() + 1.0  # before the start time: look again soon
                 _write_json(os.path.join(hosts_dir, f"{server}.json"), {"server": server, "ranks": ranks})
                 if any(r["rank_id"] == 0 for r in ranks) and time.time() - last_progress >= float(opts["progress_interval"]):
                     last_progress = time.time()

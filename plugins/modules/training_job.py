@@ -216,6 +216,9 @@ def do_preflight(module):
 def do_stop(module):
     # type: (AnsibleModule) -> dict
     p = module.params
+    if p["job_id"] == "latest" and files.resolve_job_id(p["job_root"], "latest") is None:
+        return dict(changed=False, job_id=None, ranks=[], stopped=[], killed=[],
+                    msg="no training job recorded under %s: nothing to stop" % p["job_root"])
     ids = files.list_jobs(p["job_root"]) if p["job_id"] == "all" else [p["job_id"]]
     results = []
     for job_id in ids:

@@ -45,11 +45,11 @@ options:
   full_poll_interval:
     description: Seconds between full polls of every rank (M(ascend.cluster.training_job) C(state=poll)).
     type: float
-    default: 10.0
+    default: 5.0
   progress_interval:
     description: Seconds between progress lines.
     type: float
-    default: 10.0
+    default: 5.0
   grace:
     description: Seconds between TERM and KILL when stopping ranks.
     type: float

@@ -142,3 +142,41 @@ def test_unknown_job_says_what_is_known(tmp_path):
     control.record_job(str(tmp_path), {"job_id": "a", "run_dir": "/x", "ranks": []})
     with pytest.raises(control.JobError, match="known jobs: a"):
         control.load_job(str(tmp_path), "b")
+
+
+def test_stop_with_nothing_recorded_is_a_no_op_and_status_says_why(tmp_path):
+    from tests.helpers.ansible_cli import run_module
+
+    stopped = run_module("training_job", {"state": "stop", "job_root": str(tmp_path)})
+    assert stopped["_rc"] == 0 and stopped["changed"] is False and "nothing to stop" in stopped["msg"]
+    status = run_module("training_job", {"state": "status", "job_root": str(tmp_path)})
+    assert status.get("failed") and "no training job recorded" in status["msg"]
+
+
+def test_runner_stages_waits_at_the_gate_and_records_the_exit(tmp_path):
+    """training_rank end to end without Ansible: staged -> gate -> command -> exit code."""
+    import json
+    import threading
+
+    from tests.helpers.ansible_cli import run_module
+
+    job_root, run_dir = tmp_path / "jobs", tmp_path / "run"
+    control.record_job(str(job_root), {"job_id": "j", "run_dir": str(run_dir), "ranks": [{"rank_id": 5, "device_id": 2}]})
+    args = {"job_id": "j", "job_root": str(job_root), "run_dir": str(run_dir), "lock_dir": str(tmp_path / "locks"),
+            "argv": ["sh", "-c", "echo $RANK_ID $DEVICE_ID $DEVICE_NUM; exit 3"], "rank_id": 5, "device_id": 2,
+            "rank_size": 8, "local_rank": 0, "local_count": 1, "rank_table_path": "/x.json",
+            "set_env": str(tmp_path / "absent.sh")}
+    result = {}
+    runner = threading.Thread(target=lambda: result.update(run_module("training_rank", args)))
+    runner.start()
+    job = control.load_job(str(job_root), "j")
+    assert control.wait_staged(str(job_root), job, 30)[0]["state"] == "staged"
+    assert lock_holder(str(tmp_path / "locks"), 2).startswith("job j rank 5")
+    opened = time.time() + 0.5
+    control.open_gate(str(job_root), job, opened)
+    runner.join(30)
+    assert result["failed"] and result["rank"]["rc"] == 3
+    state = json.loads((run_dir / "device_5" / "state.json").read_text())
+    assert state["started"] >= opened and state["phase"] == "exited"
+    assert (run_dir / "device_5" / "train.log").read_text() == "5 2 1\n"
+    assert lock_holder(str(tmp_path / "locks"), 2) is None
