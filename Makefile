@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: all link venv test test-python test-unit test-testbed sanity lint demo bench build clean
+.PHONY: all link venv torch-venv test test-python test-unit test-testbed sanity lint demo bench build clean
 
 all: test
 
@@ -17,18 +17,30 @@ $(STAMP): requirements.txt tests/requirements.txt
 
 venv: $(STAMP)
 
+## make torch-venv: PyTorch (CPU) for the stand-in training, on the system interpreter so that
+## test-bed hosts (whose /root hides pyenv) can run it too. torch is pinned: an unpinned torch
+## would pull a multi-GB CUDA build.
+TORCH_VENV := build/torch-venv
+TORCH_STAMP := $(TORCH_VENV)/.installed
+$(TORCH_STAMP):
+	/usr/bin/python3 -m venv $(TORCH_VENV)
+	$(TORCH_VENV)/bin/pip install --quiet --disable-pip-version-check torch==2.13.0
+	touch $@
+
+torch-venv: $(TORCH_STAMP)
+
 ## make test: everything CI runs (python tests incl. the multi-host test bed, sanity, lint)
 test: test-python sanity lint
 
 ## make test-python: all pytest suites (the test bed ones need root and netns)
-test-python: $(STAMP)
+test-python: $(STAMP) $(TORCH_STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 ## make test-unit: the fast suites only (no test bed)
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest -m "not testbed" $(PYTEST_ARGS)
 
-test-testbed: $(STAMP)
+test-testbed: $(STAMP) $(TORCH_STAMP)
 	$(BIN)/python -m pytest -m testbed $(PYTEST_ARGS)
 
 sanity: $(STAMP)
@@ -43,7 +55,7 @@ lint: link
 	PATH=$(abspath $(BIN)):$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) $(BIN)/ansible-lint --offline --profile production
 
 ## make demo: the main job on a simulated 2 x 8 NPU cluster on this machine
-demo: $(STAMP)
+demo: $(STAMP) $(TORCH_STAMP)
 	PATH=$(abspath $(BIN)):$$PATH bash examples/sim/demo.sh
 
 ## make bench: every benchmark under bench/, one JSON object per line
