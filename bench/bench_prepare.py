@@ -7,7 +7,9 @@ the no-change run is timed --runs times (it must report changed=0). Prints one J
   prepare_2hosts_s   median wall time of a no-change prepare run on 2 hosts
   prepare_4hosts_s   the same on 4 hosts
 
-plus prepare_<N>hosts_first_s (the run that configures a fresh bed) and the machine's load
+plus prepare_<N>hosts_cpu_s (controller CPU seconds of that run: ansible-playbook and its
+workers; less sensitive to the machine's load), prepare_<N>hosts_first_s (the run that
+configures a fresh bed) and the machine's load
 average at the end of each size (the figures are wall time on a shared 2-core machine).
 Runs as root (the bed needs namespaces). Details go to stderr.
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import sys
 import time
@@ -39,30 +42,36 @@ BED_VARS = {
 }
 
 
-def timed_run(bed: Bed) -> tuple[float, int]:
+def timed_run(bed: Bed) -> tuple[float, int, float]:
+    """(wall seconds, changed count, controller CPU seconds: ansible-playbook and its workers)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
     result = run_playbook("playbooks/prepare.yml", bed.inventory, extra_vars=BED_VARS)
     elapsed = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if result.rc != 0:
         raise SystemExit(f"prepare failed on {bed.prefix}:\n{result}")
-    return elapsed, result.changed()
+    return elapsed, result.changed(), cpu
 
 
 def bench(hosts: int, runs: int) -> None:
     bed = Bed.up(unique_prefix(), hosts)
     try:
-        first, changed = timed_run(bed)
+        first, changed, _cpu = timed_run(bed)
         print(f"{hosts} hosts: first run {first:.1f}s, changed={changed}", file=sys.stderr)
-        times = []
+        times, cpus = [], []
         for i in range(runs):
-            elapsed, changed = timed_run(bed)
+            elapsed, changed, cpu = timed_run(bed)
+            cpus.append(cpu)
             if changed:
                 raise SystemExit(f"no-change run {i} on {hosts} hosts reported changed={changed}")
             times.append(elapsed)
-            print(f"{hosts} hosts: no-change run {i + 1}: {elapsed:.1f}s", file=sys.stderr)
+            print(f"{hosts} hosts: no-change run {i + 1}: {elapsed:.1f}s wall, {cpu:.1f}s controller CPU", file=sys.stderr)
     finally:
         bed.down()
     print(json.dumps({"figure": f"prepare_{hosts}hosts_s", "value": round(statistics.median(times), 2), "unit": "s"}))
+    print(json.dumps({"figure": f"prepare_{hosts}hosts_cpu_s", "value": round(statistics.median(cpus), 2), "unit": "s"}))
     print(json.dumps({"figure": f"prepare_{hosts}hosts_first_s", "value": round(first, 2), "unit": "s"}))
     print(json.dumps({"figure": f"load_average_{hosts}hosts", "value": round(os.getloadavg()[0], 1), "unit": "1"}))
     sys.stdout.flush()
