@@ -165,7 +165,7 @@ def test_runner_stages_waits_at_the_gate_and_records_the_exit(tmp_path):
     args = {"job_id": "j", "job_root": str(job_root), "run_dir": str(run_dir), "lock_dir": str(tmp_path / "locks"),
             "argv": ["sh", "-c", "echo $RANK_ID $DEVICE_ID $DEVICE_NUM; exit 3"], "rank_id": 5, "device_id": 2,
             "rank_size": 8, "local_rank": 0, "local_count": 1, "rank_table_path": "/x.json",
-            "set_env": str(tmp_path / "absent.sh")}
+            "set_env": str(tmp_path / "absent.sh"), "umask": "027"}
     result = {}
     runner = threading.Thread(target=lambda: result.update(run_module("training_rank", args)))
     runner.start()
@@ -179,4 +179,5 @@ def test_runner_stages_waits_at_the_gate_and_records_the_exit(tmp_path):
     state = json.loads((run_dir / "device_5" / "state.json").read_text())
     assert state["started"] >= opened and state["phase"] == "exited"
     assert (run_dir / "device_5" / "train.log").read_text() == "5 2 1\n"
+    assert (run_dir / "device_5" / "env.log").stat().st_mode & 0o777 == 0o640  # the operator's umask
     assert lock_holder(str(tmp_path / "locks"), 2) is None
