@@ -14,13 +14,12 @@ IPs unique and each device subnet consistent with the chip's layout (``_ip_plan.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+import ipaddress
 from typing import Any
-
-import netaddr
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import resolve_chip
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
-from ansible_collections.ascend.cluster.plugins.plugin_utils._ip_plan import LAYOUTS, validate_plan
+from ansible_collections.ascend.cluster.plugins.plugin_utils._ip_plan import LAYOUTS, require_netaddr, validate_plan
 
 UNREACHED = ("Receive timeout", "Unreachable", "Time exceeded")
 # Faults of a device that make every probe aimed at it fail.
@@ -109,8 +108,8 @@ def _with_prefix(address: Any, netmask: Any) -> str | None:
     if not address:
         return None
     try:
-        return f"{address}/{netaddr.IPAddress(str(netmask)).netmask_bits()}"
-    except (netaddr.AddrFormatError, ValueError, TypeError):
+        return f"{address}/{ipaddress.IPv4Network(f'0.0.0.0/{netmask}').prefixlen}"
+    except ValueError:
         return str(address)
 
 
@@ -144,6 +143,7 @@ def health_report(
     check_tls: bool = True, check_conf: bool = True,
 ) -> dict[str, Any]:
     """``{rows, problems, bad, ok}`` for the whole cluster (see the module docstring)."""
+    require_netaddr()  # the layout check needs it; fail with the install hint, not mid-report
     if isinstance(servers, (str, Mapping)) or not isinstance(servers, Sequence):
         raise ClusterSpecError("the input must be a list of hosts' variables (ansible_play_hosts | map('extract', hostvars))")
     devices: list[tuple[str, Mapping[str, Any]]] = []

@@ -28,7 +28,7 @@ def tasks_that_ran(stdout: str) -> list[str]:
     """Titles of the tasks whose output is not only 'skipping' (included files are not tasks)."""
     ran = []
     for block in stdout.split("TASK [")[1:]:
-        title, _, body = block.partition("\n")
+        title, _newline, body = block.partition("\n")
         lines = [line for line in body.splitlines() if line.strip() and not line.startswith("PLAY")]
         if lines and not all(line.startswith("skipping:") for line in lines):
             ran.append(title.split("]")[0])
