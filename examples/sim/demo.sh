@@ -18,8 +18,9 @@ export ANSIBLE_COLLECTIONS_PATH=$repo/build/collections
 export ANSIBLE_CALLBACK_RESULT_FORMAT=yaml
 export ANSIBLE_HOST_KEY_CHECKING=False
 
-playbook=ascend.cluster.train
-[ -f playbooks/train.yml ] || playbook=ascend.cluster.rank_table
-echo "== ansible-playbook $playbook -i examples/sim/inventory.yml -e np=$np"
-ansible-playbook "$playbook" -i examples/sim/inventory.yml -e "np=$np" "$@"
-echo "== rank table written to $root/rank_table.json"
+# The main job: select np NPUs, write the rank table everywhere, launch one gated rank per NPU
+# running a real data-parallel PyTorch (gloo) training, watch it, report per rank.
+echo "== ansible-playbook ascend.cluster.train -i examples/sim/inventory.yml -e np=$np -e @examples/train/sim.yml -e @examples/train/gloo.yml"
+ansible-playbook ascend.cluster.train -i examples/sim/inventory.yml -e "np=$np" \
+    -e @examples/train/sim.yml -e @examples/train/gloo.yml "$@"
+echo "== rank table: $root/rank_table.json; rank logs: $root/runs/<job>/device_<rank>/"
