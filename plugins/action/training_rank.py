@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action training_rank: split the training command on the controller, then run the module.
 
 ``command`` is split with ``shlex.split`` here, so a command that cannot be split fails the task

@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action training_watch: watch one server's ranks until the job ends; fail fast cluster-wide.
 
 Runs on the controller, one instance per server (the play's forks run them side by side).

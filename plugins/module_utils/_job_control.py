@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """One server's view of a training job: record it, wait for staging, open the gate, report, stop.
 
 Every function reads the files the rank runners write (see ``_job_files``), so the controller

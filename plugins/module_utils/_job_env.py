@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Per-rank environment from a framework preset (see ascend-reference section 4).
 
 Runs on target hosts: Python 3.8+, stdlib only.

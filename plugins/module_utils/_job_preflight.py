@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Pre-flight before a launch: is any selected device held, and (optionally) free it.
 
 Three sources, all per device:

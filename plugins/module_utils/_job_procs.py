@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Signal and watch process groups (a rank's training command runs in its own session).
 
 Runs on target hosts: Python 3.8+, stdlib only.

@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """One rank's life: stage, wait at the gate, run the training command, record how it ended.
 
 The runner is the body of the ``training_rank`` module, started per device by an async task.

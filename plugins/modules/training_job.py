@@ -1,6 +1,6 @@
 #!/usr/bin/python
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Module training_job: one server's side of a training job (pre-flight, record, gate, poll, stop)."""
 
 from __future__ import annotations

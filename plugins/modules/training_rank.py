@@ -1,6 +1,6 @@
 #!/usr/bin/python
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Module training_rank: run one training rank behind the job's start gate."""
 
 from __future__ import annotations
