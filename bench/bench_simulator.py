@@ -52,8 +52,8 @@ def main() -> None:
         ).stdout
         server = json.loads(out)["servers"][0]
         tool = os.path.join(server["bin_dir"], "hccn_tool")
-        emit("sim_python_floor_cpu_s", min(cpu_per_call([PYTHON, "-S", "-c", "pass"]) for _ in range(3)))
-        emit("sim_get_call_cpu_s", min(cpu_per_call([tool, "-i", "3", "-ip", "-g"]) for _ in range(3)))
+        emit("sim_python_floor_cpu_s", min(cpu_per_call([PYTHON, "-S", "-c", "pass"]) for _repeat in range(3)))
+        emit("sim_get_call_cpu_s", min(cpu_per_call([tool, "-i", "3", "-ip", "-g"]) for _repeat in range(3)))
         subprocess.run([str(ASCEND_SIM), "-q", "fault", "--state", server["state_dir"], "latency", "--seconds", "0.1"], check=True)
         tasks = [(dev, query) for dev in range(16) for query in QUERIES]
 
