@@ -8,8 +8,8 @@ cd "$repo"
 np=${NP:-16}
 root=$repo/build/sim-cluster
 
-echo "== simulated cluster: 2 servers x 8 NPUs (910B) under $root"
-python3 simulator/bin/ascend-sim -q cluster --root "$root" --servers 2 --chip 910B --devices 8 --preset-ips --force
+echo "== simulated cluster: 2 freshly racked servers x 8 NPUs (910B, no device IPs yet) under $root"
+python3 simulator/bin/ascend-sim -q cluster --root "$root" --servers 2 --chip 910B --devices 8 --force
 
 # Ansible finds collections under ansible_collections/<namespace>/<name>: expose this checkout.
 mkdir -p build/collections/ansible_collections/ascend
@@ -17,6 +17,11 @@ mkdir -p build/collections/ansible_collections/ascend
 export ANSIBLE_COLLECTIONS_PATH=$repo/build/collections
 export ANSIBLE_CALLBACK_RESULT_FORMAT=yaml
 export ANSIBLE_HOST_KEY_CHECKING=False
+
+# Prepare: device IPs from the plan, firewall (mode none here: both servers are this machine),
+# netdetect on the peer server and a proven net_health on every device, the rank table written.
+echo "== ansible-playbook ascend.cluster.prepare -i examples/sim/inventory.yml -e @examples/sim/ip_plan.yml"
+ansible-playbook ascend.cluster.prepare -i examples/sim/inventory.yml -e @examples/sim/ip_plan.yml
 
 # The main job: select np NPUs, write the rank table everywhere, launch one gated rank per NPU
 # running a real data-parallel PyTorch (gloo) training, watch it, report per rank.

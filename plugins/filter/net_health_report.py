@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filter ``ascend.cluster.net_health_report``; documentation in ``net_health_report.yml``."""
 
 from __future__ import annotations

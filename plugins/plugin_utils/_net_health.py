@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The cluster's parameter-plane health, from every server's ``ascend_npu`` facts.
 
 One row per (server, device) for the summary table, and one problem per bad device, each naming

@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """State shared by the firewalld stand-ins ``firewall-cmd`` and ``systemctl`` (see README.md).
 
 The state lives in ``$FIREWALLD_STANDIN_DIR`` (default ``/etc/firewalld-standin``; inside a test

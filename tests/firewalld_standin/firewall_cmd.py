@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Stand-in for firewalld's ``firewall-cmd``: the subset the firewall role uses, with real exit codes.
 
 --state; [--permanent] [--zone=Z] --list-ports | --add-port=P/tcp | --remove-port=P/tcp;

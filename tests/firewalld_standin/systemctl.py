@@ -1,5 +1,5 @@
 # Copyright: ascend.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Stand-in for ``systemctl``, for the firewalld unit only (the bed hosts have no systemd).
 
 is-active / is-enabled / start / stop / enable / disable [--now] firewalld[.service], with
