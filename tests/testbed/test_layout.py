@@ -125,3 +125,16 @@ def test_device_plan_gives_each_device_index_its_own_subnet() -> None:
     layout = Layout("ab12cd", hosts=2)
     nets = {ipaddress.ip_network(f"{layout.device_ip('h1', d)}/24", strict=False) for d in range(8)}
     assert len(nets) == 8
+
+
+def test_start_script_keeps_a_checkout_under_tmp_or_root_visible() -> None:
+    # CI may clone under /tmp or /root, which the host gets privately: the checkout is held
+    # before those mounts and mounted back at the same path when they hid it.
+    repo = Path("/tmp/ci-clone/repo")
+    lines = files.start_script(Layout("ab12cd", hosts=2), "h1", repo, with_sim=True).splitlines()
+    hold = "/var/tmp/ascend-bed-ab12cd/h1/repo.hold"
+    held = lines.index(f"mount --bind {repo} {hold}")
+    private_tmp = next(i for i, line in enumerate(lines) if "ascend-bed-tmp /tmp" in line)
+    back = lines.index(f"[ -e {repo}/simulator ] || {{ mkdir -p {repo} && mount --bind {hold} {repo}; }}")
+    first_sim = next(i for i, line in enumerate(lines) if "ascend-sim" in line)
+    assert held < private_tmp < back < first_sim

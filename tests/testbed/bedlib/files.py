@@ -79,10 +79,16 @@ def start_script(layout: Layout, host: str, repo: Path, with_sim: bool) -> str:
         "set -eu",
         f"mount -t overlay ascend-bed-etc -o lowerdir=/etc,upperdir={q(str(d / 'etc.upper'))},workdir={q(str(d / 'etc.work'))} /etc",
         f"mount -t overlay ascend-bed-bin -o lowerdir=/usr/local/bin,upperdir={q(str(d / 'bin.upper'))},workdir={q(str(d / 'bin.work'))} /usr/local/bin",
+        # The checkout (simulator, examples, build/torch-venv) must stay visible on the host even
+        # when it lives under a directory the host gets privately (/tmp, /root): hold it first,
+        # then mount it back at the same path if the private mounts hid it.
+        f"mkdir -p {q(str(d / 'repo.hold'))}",
+        f"mount --bind {q(str(repo))} {q(str(d / 'repo.hold'))}",
         f"mount --bind {q(str(d / 'root'))} /root",
         "mount -t tmpfs -o mode=0755 ascend-bed-run /run",
         "mkdir -m 0755 /run/sshd",
         "mount -t tmpfs -o mode=1777 ascend-bed-tmp /tmp",
+        f"[ -e {q(str(repo / 'simulator'))} ] || {{ mkdir -p {q(str(repo))} && mount --bind {q(str(d / 'repo.hold'))} {q(str(repo))}; }}",
         f"hostname {q(host)}",
         "cd /root",
         "export HOME=/root",
