@@ -17,7 +17,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import re
 import signal
 import time
 
@@ -26,33 +25,6 @@ from ansible_collections.ascend.cluster.plugins.module_utils._job_control import
 from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import wait_gone
 
 __metaclass__ = type
-
-_PROC_HEADER = re.compile(r"process\s+id", re.IGNORECASE)
-_ROW = re.compile(r"^\|\s*(\d+)(?:\s+(\d+))?\s*\|\s*(\d+)\s*\|\s*([^|]*?)\s*\|")
-
-
-def parse_npu_processes(raw):
-    # type: (str) -> list
-    """Rows of ``npu-smi info``'s process section -> ``[{"device_id", "chip_id", "pid", "name"}]``.
-
-    The section starts at the header row naming ``Process id``; ``No running processes found in
-    NPU N`` rows hold nothing. ``device_id`` is the NPU id (one chip per NPU, as on 910A/910B).
-    """
-    rows = []
-    in_section = False
-    for line in raw.splitlines():
-        if _PROC_HEADER.search(line):
-            in_section = True
-            continue
-        if not in_section:
-            continue
-        match = _ROW.match(line.strip())
-        if match:
-            rows.append({
-                "device_id": int(match.group(1)), "chip_id": int(match.group(2) or 0),
-                "pid": int(match.group(3)), "name": match.group(4),
-            })
-    return rows
 
 
 def lock_holder(lock_dir, device_id):

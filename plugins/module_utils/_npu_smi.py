@@ -148,6 +148,34 @@ def chip_model(table):
     return model
 
 
+_PROC_HEADER = re.compile(r"process\s+id", re.IGNORECASE)
+_PROC_ROW = re.compile(r"^\|\s*(\d+)(?:\s+(\d+))?\s*\|\s*(\d+)\s*\|\s*([^|]*?)\s*\|")
+
+
+def parse_npu_processes(raw):
+    # type: (str) -> list
+    """Rows of ``npu-smi info``'s process section -> ``[{"device_id", "chip_id", "pid", "name"}]``.
+
+    The section starts at the header row naming ``Process id``; ``No running processes found in
+    NPU N`` rows hold nothing. ``device_id`` is the NPU id (one chip per NPU, as on 910A/910B).
+    """
+    rows = []
+    in_section = False
+    for line in raw.splitlines():
+        if _PROC_HEADER.search(line):
+            in_section = True
+            continue
+        if not in_section:
+            continue
+        match = _PROC_ROW.match(line.strip())
+        if match:
+            rows.append({
+                "device_id": int(match.group(1)), "chip_id": int(match.group(2) or 0),
+                "pid": int(match.group(3)), "name": match.group(4),
+            })
+    return rows
+
+
 def davinci_devices(dev_dir="/dev"):
     # type: (str) -> list
     """Device ids from ``/dev/davinciN`` nodes (not ``davinci_manager``), sorted; [] if none."""

@@ -151,7 +151,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_preflight as preflight
-from ansible_collections.ascend.cluster.plugins.module_utils._npu_smi import NpuSmi, NpuSmiError, find_binary
+from ansible_collections.ascend.cluster.plugins.module_utils._npu_smi import NpuSmi, NpuSmiError, find_binary, parse_npu_processes
 
 ARGS = dict(
     state=dict(type="str", required=True, choices=["preflight", "record", "staged", "gate", "poll", "status", "stop"]),
@@ -182,7 +182,7 @@ def npu_processes(module):
         module.warn("npu-smi not found: leftover processes are checked through job records and locks only")
         return []
     try:
-        return preflight.parse_npu_processes(NpuSmi(module, binary).run(["info"]))
+        return parse_npu_processes(NpuSmi(module, binary).run(["info"]))
     except NpuSmiError as exc:
         module.warn("npu-smi info failed (%s): leftover processes are checked through job records and locks only" % exc)
         return []

@@ -12,7 +12,8 @@ import pytest
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils._job_env import rank_env
-from ansible_collections.ascend.cluster.plugins.module_utils._job_preflight import find_busy, lock_holder, parse_npu_processes
+from ansible_collections.ascend.cluster.plugins.module_utils._job_preflight import find_busy, lock_holder
+from ansible_collections.ascend.cluster.plugins.module_utils._npu_smi import parse_npu_processes
 from ansible_collections.ascend.cluster.plugins.module_utils._job_runner import DeviceBusy, command_argv, take_device_lock
 
 RANK = {
