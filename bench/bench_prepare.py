@@ -31,22 +31,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.helpers.ansible_cli import run_playbook  # noqa: E402
-from tests.testbed.harness import Bed, unique_prefix  # noqa: E402
+from tests.testbed.harness import PREPARE_VARS, Bed, unique_prefix  # noqa: E402
 
-BED_VARS = {
-    "ascend_device_ip_layout": "amp",
-    "ascend_device_ip_networks": ["198.19.0.0/24"],
-    "ascend_device_ip_first_host": 11,
-    "ascend_net_health_netdetect": "peer",
-    "ascend_firewall_mode": "open_ports",
-}
 
 
 def timed_run(bed: Bed) -> tuple[float, int, float]:
     """(wall seconds, changed count, controller CPU seconds: ansible-playbook and its workers)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
-    result = run_playbook("playbooks/prepare.yml", bed.inventory, extra_vars=BED_VARS)
+    result = run_playbook("playbooks/prepare.yml", bed.inventory, extra_vars=PREPARE_VARS)
     elapsed = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

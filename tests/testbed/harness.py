@@ -13,6 +13,18 @@ from typing import Dict, List
 
 BED_PY = Path(__file__).resolve().with_name("bed.py")
 
+# prepare.yml's plan for a bed (tests/testbed/test_prepare.py proves it, bench/bench_prepare.py
+# times it): A2 (910B) AMP layout, every device in one subnet inside 198.18.0.0/15 (the
+# simulator refuses other addresses in bed mode); no gateway answers on the bed's fabric, so
+# each device probes the same device of the next server (seed 001).
+PREPARE_VARS = {
+    "ascend_device_ip_layout": "amp",
+    "ascend_device_ip_networks": ["198.19.0.0/24"],
+    "ascend_device_ip_first_host": 11,
+    "ascend_net_health_netdetect": "peer",
+    "ascend_firewall_mode": "open_ports",
+}
+
 
 def unique_prefix() -> str:
     """``ab`` + 4 hex digits: short enough for interface names, unlikely to collide."""

@@ -11,21 +11,11 @@ from typing import Iterator
 import pytest
 
 from tests.helpers.ansible_cli import run_playbook
-from tests.testbed.harness import Bed, unique_prefix
+from tests.testbed.harness import PREPARE_VARS, Bed, unique_prefix
 
 pytestmark = pytest.mark.testbed
 
 PREPARE = "playbooks/prepare.yml"
-# The bed's plan: A2 (910B) AMP layout, every device in one subnet inside 198.18.0.0/15 (the
-# simulator refuses other addresses in bed mode); no gateway answers on the bed's fabric, so
-# each device probes the same device of the next server (seed 001).
-BED_VARS = {
-    "ascend_device_ip_layout": "amp",
-    "ascend_device_ip_networks": ["198.19.0.0/24"],
-    "ascend_device_ip_first_host": 11,
-    "ascend_net_health_netdetect": "peer",
-    "ascend_firewall_mode": "open_ports",
-}
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +43,7 @@ def problem_lines(stdout: str) -> list[str]:
 
 
 def test_a_fresh_bed_is_prepared_in_one_run_and_the_second_run_changes_nothing(fresh_bed):
-    first = run_playbook(PREPARE, fresh_bed.inventory, extra_vars=BED_VARS)
+    first = run_playbook(PREPARE, fresh_bed.inventory, extra_vars=PREPARE_VARS)
     assert first.rc == 0, first
     assert first.stdout.count("  Success  198.19.0.") == 24, first  # 3 servers x 8 devices healthy
     tables = [json.loads(fresh_bed.exec(h, "cat", "/etc/ascend/rank_table.json").stdout) for h in fresh_bed.hosts]
@@ -63,14 +53,14 @@ def test_a_fresh_bed_is_prepared_in_one_run_and_the_second_run_changes_nothing(f
     mode = fresh_bed.exec("h2", "stat", "-c", "%a", "/etc/ascend/rank_table.json").stdout.strip()
     assert mode == "644"
     assert fresh_bed.exec("h3", "ufw", "status").stdout.startswith("Status: active")
-    second = run_playbook(PREPARE, fresh_bed.inventory, extra_vars=BED_VARS)
+    second = run_playbook(PREPARE, fresh_bed.inventory, extra_vars=PREPARE_VARS)
     assert second.rc == 0, second
     assert second.changed() == 0, second
 
 
 def test_check_diff_on_a_prepared_bed_plans_nothing_and_changes_nothing(fresh_bed):
     before = {h: host_state(fresh_bed, h) for h in fresh_bed.hosts}
-    moved = {**BED_VARS, "ascend_device_ip_first_host": 41}
+    moved = {**PREPARE_VARS, "ascend_device_ip_first_host": 41}
     result = run_playbook(PREPARE, fresh_bed.inventory, extra_vars=moved, check=True, diff=True)
     assert result.rc == 0, result
     assert '-        "address": "198.19.0.11",' in result.stdout and '+        "address": "198.19.0.41",' in result.stdout
@@ -80,7 +70,7 @@ def test_check_diff_on_a_prepared_bed_plans_nothing_and_changes_nothing(fresh_be
 def test_a_cut_link_fails_the_health_stage_naming_exactly_that_server_and_device(fresh_bed):
     fresh_bed.cut("h2", 5)
     try:
-        result = run_playbook(PREPARE, fresh_bed.inventory, extra_vars=BED_VARS)
+        result = run_playbook(PREPARE, fresh_bed.inventory, extra_vars=PREPARE_VARS)
     finally:
         fresh_bed.restore("h2", 5)
     assert result.rc != 0, result
@@ -89,7 +79,7 @@ def test_a_cut_link_fails_the_health_stage_naming_exactly_that_server_and_device
         "h1 device 5 probing it fail(s) because of it"]
     assert "TASK [ascend.cluster.net_health : Fail naming each bad device]" in result.stdout
     assert "TASK [ascend.cluster.rank_table" not in result.stdout.split("Fail naming each bad device")[1]
-    healed = run_playbook(PREPARE, fresh_bed.inventory, extra_vars=BED_VARS)
+    healed = run_playbook(PREPARE, fresh_bed.inventory, extra_vars=PREPARE_VARS)
     assert healed.rc == 0 and healed.changed() == 0, healed
 
 
@@ -97,7 +87,7 @@ def test_a_duplicate_ip_in_the_plan_fails_before_any_host_changed(fresh_bed):
     before = {h: host_state(fresh_bed, h) for h in fresh_bed.hosts}
     # Every host's explicit list claims 198.19.0.200 for its device 0: a new address (so a host
     # that went ahead would change), and the firewall stage has work too (32 HCCL ports).
-    dup = {**BED_VARS, "ascend_firewall_hccl_port_count": 32,
+    dup = {**PREPARE_VARS, "ascend_firewall_hccl_port_count": 32,
            "ascend_device_ips": [{"device_id": 0, "address": "198.19.0.200", "netmask": "255.255.255.0"}]}
     result = run_playbook(PREPARE, fresh_bed.inventory, extra_vars=dup)
     assert result.rc != 0, result
