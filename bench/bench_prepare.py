@@ -34,7 +34,6 @@ from tests.helpers.ansible_cli import run_playbook  # noqa: E402
 from tests.testbed.harness import PREPARE_VARS, Bed, unique_prefix  # noqa: E402
 
 
-
 def timed_run(bed: Bed) -> tuple[float, int, float]:
     """(wall seconds, changed count, controller CPU seconds: ansible-playbook and its workers)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
