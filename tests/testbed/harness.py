@@ -7,6 +7,7 @@ import os
 import secrets
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List
@@ -97,3 +98,18 @@ def leftovers(prefix: str) -> List[str]:
     if os.path.exists(f"/var/tmp/ascend-bed-{prefix}"):
         found.append(f"/var/tmp/ascend-bed-{prefix}")
     return found
+
+
+def net_health(bed: "Bed", host: str, device: int = 0) -> str:
+    """The simulated ``hccn_tool -i DEVICE -net_health -g`` answer on ``host``."""
+    return bed.exec(host, "hccn_tool", "-i", str(device), "-net_health", "-g", check=False).stdout.strip()
+
+
+def wait_health(bed: "Bed", wanted: dict, timeout: float = 20.0, device: int = 0) -> dict:
+    """Poll until every host in ``wanted`` reports its wanted answer (or time runs out); what was seen."""
+    deadline = time.monotonic() + timeout
+    while True:
+        seen = {h: net_health(bed, h, device) for h in wanted}
+        if seen == wanted or time.monotonic() > deadline:
+            return seen
+        time.sleep(0.5)

@@ -14,7 +14,7 @@ import pytest
 
 from tests.helpers.ansible_cli import run_adhoc, run_playbook
 from tests.testbed.bedlib.layout import GUARD_NET
-from tests.testbed.harness import Bed, bed_cli, bed_status, leftovers, unique_prefix
+from tests.testbed.harness import Bed, bed_cli, bed_status, leftovers, net_health, unique_prefix, wait_health
 
 pytestmark = pytest.mark.testbed
 
@@ -146,19 +146,6 @@ HEALTH_PLAY = """
         argv: [hccn_tool, -i, "0", "-netdetect", -s, address, "198.19.0.{{ 3 - ascend_bed_host_index }}"]
       changed_when: true
 """
-
-
-def net_health(bed: Bed, host: str) -> str:
-    return bed.exec(host, "hccn_tool", "-i", "0", "-net_health", "-g", check=False).stdout.strip()
-
-
-def wait_health(bed: Bed, wanted: dict, timeout: float = 20.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        seen = {h: net_health(bed, h) for h in wanted}
-        if seen == wanted or time.monotonic() > deadline:
-            return seen
-        time.sleep(0.5)
 
 
 def test_cut_parameter_plane_link_shows_fault(bed: Bed, tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from typing import Iterator
 import pytest
 
 from tests.helpers.ansible_cli import run_playbook
-from tests.testbed.harness import PREPARE_VARS, Bed, unique_prefix
+from tests.testbed.harness import PREPARE_VARS, Bed, unique_prefix, wait_health
 
 pytestmark = pytest.mark.testbed
 
@@ -79,6 +79,10 @@ def test_a_cut_link_fails_the_health_stage_naming_exactly_that_server_and_device
         "h1 device 5 probing it fail(s) because of it"]
     assert "TASK [ascend.cluster.net_health : Fail naming each bad device]" in result.stdout
     assert "TASK [ascend.cluster.rank_table" not in result.stdout.split("Fail naming each bad device")[1]
+    # Healed means the restored link answers again (carrier and the peer's probe), as an operator
+    # would check before re-running; only then must prepare find nothing to do.
+    ok = {h: "net health status: Success" for h in ("h1", "h2")}
+    assert wait_health(fresh_bed, ok, device=5) == ok
     healed = run_playbook(PREPARE, fresh_bed.inventory, extra_vars=PREPARE_VARS)
     assert healed.rc == 0 and healed.changed() == 0, healed
 

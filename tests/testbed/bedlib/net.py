@@ -21,7 +21,10 @@ from .run import BedError, in_netns, ip_batch, run
 GUARD_ROUTE = ["unreachable", str(GUARD_NET)]
 
 # Inside every bed namespace: no forwarding, no IPv6 chatter. Hosts also answer ARP only on
-# the NIC that owns the address, so a cut ethK cannot be bypassed through a sibling NIC.
+# the NIC that owns the address, so a cut ethK cannot be bypassed through a sibling NIC, and
+# skip routes whose NIC lost its carrier: with every device in one subnet (AMP) the kernel sends
+# all replies through the first connected route, and if that is the cut ethK every device of the
+# host would look unreachable instead of just the cut one.
 FABRIC_SYSCTLS = [
     "net.ipv4.ip_forward=0",
     "net.ipv4.conf.all.forwarding=0",
@@ -31,6 +34,7 @@ FABRIC_SYSCTLS = [
 HOST_SYSCTLS = FABRIC_SYSCTLS + [
     "net.ipv4.conf.all.arp_ignore=1",
     "net.ipv4.conf.all.arp_announce=2",
+    "net.ipv4.conf.all.ignore_routes_with_linkdown=1",
 ]
 
 
