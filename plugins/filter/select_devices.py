@@ -11,8 +11,8 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._select import sele
 
 
 @filter_errors("select_devices")
-def select_devices(servers: Any, np: Any, chip: str | None = None, allow_partial_servers: bool = False) -> list:
-    return _select(servers, np, chip=chip, allow_partial_servers=allow_partial_servers)
+def select_devices(servers: Any, np: Any, chip: str | None = None, allow_partial_servers: bool = False, spread: bool = False) -> list:
+    return _select(servers, np, chip=chip, allow_partial_servers=allow_partial_servers, spread=spread)
 
 
 class FilterModule:

@@ -5,7 +5,8 @@
 Rules (reference section 3, "Device-count rules"):
 
 - the same number of devices ``k`` on each server used, ``np = k x n``;
-- whole servers first: the largest ``k`` that works, so the job spans the fewest servers;
+- whole servers first: the largest ``k`` that works, so the job spans the fewest servers
+  (``spread=True``: the smallest ``k`` over the most servers instead, e.g. np=8 on 2 x 8 -> 4 + 4);
 - 910A: one server runs 1, 2, 4 or 8 devices, a 2- or 4-device set stays inside one HCCS ring
   ({0-3} or {4-7}); several servers run 8 devices each (1/2/4 x N with ``allow_partial_servers``);
 - A2/A3: any 1..16 devices per server.
@@ -105,24 +106,44 @@ def possible_counts(profile: ChipProfile | None, available: list[Candidate], all
     return sorted(counts)
 
 
-def select_devices(servers: Any, np: Any, chip: str | None = None, allow_partial_servers: bool = False) -> list[dict]:
-    """The subset of ``servers`` (same shape, other keys kept) that runs an ``np``-device job."""
+def _layouts(profile: ChipProfile | None, wanted: int, largest: int, servers: int, allow_partial: bool, spread: bool):
+    """``(k, n)`` pairs (k devices on each of n servers, k x n = wanted) in order of preference.
+
+    Packed (default): fewest servers first. Spread: most servers first (at most ``servers``).
+    """
+    layouts = []
+    for multi in (False, True):
+        for k in _per_server_counts(profile, largest, multi, allow_partial):
+            n, rest = divmod(wanted, k)
+            if not rest and (n > 1) == multi:
+                layouts.append((k, n))
+    if spread:
+        layouts = sorted((pair for pair in layouts if pair[1] <= servers), key=lambda pair: -pair[1])
+    return layouts
+
+
+def select_devices(
+    servers: Any, np: Any, chip: str | None = None, allow_partial_servers: bool = False, spread: bool = False
+) -> list[dict]:
+    """The subset of ``servers`` (same shape, other keys kept) that runs an ``np``-device job.
+
+    ``spread``: use as many servers as the chip rules allow, the same count on each (np=8 on
+    two 8-device servers: 4 + 4), instead of filling whole servers first.
+    """
     profile = resolve_chip(chip)
     wanted = _np_of(np)
+    if not isinstance(spread, bool):
+        raise ClusterSpecError(f"spread must be true or false, got {spread!r}")
     available = read_available(servers, profile)
     largest = max((len(c.ids) for c in available), default=0)
-    for multi in (False, True):
-        for k in _per_server_counts(profile, largest, multi, allow_partial_servers):
-            n, rest = divmod(wanted, k)
-            if rest or (n > 1) != multi:
-                continue
-            chosen = []
-            for candidate in available:
-                picked = _pick(profile, candidate.ids, k)
-                if picked is not None:
-                    chosen.append(subset(candidate, picked))
-                    if len(chosen) == n:
-                        return chosen
+    for k, n in _layouts(profile, wanted, largest, len(available), allow_partial_servers, spread):
+        chosen = []
+        for candidate in available:
+            picked = _pick(profile, candidate.ids, k)
+            if picked is not None:
+                chosen.append(subset(candidate, picked))
+                if len(chosen) == n:
+                    return chosen
     counts = possible_counts(profile, available, allow_partial_servers)
     shown = ", ".join(str(c) for c in counts[:_SHOWN_COUNTS]) + (f", ... {counts[-1]}" if len(counts) > _SHOWN_COUNTS else "")
     per_server = ", ".join(f"{c.server['server_id']}: {len(c.ids)}" for c in available) or "none"

@@ -96,19 +96,24 @@ def test_np16_runs_every_rank_together_and_reports(sim_cluster):
     assert "ranks: " in res.stdout  # progress lines
 
 
-def test_eight_ranks_four_per_server(sim_cluster):
-    # select_devices packs np=8 onto one server (fewest servers); the seed's --env syntax spreads it
+@pytest.mark.parametrize("selection, layout", [
+    ({}, [4, 4]),  # train.yml spreads np over the play's servers by default
+    ({"npu_env": "127.0.1.1:4,127.0.1.2:4"}, [4, 4]),  # the seed launcher's --env syntax
+    ({"spread": False}, [8]),  # packed: whole servers first, like the rank_table playbook
+], ids=["spread by default", "npu_env", "spread=false packs"])
+def test_eight_ranks_per_server_layout(sim_cluster, selection, layout):
     cluster = sim_cluster()
-    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(
-        cluster, np=8, npu_env="127.0.1.1:4,127.0.1.2:4", ascend_train_env={"STEPS": "1"}))
+    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=8, ascend_train_env={"STEPS": "1"}, **selection))
     assert res.rc == 0, res
     job = next((cluster.root / "runs").iterdir())
     per_server = {}
     for rank in range(8):
         env = dict(line.split("=", 1) for line in (job / f"device_{rank}" / "env.log").read_text().splitlines())
-        per_server.setdefault(env["ASCEND_SIM_STATE"], []).append(env["DEVICE_NUM"])
-    assert sorted(len(v) for v in per_server.values()) == [4, 4]
-    assert all(n == "4" for v in per_server.values() for n in v)
+        per_server.setdefault(env["ASCEND_SIM_STATE"], []).append((env["DEVICE_NUM"], env["DEVICE_ID"]))
+    assert sorted(len(v) for v in per_server.values()) == layout
+    for ranks in per_server.values():
+        assert {num for num, _ in ranks} == {str(len(ranks))}
+        assert sorted(int(device) for _, device in ranks) == list(range(len(ranks)))
 
 
 def test_one_failing_rank_stops_every_rank_and_is_named(sim_cluster):

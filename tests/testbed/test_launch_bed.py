@@ -120,3 +120,17 @@ def test_wait_false_then_stop_from_a_new_controller(launch_bed):
     ranks = states(launch_bed, "detached")
     assert all(s["phase"] in ("exited", "aborted") for s in ranks.values()), ranks
     assert not any(alive(s.get("pid") or s["runner_pid"]) for s in ranks.values())
+
+
+def test_np8_runs_four_ranks_on_each_server(launch_bed):
+    bed, root = launch_bed
+    res = run_playbook(TRAIN, bed.inventory, extra_vars=bed_vars(
+        launch_bed, "np8", np=8, framework="pytorch", ascend_train_env={"STEPS": "1"}))
+    assert res.rc == 0, str(res)
+    ranks = states(launch_bed, "np8")
+    assert sorted(ranks) == list(range(8)) and all(s["rc"] == 0 for s in ranks.values())
+    placed = {}
+    for rank in range(8):
+        env = dict(line.split("=", 1) for line in (root / "runs" / "np8" / f"device_{rank}" / "env.log").read_text().splitlines())
+        placed.setdefault(env["HCCL_IF_IP"], []).append(env["DEVICE_ID"])
+    assert placed == {bed.mgmt_ip("h1"): ["0", "1", "2", "3"], bed.mgmt_ip("h2"): ["0", "1", "2", "3"]}

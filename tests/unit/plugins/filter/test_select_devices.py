@@ -64,6 +64,31 @@ CASES = [
     ("A2 same count on each server", a2_cluster(3), 24, {"chip": "A2"}, [("10.0.0.1", list(range(12))), ("10.0.1.1", list(range(12)))]),
     ("A2 odd count on one server", a2_cluster(2), 5, {"chip": "A2"}, [("10.0.0.1", [0, 1, 2, 3, 4])]),
     ("np as string from -e np=16", _cluster(), "16", {}, [("10.0.0.1", list(range(8))), ("10.0.0.2", list(range(8)))]),
+    ("spread: np=8 on 2 x 8 runs 4 + 4", a2_cluster(2, 8), 8, {"chip": "A2", "spread": True}, [("10.0.0.1", [0, 1, 2, 3]), ("10.0.1.1", [0, 1, 2, 3])]),
+    (
+        "spread: as many servers as divide np",
+        a2_cluster(3, 8),
+        8,
+        {"chip": "A2", "spread": True},
+        [("10.0.0.1", [0, 1, 2, 3]), ("10.0.1.1", [0, 1, 2, 3])],
+    ),
+    ("spread: np=16 on 2 x 8 still whole servers", a2_cluster(2, 8), 16, {"chip": "A2", "spread": True}, [("10.0.0.1", list(range(8))), ("10.0.1.1", list(range(8)))]),
+    ("spread: a prime np stays on one server", a2_cluster(2, 8), 7, {"chip": "A2", "spread": True}, [("10.0.0.1", list(range(7)))]),
+    (
+        "spread: skips a layout a small server cannot hold",
+        [server("10.0.0.1", {i: f"192.168.0.{i + 1}" for i in range(8)}), server("10.0.0.2", {0: "192.168.1.1", 1: "192.168.1.2"})],
+        8,
+        {"spread": True},
+        [("10.0.0.1", list(range(8)))],
+    ),
+    ("spread on 910A: 8 x N unless partial servers", _cluster(), 8, {"chip": "910A", "spread": True}, [("10.0.0.1", list(range(8)))]),
+    (
+        "spread on 910A with partial servers: one HCCS ring on each",
+        _cluster(),
+        8,
+        {"chip": "910A", "spread": True, "allow_partial_servers": True},
+        [("10.0.0.1", [0, 1, 2, 3]), ("10.0.0.2", [0, 1, 2, 3])],
+    ),
 ]
 
 
@@ -97,6 +122,8 @@ BAD = [
     ("zero", _cluster(), 0, {}, "np must be at least 1"),
     ("not a number", _cluster(), "all", {}, "np must be a positive whole number of devices, got 'all'"),
     ("not a list", {"server_id": "x"}, 8, {}, "must be a list of servers"),
+    ("spread not a bool", _cluster(), 8, {"spread": "yes"}, "spread must be true or false, got 'yes'"),
+    ("spread cannot make an impossible np possible", a2_cluster(2, 8), 17, {"chip": "A2", "spread": True}, "np=17 is not possible"),
     ("device beyond the chip", [server("10.0.0.1", {9: "192.168.0.9"})], 1, {"chip": "910A"}, "device_id 9 is out of range for 910A"),
 ]
 
