@@ -162,9 +162,11 @@ def _attempt(func):
 class Gatherer:
     """Collects the facts for one host; ``warnings`` accumulates what the operator should know."""
 
-    def __init__(self, module):
+    def __init__(self, module, runner=None):
         self.module = module
         self.params = module.params
+        # How hccn_tool / npu-smi are run (None: _command.run); tests hand in a fake one.
+        self.runner = runner
         self.warnings = []  # type: list
         self.table = None  # type: list | None
 
@@ -203,7 +205,7 @@ class Gatherer:
         table = None
         npus = None
         if npu_smi:
-            client = _npu_smi.NpuSmi(self.module, npu_smi)
+            client = _npu_smi.NpuSmi(self.module, npu_smi, timeout=self.params["timeout"], runner=self.runner)
             calls = [client.info_table] + ([client.info_list] if self.params["devices"] is None else [])
             # Both npu-smi calls at once: each costs a process start, and the hccn_tool calls wait for them.
             with ThreadPoolExecutor(max_workers=len(calls)) as pool:
@@ -262,7 +264,7 @@ class Gatherer:
                 self.warn("%s not found: hccn.conf cross-check skipped" % self.params["hccn_conf"])
             queries = BASE_QUERIES + tuple(q for q in EXTRA_QUERIES if q in self.params["gather"])
             tool = _hccn_tool.HccnTool(
-                self.module, hccn, timeout=self.params["timeout"], timeout_bin=self.module.get_bin_path("timeout")
+                self.module, hccn, timeout=self.params["timeout"], runner=self.runner
             )
             answers = query_devices(tool, devices, queries, self.params["parallel"])
             entries = [device_from_answers(d, answers, queries, conf) for d in devices]

@@ -2,8 +2,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one client for ``hccn_tool``: knows the binary, the timeout and the exit-code table.
 
-Every call goes through :meth:`HccnTool.run` (``module.run_command`` with an argument list,
-never a shell string). :meth:`HccnTool.query` turns an answer into stdout or a classified
+Every call goes through :meth:`HccnTool.run` (``_command.run``: an argument list, never a shell
+string, with a timeout). :meth:`HccnTool.query` turns an answer into stdout or a classified
 :class:`HccnError`; the typed ``get_*`` helpers add the parsers of ``_hccn_parse``. Methods are
 safe to call from worker threads: they never call ``fail_json`` themselves.
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.ascend.cluster.plugins.module_utils import _command
 from ansible_collections.ascend.cluster.plugins.module_utils import _hccn_parse as parse
 
 __metaclass__ = type
@@ -23,8 +24,6 @@ DEFAULT_PATH = "/usr/local/Ascend/driver/tools/hccn_tool"
 DEFAULT_TIMEOUT = 30
 # How often a get command is asked when it returns nothing at all (see HccnTool._get).
 GET_ATTEMPTS = 3
-# rc the coreutils `timeout` wrapper returns when it had to stop the command.
-TIMEOUT_RCS = (124, 137)
 
 # Outcome kinds of one call (see HccnError.kind).
 UNSET = "unset"  # the value was never configured: a normal state, not a failure
@@ -82,7 +81,7 @@ def classify(result):
     for text, kind in ERROR_TABLE:
         if text.lower() in err:
             return HccnError(kind, result, result.stderr.strip())
-    if result.rc in TIMEOUT_RCS:
+    if result.rc == _command.TIMEOUT_RC:
         return HccnError(
             DEVICE,
             result,
@@ -97,13 +96,13 @@ def classify(result):
 class HccnTool:
     """Client for one ``hccn_tool`` binary on this host."""
 
-    def __init__(self, module, binary, timeout=DEFAULT_TIMEOUT, timeout_bin=None):
-        # type: (object, str, int, str | None) -> None
+    def __init__(self, module, binary, timeout=DEFAULT_TIMEOUT, runner=None):
+        # type: (object, str, int, object) -> None
         self.module = module
         self.binary = binary
         self.timeout = timeout
-        # coreutils `timeout` bounds each call (run_command has no timeout of its own).
-        self.timeout_bin = timeout_bin
+        # ``runner(argv, timeout=...) -> (rc, stdout, stderr)``; tests hand in a fake one.
+        self.runner = runner or _command.run
 
     def command(self, device, args):
         # type: (int | None, list) -> list
@@ -115,11 +114,8 @@ class HccnTool:
         # type: (int | None, list) -> HccnResult
         """Run one call and return its raw answer; never raises for a failing command."""
         cmd = self.command(device, args)
-        argv = list(cmd)
-        if self.timeout_bin and self.timeout:
-            argv = [self.timeout_bin, "--kill-after=5", str(self.timeout)] + argv
         try:
-            rc, out, err = self.module.run_command(argv, expand_user_and_vars=False, handle_exceptions=False)
+            rc, out, err = self.runner(list(cmd), timeout=self.timeout)
         except OSError as exc:
             return HccnResult(cmd, 127, "", "%s: %s" % (self.binary, exc))
         return HccnResult(cmd, rc, out or "", err or "")
@@ -134,10 +130,11 @@ class HccnTool:
         return result.stdout
 
     def _get(self, device, args, parser, unset):
-        # A get command always prints data; rc 0 with nothing at all on stdout and stderr is the
-        # output-loss race of AnsibleModule.run_command (ansible/ansible#51393: its select loop can
-        # stop before reading a child that answered late on a busy host). Ask again, then give up
-        # with the empty answer, which the parser rejects with the raw text.
+        # A get command always prints data, so rc 0 with nothing at all on stdout and stderr is
+        # not an answer. It was seen under heavy load while calls went through run_command
+        # (ansible/ansible#51393, its select loop can miss a late child's output); _command.run
+        # reads to EOF, but a lost answer costs a device, so ask again, then give up with the
+        # empty answer, which the parser rejects with the raw text.
         for attempt in range(GET_ATTEMPTS):
             result = self.run(device, args)
             if result.rc != 0 or result.stdout.strip() or result.stderr.strip() or attempt == GET_ATTEMPTS - 1:

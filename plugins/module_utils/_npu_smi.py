@@ -3,7 +3,7 @@
 """Device discovery: ``npu-smi info -l`` / ``npu-smi info`` parsers and the ``/dev/davinciN`` fallback.
 
 Parsers are pure functions raising :class:`NpuSmiParseError` with the raw text; :class:`NpuSmi`
-runs the binary through ``module.run_command`` (argument lists only).
+runs the binary through ``_command.run`` (argument lists only, with a timeout).
 
 Runs on target hosts: Python 3.8+, stdlib only.
 """
@@ -14,11 +14,14 @@ import os
 import re
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _chip
+from ansible_collections.ascend.cluster.plugins.module_utils import _command
 
 __metaclass__ = type
 
 # Where the driver installs npu-smi besides PATH.
 INSTALL_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/local/Ascend/driver/tools")
+# Seconds one npu-smi call may take.
+DEFAULT_TIMEOUT = 30
 HEALTH_VALUES = ("OK", "Warning", "Alarm", "Critical", "UNKNOWN")
 
 _TOTAL = re.compile(r"^\s*Total\s+Count\s*:\s*(\d+)\s*$", re.IGNORECASE | re.MULTILINE)
@@ -211,19 +214,22 @@ class NpuSmiError(Exception):
 class NpuSmi:
     """Client for one npu-smi binary."""
 
-    def __init__(self, module, binary):
-        # type: (object, str) -> None
+    def __init__(self, module, binary, timeout=DEFAULT_TIMEOUT, runner=None):
+        # type: (object, str, int, object) -> None
         self.module = module
         self.binary = binary
+        self.timeout = timeout
+        # ``runner(argv, timeout=...) -> (rc, stdout, stderr)``; tests hand in a fake one.
+        self.runner = runner or _command.run
 
     def run(self, args):
         # type: (list) -> str
         cmd = [self.binary] + list(args)
-        # `info` always prints something: rc 0 with no output at all is run_command's output-loss
-        # race on a busy host (ansible/ansible#51393), so ask once more before believing it.
+        # `info` always prints something: rc 0 with no output at all is not an answer (seen under
+        # load with run_command, ansible/ansible#51393), so ask once more before believing it.
         for dummy in range(2):
             try:
-                rc, out, err = self.module.run_command(cmd, expand_user_and_vars=False, handle_exceptions=False)
+                rc, out, err = self.runner(cmd, timeout=self.timeout)
             except OSError as exc:
                 raise NpuSmiError(cmd, 127, "", str(exc))
             if rc != 0 or (out or "").strip() or (err or "").strip():

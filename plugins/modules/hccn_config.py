@@ -77,8 +77,7 @@ options:
     default: 16
   timeout:
     description:
-      - Seconds one C(hccn_tool) call may take before it is stopped. Needs the C(timeout) command
-        (coreutils); without it calls are not bounded.
+      - Seconds one C(hccn_tool) call may take before it is stopped (with everything it started).
     type: int
     default: 30
 attributes:
@@ -236,9 +235,7 @@ def main():
             msg = "hccn_tool not found on PATH nor at %s: install the Ascend NPU driver, which provides it, " \
                   "or set the hccn_tool option" % _hccn_tool.DEFAULT_PATH
         module.fail_json(msg=msg, changed=False)
-    tool = _hccn_tool.HccnTool(
-        module, binary, timeout=module.params["timeout"], timeout_bin=module.get_bin_path("timeout")
-    )
+    tool = _hccn_tool.HccnTool(module, binary, timeout=module.params["timeout"])
     try:
         result = Configurator(module, tool).run()
     except ConfigError as exc:

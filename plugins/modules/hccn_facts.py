@@ -70,8 +70,8 @@ options:
     default: 16
   timeout:
     description:
-      - Seconds one C(hccn_tool) call may take before it is stopped and its device is reported
-        with an error. Needs the C(timeout) command (coreutils); without it calls are not bounded.
+      - Seconds one C(hccn_tool) or C(npu-smi) call may take before it is stopped (with everything
+        it started) and its device is reported with an error.
     type: int
     default: 30
   dev_dir:

@@ -1,4 +1,4 @@
-"""A fake AnsibleModule that answers run_command from a transcript, for hccn_facts unit tests."""
+"""A fake AnsibleModule whose ``run_tool`` answers hccn_tool / npu-smi calls from a transcript (unit tests)."""
 
 from __future__ import annotations
 
@@ -72,7 +72,8 @@ INFO_TABLE_910B = """\
 
 
 class FakeModule:
-    """Just enough of AnsibleModule: params, check_mode, get_bin_path, run_command (thread-safe)."""
+    """Just enough of AnsibleModule (params, check_mode, get_bin_path), plus ``run_tool``: the fake runner
+    the tool clients take instead of ``_command.run`` (thread-safe)."""
 
     def __init__(self, params=None, transcript=None, bins=None, delay=0.0):
         self.params = dict(DEFAULT_PARAMS)
@@ -89,10 +90,8 @@ class FakeModule:
     def get_bin_path(self, name, required=False, opt_dirs=None):
         return self.bins.get(name)
 
-    def run_command(self, argv, **kwargs):
-        assert isinstance(argv, list), "run_command must get an argument list, never a shell string"
-        if argv and argv[0] == "/usr/bin/timeout":
-            argv = argv[3:]
+    def run_tool(self, argv, timeout=None):
+        assert isinstance(argv, list), "a tool must get an argument list, never a shell string"
         with self._lock:
             self.calls.append(tuple(argv))
             self.active += 1

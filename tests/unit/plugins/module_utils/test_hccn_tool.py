@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.ascend.cluster.plugins.module_utils import _command
 from ansible_collections.ascend.cluster.plugins.module_utils import _hccn_tool as t
 from ansible_collections.ascend.cluster.plugins.module_utils._hccn_parse import ParseError
 from tests.unit.plugins.module_utils.hccn_fakes import EXEC_FAILED, HCCN, INVALID_DEVICE, NO_GATEWAY, NO_IP, FakeModule
 
 
 def tool(transcript, **kwargs):
-    return t.HccnTool(FakeModule(transcript=transcript), HCCN, **kwargs)
+    module = FakeModule(transcript=transcript)
+    return t.HccnTool(module, HCCN, runner=module.run_tool, **kwargs)
 
 
 # (command, rc, stdout, stderr) -> expected outcome kind (None = data)
@@ -42,32 +44,31 @@ def test_command_is_an_argument_list():
     assert client.command(None, ["-cfg", "recovery"]) == [HCCN, "-a", "-cfg", "recovery"]
 
 
-def test_run_wraps_with_timeout_and_never_raises():
+def test_run_passes_the_timeout_and_never_raises():
     module = FakeModule(transcript={(HCCN, "-i", "0", "-link", "-g"): (0, "link status: UP\n", "")})
     seen = []
-    original = module.run_command
 
-    def spy(argv, **kwargs):
-        seen.append((list(argv), kwargs))
-        return original(argv, **kwargs)
+    def spy(argv, timeout=None):
+        seen.append((list(argv), timeout))
+        return module.run_tool(argv, timeout)
 
-    module.run_command = spy
-    result = t.HccnTool(module, HCCN, timeout=7, timeout_bin="/usr/bin/timeout").run(0, ["-link", "-g"])
+    result = t.HccnTool(module, HCCN, timeout=7, runner=spy).run(0, ["-link", "-g"])
     assert result.rc == 0 and result.stdout == "link status: UP\n"
-    argv, kwargs = seen[0]
-    assert argv == ["/usr/bin/timeout", "--kill-after=5", "7", HCCN, "-i", "0", "-link", "-g"]
-    assert kwargs == {"expand_user_and_vars": False, "handle_exceptions": False}
+    assert seen == [([HCCN, "-i", "0", "-link", "-g"], 7)]
     assert result.cmd == [HCCN, "-i", "0", "-link", "-g"]
+
+
+def test_default_runner_is_the_real_one():
+    assert t.HccnTool(FakeModule(), HCCN).runner is _command.run
 
 
 def test_run_turns_oserror_into_rc_127():
     module = FakeModule()
 
-    def boom(argv, **kwargs):
+    def boom(argv, timeout=None):
         raise OSError(2, "No such file or directory")
 
-    module.run_command = boom
-    result = t.HccnTool(module, HCCN).run(0, ["-ip", "-g"])
+    result = t.HccnTool(module, HCCN, runner=boom).run(0, ["-ip", "-g"])
     assert result.rc == 127 and "No such file" in result.stderr
     assert t.classify(result).kind == t.MISSING
 
@@ -150,37 +151,35 @@ def test_pool_map_lets_bugs_through():
 
 
 def flaky(module, empty_answers):
-    """Make the first ``empty_answers`` calls look like run_command lost the output (rc 0, nothing)."""
-    original = module.run_command
+    """A client whose first ``empty_answers`` calls come back with nothing at all (rc 0), and its calls."""
     calls = []
 
-    def run_command(argv, **kwargs):
+    def run_tool(argv, timeout=None):
         calls.append(argv)
         if len(calls) <= empty_answers:
             return 0, "", ""
-        return original(argv, **kwargs)
+        return module.run_tool(argv, timeout)
 
-    module.run_command = run_command
-    return calls
+    return t.HccnTool(module, HCCN, runner=run_tool), calls
 
 
 def test_get_asks_again_when_the_answer_was_lost():
     module = FakeModule(transcript={(HCCN, "-i", "0", "-link", "-g"): (0, "link status: UP\n", "")})
-    calls = flaky(module, 2)
-    assert t.HccnTool(module, HCCN).get_link(0) == "UP"
+    client, calls = flaky(module, 2)
+    assert client.get_link(0) == "UP"
     assert len(calls) == 3
 
 
 def test_get_gives_up_after_the_attempts_with_the_raw_text():
     module = FakeModule(transcript={(HCCN, "-i", "0", "-link", "-g"): (0, "link status: UP\n", "")})
-    calls = flaky(module, t.GET_ATTEMPTS)
+    client, calls = flaky(module, t.GET_ATTEMPTS)
     with pytest.raises(ParseError) as info:
-        t.HccnTool(module, HCCN).get_link(0)
+        client.get_link(0)
     assert info.value.raw == "" and len(calls) == t.GET_ATTEMPTS
 
 
 def test_get_does_not_repeat_real_answers():
     module = FakeModule(transcript={(HCCN, "-i", "0", "-gateway", "-g"): NO_GATEWAY})
-    calls = flaky(module, 0)
-    assert t.HccnTool(module, HCCN).get_gateway(0) == ""
+    client, calls = flaky(module, 0)
+    assert client.get_gateway(0) == ""
     assert len(calls) == 1

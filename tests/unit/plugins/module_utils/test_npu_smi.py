@@ -98,12 +98,11 @@ def test_chip_model(table, expected):
 
 def test_npu_smi_asks_again_when_the_answer_was_lost():
     module = FakeModule(transcript={(NPU_SMI, "info", "-l"): (0, info_list([0, 1]), "")})
-    original, calls = module.run_command, []
+    calls = []
 
-    def run_command(argv, **kwargs):
+    def run_tool(argv, timeout=None):
         calls.append(argv)
-        return (0, "", "") if len(calls) == 1 else original(argv, **kwargs)
+        return (0, "", "") if len(calls) == 1 else module.run_tool(argv, timeout)
 
-    module.run_command = run_command
-    assert [npu["npu_id"] for npu in n.NpuSmi(module, NPU_SMI).info_list()] == [0, 1]
+    assert [npu["npu_id"] for npu in n.NpuSmi(module, NPU_SMI, runner=run_tool).info_list()] == [0, 1]
     assert len(calls) == 2

@@ -18,7 +18,7 @@ CONFLICT = (7, "", "The ip address configured is conflicted!\n")
 
 
 class FakeDevices(FakeModule):
-    """A FakeModule whose run_command answers like hccn_tool from a per-device state dict.
+    """A FakeModule whose run_tool answers like hccn_tool from a per-device state dict.
 
     ``ignore_sets`` lists (device, option) sets that answer success but change nothing (for the
     read-back check); ``answers`` overrides the answer of one exact argv.
@@ -33,10 +33,8 @@ class FakeDevices(FakeModule):
     def sets(self):
         return [" ".join(c[1:]) for c in self.calls if "-s" in c]
 
-    def run_command(self, argv, **kwargs):
+    def run_tool(self, argv, timeout=None):
         assert isinstance(argv, list)
-        if argv[0] == "/usr/bin/timeout":
-            argv = argv[3:]
         with self._lock:
             self.calls.append(tuple(argv))
         if tuple(argv) in self.answers:
@@ -71,7 +69,7 @@ class FakeDevices(FakeModule):
 def configure(devices, state, check_mode=False, **kwargs):
     module = FakeDevices(state, params={"devices": devices, "parallel": 4, "timeout": 30}, **kwargs)
     module.check_mode = check_mode
-    tool = HccnTool(module, HCCN)
+    tool = HccnTool(module, HCCN, runner=module.run_tool)
     return Configurator(module, tool).run(), module
 
 
@@ -199,7 +197,7 @@ def test_one_bad_device_sets_nothing_on_the_good_ones():
     plan = [want(0, "198.18.0.10"), want(1, "198.18.0.11"), want(2, "198.18.0.12", gateway="198.18.9.1")]
     module = FakeDevices({d: {} for d in range(3)}, params={"devices": plan, "parallel": 4, "timeout": 30})
     with pytest.raises(ConfigError) as info:
-        Configurator(module, HccnTool(module, HCCN)).run()
+        Configurator(module, HccnTool(module, HCCN, runner=module.run_tool)).run()
     assert module.calls == []  # not even a read
     assert info.value.details["problems"] == [
         "device 2: gateway 198.18.9.1 is outside the device subnet 198.18.0.0/24 (address 198.18.0.12); "
@@ -276,9 +274,7 @@ def test_reads_run_concurrently():
     plan = [want(d, "198.18.0.%d" % (10 + d)) for d in range(8)]
     module = FakeDevices(as_state(plan), params={"devices": plan, "parallel": 8, "timeout": 30})
     module.delay = 0.05
-    original = module.run_command
-
-    def slow(argv, **kwargs):
+    def slow(argv, timeout=None):
         import time
 
         with module._lock:
@@ -286,11 +282,10 @@ def test_reads_run_concurrently():
             module.max_active = max(module.max_active, module.active)
         time.sleep(module.delay)
         try:
-            return original(argv, **kwargs)
+            return module.run_tool(argv, timeout)
         finally:
             with module._lock:
                 module.active -= 1
 
-    module.run_command = slow
-    result = Configurator(module, HccnTool(module, HCCN)).run()
+    result = Configurator(module, HccnTool(module, HCCN, runner=slow)).run()
     assert result["changed"] is False and module.max_active > 1

@@ -24,7 +24,7 @@ CONFIGURED = dict(ip="192.168.100.101", gateway="192.168.100.1", netdetect="192.
 
 def gather(params=None, transcript=None, bins=None, delay=0.0):
     module = FakeModule(params=params, transcript=transcript, bins=bins, delay=delay)
-    return Gatherer(module).gather(), module
+    return Gatherer(module, runner=module.run_tool).gather(), module
 
 
 def npu_smi_transcript(npus, table=INFO_TABLE_910B, chips=1):
