@@ -10,13 +10,12 @@ import json
 import os
 import signal
 import subprocess
-import time
-from pathlib import Path
 
 import pytest
 
 from tests.helpers.ansible_cli import BIN_DIR, ansible_env, run_playbook
 from tests.helpers.collection import REPO_ROOT
+from tests.helpers.procs import alive, wait_for
 
 from .conftest import SIM_INVENTORY
 
@@ -51,23 +50,6 @@ def rank_states(cluster, job_id=None):
         state = json.loads(path.read_text())
         states[state["rank_id"]] = state
     return states
-
-
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-
-
-def wait_for(predicate, timeout, what):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def test_np16_runs_every_rank_together_and_reports(sim_cluster):

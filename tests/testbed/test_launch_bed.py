@@ -9,13 +9,16 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
+import subprocess
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.ansible_cli import run_playbook
+from tests.helpers.ansible_cli import BIN_DIR, ansible_env, run_playbook
 from tests.helpers.collection import REPO_ROOT
+from tests.helpers.procs import alive, pids_with_argv, wait_for
 
 pytestmark = pytest.mark.testbed
 
@@ -60,14 +63,6 @@ def states(launch_bed, job_id):
         state = json.loads(path.read_text())
         found[state["rank_id"]] = state
     return found
-
-
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def test_pytorch_gloo_16_ranks_on_two_servers(launch_bed):
@@ -134,3 +129,50 @@ def test_np8_runs_four_ranks_on_each_server(launch_bed):
         env = dict(line.split("=", 1) for line in (root / "runs" / "np8" / f"device_{rank}" / "env.log").read_text().splitlines())
         placed.setdefault(env["HCCL_IF_IP"], []).append(env["DEVICE_ID"])
     assert placed == {bed.mgmt_ip("h1"): ["0", "1", "2", "3"], bed.mgmt_ip("h2"): ["0", "1", "2", "3"]}
+
+
+def test_leftover_process_blocks_launch_until_kill_stale(launch_bed):
+    bed, root = launch_bed
+    # a process of an earlier, unmanaged run still holds NPU 3 of h2 (npu-smi lists it)
+    marker = ("sleep", "6003")
+    bed.exec("h2", "sh", "-c", "DEVICE_ID=3 setsid -f sleep 6003 </dev/null >/dev/null 2>&1")
+    wait_for(lambda: len(pids_with_argv(*marker)) == 1, 10, "the leftover process")
+    leftover = pids_with_argv(*marker)[0]
+    try:
+        blocked = run_playbook(TRAIN, bed.inventory, extra_vars=bed_vars(launch_bed, "blocked", ascend_train_env={"STEPS": "1"}))
+        assert blocked.rc != 0
+        assert "devices in use, nothing was started" in blocked.stdout, str(blocked)
+        assert f"process {leftover} (sleep) holds NPU 3" in blocked.stdout, str(blocked)
+        assert not (root / "runs" / "blocked").exists()
+        assert alive(leftover)
+
+        cleared = run_playbook(TRAIN, bed.inventory, extra_vars=bed_vars(
+            launch_bed, "cleared", kill_stale=True, ascend_train_env={"STEPS": "1"}))
+        assert cleared.rc == 0, str(cleared)
+        assert not alive(leftover)
+        assert sorted(states(launch_bed, "cleared")) == list(range(16))
+    finally:
+        if alive(leftover):
+            os.kill(leftover, signal.SIGKILL)
+
+
+def test_interrupted_controller_then_stop_leaves_nothing(launch_bed):
+    bed, _root = launch_bed
+    extra = bed_vars(launch_bed, "interrupted", ascend_train_env={"STEPS": "100000", "STEP_S": "0.5"})
+    controller = subprocess.Popen(
+        [str(BIN_DIR / "ansible-playbook"), str(TRAIN), "-i", str(bed.inventory), "-e", json.dumps(extra)],
+        cwd=REPO_ROOT, env=ansible_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_for(lambda: sum(s.get("phase") == "running" for s in states(launch_bed, "interrupted").values()) == 16,
+                 300, "16 ranks running")
+    finally:
+        os.killpg(controller.pid, signal.SIGKILL)  # the controller dies without cleaning up
+        controller.wait()
+    ranks = states(launch_bed, "interrupted")
+    pids = [s["pid"] for s in ranks.values()] + [s["runner_pid"] for s in ranks.values()]
+    assert all(alive(s["pid"]) for s in ranks.values())
+    stop = run_playbook(STOP, bed.inventory, extra_vars={"ascend_hosts": "h1,h2",
+                                                         "ascend_launch_job_root": "/run/ascend-cluster/jobs"})
+    assert stop.rc == 0, str(stop)
+    assert not any(alive(p) for p in pids)
+    assert all(s["phase"] in ("exited", "aborted") for s in states(launch_bed, "interrupted").values())
