@@ -1,0 +1,121 @@
+# Copyright: ascend.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The smoke check's summary: one row per finding, from every stage of ``ascend.cluster.smoke``.
+
+Stages: ``facts`` (a server whose devices could not be read), ``health`` (the ``net_health_report``
+of the play, narrowed to the job's devices once they are known), ``rank_table`` and ``launch``
+(stage-level results handed in by the role), ``rank`` (each rank's verdict, the last
+``ASCEND_RANK_CHECK_VERDICT {json}`` line its check wrote to its log).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+import json
+import re
+from typing import Any
+
+from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
+
+# Written by roles/smoke_check/files/ascend_rank_check.py (which cannot import this module).
+VERDICT = "ASCEND_RANK_CHECK_VERDICT"
+COLUMNS = ("stage", "server", "device", "rank", "result", "detail")
+OK, FAIL = "OK", "FAIL"
+# The order of the summary: each stage's rows in the order they happen.
+STAGES = ("facts", "health", "rank_table", "launch", "rank")
+
+
+def rank_verdict(log: Any) -> tuple[bool, str]:
+    """(ok, detail) of one rank from its log text: the last verdict line, or why there is none."""
+    lines = [line.strip() for line in str(log or "").splitlines() if line.strip()]
+    for line in reversed(lines):
+        if line.startswith(VERDICT + " "):
+            try:
+                verdict = json.loads(line[len(VERDICT) + 1:])
+                failed = verdict["failed"]
+                detail = "; ".join(f"{f['check']}: {f['detail']}" for f in failed)
+                return (not failed, detail or f"{verdict['passed']} checks passed")
+            except (ValueError, KeyError, TypeError) as exc:
+                return False, f"unreadable verdict line ({exc}): {line[:200]}"
+    if not lines:
+        return False, "no verdict: the rank wrote nothing (did the check start? see the launch row and the rank's log)"
+    return False, f"no verdict; the rank's last line: {lines[-1][:200]}"
+
+
+def _health_rows(health: Mapping[str, Any], ranks: Mapping[tuple[str, int], Any] | None) -> list[dict[str, Any]]:
+    """Health findings; with ``ranks`` (the job's devices by (server, device)) only those devices'."""
+    rows = []
+    problems = [str(p) for p in health.get("problems") or []]
+    for bad in health.get("bad") or []:
+        key = (str(bad.get("server")), int(bad.get("device")))
+        if ranks is not None and key not in ranks:
+            continue
+        prefix = f"{key[0]} device {key[1]}: "
+        detail = next((p[len(prefix):] for p in problems if p.startswith(prefix)), str(bad.get("status")))
+        rows.append({"stage": "health", "server": key[0], "device": key[1],
+                     "rank": None if ranks is None else ranks[key], "result": FAIL, "detail": detail})
+    for problem in problems:
+        if problem.startswith("cluster: "):
+            rows.append({"stage": "health", "result": FAIL, "detail": problem[len("cluster: "):]})
+    if not rows:
+        devices = len(ranks) if ranks is not None else len(health.get("rows") or [])
+        rows.append({"stage": "health", "result": OK,
+                     "detail": f"{devices} device(s): device IP, link UP, net_health Success"})
+    return rows
+
+
+# What Ansible wraps around a failed template or action, before the message that matters.
+_WRAPPERS = re.compile(r"^(?:.*The (?:filter|lookup|test) plugin '[^']+' failed: |(?:Task failed: |Action failed: )+)", re.S)
+
+
+def stage_message(msg: Any) -> str:
+    """A failed task's message without Ansible's wrapping (``Task failed: ... The filter plugin 'x' failed: ``)."""
+    return _WRAPPERS.sub("", str(msg or "").strip(), count=1).strip()
+
+
+def _stage_row(stage: Any, index: int) -> dict[str, Any]:
+    if not isinstance(stage, Mapping) or not stage.get("stage"):
+        raise ClusterSpecError(f"stages entry {index} is not a mapping with a stage name: {stage!r}")
+    return {"stage": stage["stage"], "server": stage.get("server"), "device": None, "rank": None,
+            "result": OK if stage.get("ok") else FAIL, "detail": stage_message(stage.get("detail"))}
+
+
+def smoke_summary(
+    ranks: Sequence[Any] | None, health: Mapping[str, Any] | None = None, stages: Sequence[Any] = (),
+    launched: bool = True,
+) -> dict[str, Any]:
+    """``{rows, failures, ok}`` for the smoke run.
+
+    ``ranks``: the job's ranks, ``[{server, device, rank, log}]`` (``log``: the text of the
+    rank's fetched log), None or empty when no table was made; they narrow the health findings to
+    the job's devices and, when ``launched``, each gives a ``rank`` row from its verdict.
+    ``health``: the ``net_health_report`` result (None when the stage did not run). ``stages``:
+    stage-level results, ``[{stage, server?, ok, detail}]`` (facts, rank_table, launch).
+    """
+    if ranks is not None and (isinstance(ranks, (str, Mapping)) or not isinstance(ranks, Sequence)):
+        raise ClusterSpecError("the input must be a list of ranks ({server, device, rank, log}) or none")
+    if isinstance(stages, (str, Mapping)) or not isinstance(stages, Sequence):
+        raise ClusterSpecError("stages must be a list of {stage, server, ok, detail}")
+    rows = [_stage_row(stage, i) for i, stage in enumerate(stages)]
+    job = []
+    for index, rank in enumerate(ranks or []):
+        if not isinstance(rank, Mapping) or not {"server", "device", "rank"} <= set(rank):
+            raise ClusterSpecError(f"rank entry {index} needs server, device and rank: {rank!r}")
+        job.append({"stage": "rank", "server": str(rank["server"]), "device": int(rank["device"]),
+                    "rank": int(rank["rank"]), "log": rank.get("log")})
+    if health is not None:
+        if not isinstance(health, Mapping):
+            raise ClusterSpecError(f"health must be the net_health_report result, got {health!r}")
+        rows += _health_rows(health, {(r["server"], r["device"]): r["rank"] for r in job} if job else None)
+    for rank in sorted(job, key=lambda r: r["rank"]) if launched else []:
+        ok, detail = rank_verdict(rank.pop("log"))
+        rows.append(dict(rank, result=OK if ok else FAIL, detail=detail))
+    rows.sort(key=lambda r: STAGES.index(r["stage"]) if r["stage"] in STAGES else len(STAGES))
+    failures = [
+        " ".join(str(p) for p in (row["stage"], row.get("server"),
+                                  f"device {row['device']}" if row.get("device") is not None else None,
+                                  f"rank {row['rank']}" if row.get("rank") is not None else None) if p)
+        + f": {row['detail']}"
+        for row in rows if row["result"] == FAIL
+    ]
+    return {"rows": rows, "failures": failures, "ok": not failures}
