@@ -7,7 +7,9 @@ per-server job records and device locks of examples/train/sim.yml (launch_vars, 
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 
 import pytest
 from ansible.errors import AnsibleFilterError
@@ -226,3 +228,20 @@ def test_an_unreadable_server_and_check_mode(sim_cluster):
     assert [(r["stage"], r["server"], r["result"]) for r in rows][:1] == [("facts", "server1", "FAIL")], rows
     assert [(r["stage"], r["result"]) for r in rows][1:3] == [("health", "OK"), ("rank_table", "OK")]
     assert [r["result"] for r in rows if r["stage"] == "rank"] == ["OK"] * 8
+
+
+@pytest.mark.playbook
+def test_a_held_device_fails_the_launch_row_with_the_holder(sim_cluster):
+    cluster = sim_cluster()
+    env = dict(os.environ, DEVICE_ID="3", ASCEND_SIM_STATE=str(cluster["server1"].state_dir))
+    squatter = subprocess.Popen(["sleep", "600"], env=env, start_new_session=True)
+    try:
+        res = run_playbook(SMOKE, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16))
+    finally:
+        squatter.kill()
+        squatter.wait()
+    assert res.rc != 0, res
+    rows = summary_rows(res)
+    assert [(r["stage"], r["server"], r["result"]) for r in rows] == [
+        ("health", "-", "OK"), ("rank_table", "-", "OK"), ("launch", "server1", "FAIL")], rows
+    assert rows[2]["detail"].startswith(f"devices in use, nothing was started: device 3: process {squatter.pid} (sleep) holds NPU 3")

@@ -78,7 +78,7 @@ def failed(found):
 def test_a_correct_rank_passes_every_check(write):
     found = results(env_for(write(table_v1())))
     assert list(found) == ["rank_table", "rank_size", "rank_id", "device_id", "server_id", "device_ip", "device_num"]
-    assert {status for status, _ in found.values()} == {rc.PASS}
+    assert {status for status, _detail in found.values()} == {rc.PASS}
     assert found["rank_table"][1].endswith("4 ranks on 2 server(s)")
     assert found["rank_id"][1] == "RANK_ID=1: server 127.0.1.1 device 1"
 

@@ -198,14 +198,12 @@ def run_checks(env, framework="mindspore", is_local=local_address):
                "table device %s, %s" % (entry.get("device_id"), ", ".join("%s=%s" % (n, env.get(n)) for n in names)),
                needs=["rank_id"])
     ok, why = (is_local(entry["server_id"]) if entry else (False, ""))
-    checks.add("server_id", ok, "server %s %s" % (entry.get("server_id"), "is this machine" if ok
-                                                    else "is not an address of this machine (%s)" % why),
-               needs=["rank_id"])
+    where = "is this machine" if ok else "is not an address of this machine (%s)" % why
+    checks.add("server_id", ok, "server %s %s" % (entry.get("server_id"), where), needs=["rank_id"])
     servers = len(set(e["server_id"] for e in ranks))
+    need = ": HCCL needs it" if servers > 1 else ""
     checks.add("device_ip", servers < 2 or bool(entry.get("device_ip")),
-               "device_ip %s (%d servers%s)" % (entry.get("device_ip") or "missing", servers,
-                                                 ": HCCL needs it" if servers > 1 else ""),
-               needs=["rank_id"])
+               "device_ip %s (%d servers%s)" % (entry.get("device_ip") or "missing", servers, need), needs=["rank_id"])
     if "DEVICE_NUM" in env:
         count = len([e for e in ranks if e["server_id"] == entry.get("server_id")])
         checks.add("device_num", _int(env, "DEVICE_NUM") == count,
