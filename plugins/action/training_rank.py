@@ -4,7 +4,9 @@
 
 ``command`` is split with ``shlex.split`` here, so a command that cannot be split fails the task
 on the controller at once (instead of in a detached async runner), and the module receives a
-plain argument list it execs without a shell. Async (``async`` + ``poll: 0``) is passed through.
+plain argument list it execs without a shell. An ``env`` that would silently replace the
+``TUNE_BANK_PATH`` / ``AOE_MODE`` the launcher sets fails here too, before any runner starts.
+Async (``async`` + ``poll: 0``) is passed through.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import shlex
 from typing import Any
 
 from ansible.plugins.action import ActionBase
+
+from ansible_collections.ascend.cluster.plugins.module_utils._job_env import aoe_conflicts
 
 
 class ActionModule(ActionBase):
@@ -33,6 +37,12 @@ class ActionModule(ActionBase):
                 return dict(result, failed=True, msg=f"cannot split the training command {command!r}: {exc}")
             if not args["argv"]:
                 return dict(result, failed=True, msg="the training command is empty: set train_command")
+        try:
+            conflicts = aoe_conflicts(args.get("env") or {}, args.get("tune_bank_path"), args.get("aoe_mode"))
+        except (TypeError, ValueError) as exc:
+            return dict(result, failed=True, msg=f"aoe_mode: {exc}")
+        if conflicts:
+            return dict(result, failed=True, msg="; ".join(conflicts))
         wrap_async = bool(self._task.async_val) and not self._connection.has_native_async
         result.update(self._execute_module(module_args=args, task_vars=task_vars or {}, wrap_async=wrap_async))
         if not wrap_async:

@@ -20,18 +20,60 @@ PRESETS = {
     "mindspore_legacy": ("MINDSPORE_HCCL_CONFIG_PATH", "RANK_ID", "RANK_SIZE", "DEVICE_ID", "DEVICE_NUM"),
 }
 FRAMEWORKS = tuple(sorted(PRESETS))
+# AOE_MODE values a training run may be tuned with (1, subgraph tuning, is not for these chips).
+AOE_MODES = (2, 4)
 
 
-def rank_env(framework, rank, connect_timeout, extra=None):
-    # type: (str, dict, int, dict | None) -> dict
+def aoe_env(tune_bank_path=None, aoe_mode=None):
+    # type: (str | None, int | None) -> dict
+    """The AOE variables the launcher adds (reference section 5).
+
+    ``tune_bank_path`` is ``TUNE_BANK_PATH``: the directory the gradient tuner writes
+    ``<soc>_gradient_fusion.json`` into, and where a later training reads it. ``aoe_mode`` is
+    ``AOE_MODE`` (2 operator tuning, 4 gradient tuning), only for the tuning run.
+    """
+    env = {}
+    if tune_bank_path:
+        env["TUNE_BANK_PATH"] = str(tune_bank_path)
+    if aoe_mode is not None:
+        if int(aoe_mode) not in AOE_MODES:
+            raise ValueError("AOE_MODE %s is not supported; choose 2 or 4" % aoe_mode)
+        env["AOE_MODE"] = str(int(aoe_mode))
+    return env
+
+
+def aoe_conflicts(extra, tune_bank_path=None, aoe_mode=None):
+    # type: (dict | None, str | None, int | None) -> list
+    """Variables in ``extra`` that would silently replace the launcher's AOE values.
+
+    The user's own ``TUNE_BANK_PATH`` / ``AOE_MODE`` is passed through as is when the launcher sets
+    none; when the launcher sets one, the user's must be equal (else the tuner would write, or the
+    training read, somewhere the launcher did not check). One message per conflict.
+    """
+    ours = aoe_env(tune_bank_path, aoe_mode)
+    problems = []
+    for name in sorted(ours):
+        if name in (extra or {}) and str(extra[name]) != ours[name]:
+            problems.append("%s=%s in the job's environment conflicts with %s=%s set by the launcher"
+                            % (name, extra[name], name, ours[name]))
+    return problems
+
+
+def rank_env(framework, rank, connect_timeout, extra=None, tune_bank_path=None, aoe_mode=None):
+    # type: (str, dict, int, dict | None, str | None, int | None) -> dict
     """The variables one rank gets.
 
     ``rank`` holds ``rank_id``, ``device_id``, ``rank_size``, ``local_rank``, ``local_count``,
-    ``rank_table_path``, ``master_addr``, ``master_port`` and ``host_ip``. ``extra`` (the user's
-    ``train_env`` and host-specific extra env) is applied last, so the operator can override any preset value.
+    ``rank_table_path``, ``master_addr``, ``master_port`` and ``host_ip``. ``tune_bank_path`` and
+    ``aoe_mode`` add ``TUNE_BANK_PATH`` / ``AOE_MODE`` (see :func:`aoe_env`). ``extra`` (the user's
+    ``train_env`` and host-specific extra env) is applied last, so the operator can override any preset
+    value - but not an AOE value the launcher sets (ValueError, see :func:`aoe_conflicts`).
     """
     if framework not in PRESETS:
         raise ValueError("unknown framework %r; choose one of %s" % (framework, ", ".join(FRAMEWORKS)))
+    conflicts = aoe_conflicts(extra, tune_bank_path, aoe_mode)
+    if conflicts:
+        raise ValueError("; ".join(conflicts))
     values = {
         "RANK_TABLE_FILE": rank["rank_table_path"],
         "MINDSPORE_HCCL_CONFIG_PATH": rank["rank_table_path"],
@@ -50,6 +92,7 @@ def rank_env(framework, rank, connect_timeout, extra=None):
     }
     env = dict((name, str(values[name])) for name in PRESETS[framework])
     env["HCCL_CONNECT_TIMEOUT"] = str(connect_timeout)
+    env.update(aoe_env(tune_bank_path, aoe_mode))
     for name, value in (extra or {}).items():
         env[str(name)] = str(value)
     return env

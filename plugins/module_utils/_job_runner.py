@@ -105,7 +105,8 @@ class RankRunner:
         rank = dict((k, p[k]) for k in (
             "rank_id", "device_id", "rank_size", "local_rank", "local_count", "rank_table_path",
             "master_addr", "master_port", "host_ip"))
-        env.update(rank_env(p["framework"], rank, p["connect_timeout"], p["env"]))
+        env.update(rank_env(p["framework"], rank, p["connect_timeout"], p["env"],
+                            p.get("tune_bank_path"), p.get("aoe_mode")))
         return env
 
     def stage(self):

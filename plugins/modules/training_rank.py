@@ -97,6 +97,18 @@ options:
     description: Extra variables, applied after the preset.
     type: dict
     default: {}
+  tune_bank_path:
+    description:
+      - C(TUNE_BANK_PATH) for the rank - the AOE repository directory a gradient tuning run writes
+        C(<soc>_gradient_fusion.json) into and a later training reads it from. Unset exports none.
+      - O(env) may hold C(TUNE_BANK_PATH) too only with the same value (else the task fails at once).
+    type: path
+  aoe_mode:
+    description:
+      - C(AOE_MODE) for the rank (V(4) gradient tuning, V(2) operator tuning); unset exports none.
+      - O(env) may hold C(AOE_MODE) too only with the same value.
+    type: int
+    choices: [2, 4]
   set_env:
     description: CANN C(set_env.sh), sourced before the command when it exists.
     type: path
@@ -157,7 +169,7 @@ import shlex
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ascend.cluster.plugins.module_utils._job_env import FRAMEWORKS
+from ansible_collections.ascend.cluster.plugins.module_utils._job_env import AOE_MODES, FRAMEWORKS, aoe_conflicts
 from ansible_collections.ascend.cluster.plugins.module_utils._job_runner import RankRunner
 
 ARGS = dict(
@@ -179,6 +191,8 @@ ARGS = dict(
     host_ip=dict(type="str", default="127.0.0.1"),
     connect_timeout=dict(type="int", default=120),
     env=dict(type="dict", default={}),
+    tune_bank_path=dict(type="path"),
+    aoe_mode=dict(type="int", choices=list(AOE_MODES)),
     set_env=dict(type="path", default="/usr/local/Ascend/ascend-toolkit/set_env.sh"),
     umask=dict(type="str"),
     gate_timeout=dict(type="int", default=600),
@@ -198,6 +212,9 @@ def main():
             module.fail_json(msg="cannot split the training command %r: %s" % (module.params["command"], exc))
     if not module.params["argv"]:
         module.fail_json(msg="the training command is empty: set train_command")
+    conflicts = aoe_conflicts(module.params["env"], module.params["tune_bank_path"], module.params["aoe_mode"])
+    if conflicts:
+        module.fail_json(msg="; ".join(conflicts))
     state = RankRunner(module.params).run()
     # The state goes under "rank": async_status gives "started"/"finished" at the top level their own meaning.
     msg = "rank %d: %s" % (state["rank_id"], state.get("error") or "%s rc=%s" % (state.get("phase"), state.get("rc")))
