@@ -148,23 +148,25 @@ def summary_rows(res):
 
 
 @pytest.mark.playbook
-@pytest.mark.parametrize("framework, checks", [("mindspore", 7), ("pytorch", 10)])
-def test_healthy_cluster_all_ranks_ok(sim_cluster, framework, checks):
+@pytest.mark.parametrize("framework, np, checks", [("mindspore", 16, 7), ("pytorch", 16, 10), ("mindspore_legacy", 8, 7)])
+def test_healthy_cluster_all_ranks_ok(sim_cluster, framework, np, checks):
     cluster = sim_cluster()
-    res = run_playbook(SMOKE, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, framework=framework))
+    res = run_playbook(SMOKE, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=np, framework=framework))
     assert res.rc == 0, res
     rows = summary_rows(res)
     ranks = [r for r in rows if r["stage"] == "rank"]
-    assert [int(r["rank"]) for r in ranks] == list(range(16))
+    assert [int(r["rank"]) for r in ranks] == list(range(np))
+    # np=8 is spread 4 + 4 as train.yml spreads it
+    assert [r["server"] for r in ranks] == ["server0"] * (np // 2) + ["server1"] * (np // 2)
     assert {(r["result"], r["detail"]) for r in ranks} == {("OK", f"{checks} checks passed")}, rows
     assert [(r["stage"], r["result"]) for r in rows if r["stage"] != "rank"] == [("health", "OK"), ("rank_table", "OK"), ("launch", "OK")]
     # the check ran in place of training, from the per-job copy, on every rank
     states = rank_states(cluster)
-    assert sorted(states) == list(range(16)) and all(s["rc"] == 0 for s in states.values())
+    assert sorted(states) == list(range(np)) and all(s["rc"] == 0 for s in states.values())
     job = next((cluster.root / "runs").iterdir())
     assert (job / "ascend_rank_check.py").read_bytes() == CHECK_SCRIPT.read_bytes()
     assert (job / "ascend_rank_check.py").stat().st_mode & 0o777 == 0o644
-    assert f"{_smoke.VERDICT} " in (job / "device_15" / "train.log").read_text()
+    assert f"{_smoke.VERDICT} " in (job / f"device_{np - 1}" / "train.log").read_text()
 
 
 @pytest.mark.playbook
