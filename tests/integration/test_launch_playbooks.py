@@ -94,8 +94,8 @@ def test_eight_ranks_per_server_layout(sim_cluster, selection, layout):
         per_server.setdefault(env["ASCEND_SIM_STATE"], []).append((env["DEVICE_NUM"], env["DEVICE_ID"]))
     assert sorted(len(v) for v in per_server.values()) == layout
     for ranks in per_server.values():
-        assert {num for num, _ in ranks} == {str(len(ranks))}
-        assert sorted(int(device) for _, device in ranks) == list(range(len(ranks)))
+        assert {num for num, dummy in ranks} == {str(len(ranks))}
+        assert sorted(int(device) for dummy, device in ranks) == list(range(len(ranks)))
 
 
 def test_one_failing_rank_stops_every_rank_and_is_named(sim_cluster):

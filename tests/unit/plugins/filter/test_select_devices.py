@@ -72,7 +72,13 @@ CASES = [
         {"chip": "A2", "spread": True},
         [("10.0.0.1", [0, 1, 2, 3]), ("10.0.1.1", [0, 1, 2, 3])],
     ),
-    ("spread: np=16 on 2 x 8 still whole servers", a2_cluster(2, 8), 16, {"chip": "A2", "spread": True}, [("10.0.0.1", list(range(8))), ("10.0.1.1", list(range(8)))]),
+    (
+        "spread: np=16 on 2 x 8 still whole servers",
+        a2_cluster(2, 8),
+        16,
+        {"chip": "A2", "spread": True},
+        [("10.0.0.1", list(range(8))), ("10.0.1.1", list(range(8)))],
+    ),
     ("spread: a prime np stays on one server", a2_cluster(2, 8), 7, {"chip": "A2", "spread": True}, [("10.0.0.1", list(range(7)))]),
     (
         "spread: skips a layout a small server cannot hold",

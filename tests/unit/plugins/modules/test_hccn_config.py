@@ -274,6 +274,7 @@ def test_reads_run_concurrently():
     plan = [want(d, "198.18.0.%d" % (10 + d)) for d in range(8)]
     module = FakeDevices(as_state(plan), params={"devices": plan, "parallel": 8, "timeout": 30})
     module.delay = 0.05
+
     def slow(argv, timeout=None):
         import time
 
