@@ -6,9 +6,10 @@ import json
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
@@ -40,6 +41,18 @@ class SimServer:
 
     def show(self) -> dict[str, Any]:
         return json.loads(sim("show", "--state", str(self.state_dir)))
+
+    @contextmanager
+    def hold(self, device: int) -> Iterator[subprocess.Popen]:
+        """A foreign process that this server's npu-smi lists as holding ``device`` (a leftover run)."""
+        env = dict(os.environ, DEVICE_ID=str(device), ASCEND_SIM_STATE=str(self.state_dir))
+        proc = subprocess.Popen(["sleep", "600"], env=env, start_new_session=True)
+        try:
+            yield proc
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
 @dataclass

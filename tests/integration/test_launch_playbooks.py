@@ -192,9 +192,7 @@ def test_bad_command_is_refused_before_start(sim_cluster, command, message):
 
 def test_foreign_process_on_a_device_blocks_launch_until_kill_stale(sim_cluster):
     cluster = sim_cluster()
-    env = dict(os.environ, DEVICE_ID="3", ASCEND_SIM_STATE=str(cluster["server1"].state_dir))
-    squatter = subprocess.Popen(["sleep", "600"], env=env, start_new_session=True)
-    try:
+    with cluster["server1"].hold(3) as squatter:
         blocked = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16))
         assert blocked.rc != 0
         assert f"device 3: process {squatter.pid} (sleep) holds NPU 3" in blocked.stdout, blocked
@@ -203,7 +201,3 @@ def test_foreign_process_on_a_device_blocks_launch_until_kill_stale(sim_cluster)
             cluster, np=16, kill_stale=True, ascend_train_env={"STEPS": "1"}))
         assert cleared.rc == 0, cleared
         assert squatter.wait(timeout=10) == -signal.SIGTERM
-    finally:
-        if squatter.poll() is None:
-            squatter.kill()
-            squatter.wait()

@@ -7,9 +7,7 @@ per-server job records and device locks of examples/train/sim.yml (launch_vars, 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 
 import pytest
 from ansible.errors import AnsibleFilterError
@@ -235,13 +233,8 @@ def test_an_unreadable_server_and_check_mode(sim_cluster):
 @pytest.mark.playbook
 def test_a_held_device_fails_the_launch_row_with_the_holder(sim_cluster):
     cluster = sim_cluster()
-    env = dict(os.environ, DEVICE_ID="3", ASCEND_SIM_STATE=str(cluster["server1"].state_dir))
-    squatter = subprocess.Popen(["sleep", "600"], env=env, start_new_session=True)
-    try:
+    with cluster["server1"].hold(3) as squatter:
         res = run_playbook(SMOKE, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16))
-    finally:
-        squatter.kill()
-        squatter.wait()
     assert res.rc != 0, res
     rows = summary_rows(res)
     assert [(r["stage"], r["server"], r["result"]) for r in rows] == [
