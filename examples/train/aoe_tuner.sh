@@ -5,7 +5,8 @@
 # With AOE_MODE set (a tuning run): fails (exit 2) when TUNE_BANK_PATH is unset or not a
 # directory, like the real tuner; otherwise "tunes" for STEPS steps and writes
 # $TUNE_BANK_PATH/<soc>_gradient_fusion.json atomically (soc from ASCEND_SOC, default
-# Ascend910B1). AOE_TUNER_WRITES=0 makes it end successfully without writing the file;
+# Ascend910B1; several space-separated socs write one file each, in that order).
+# AOE_TUNER_WRITES=0 makes it end successfully without writing the file;
 # EXIT_CODE makes it exit with that code.
 # Without AOE_MODE (a training run): a short training that records in its log whether
 # TUNE_BANK_PATH was set and whether the bank file in it is readable.
@@ -13,8 +14,8 @@
 set -u
 steps=${STEPS:-3}
 step_s=${STEP_S:-0.1}
-soc=${ASCEND_SOC:-Ascend910B1}
-bank_file="${TUNE_BANK_PATH:-}/${soc}_gradient_fusion.json"
+read -r -a socs <<<"${ASCEND_SOC:-Ascend910B1}"
+bank_file="${TUNE_BANK_PATH:-}/${socs[0]}_gradient_fusion.json"
 echo "start rank=${RANK_ID:-?} device=${DEVICE_ID:-?} size=${RANK_SIZE:-?} AOE_MODE=${AOE_MODE:-<unset>}" \
   "TUNE_BANK_PATH=${TUNE_BANK_PATH:-<unset>} args: $*"
 if [[ -n "${TUNER_TRACE:-}" ]]; then
@@ -38,10 +39,14 @@ if [[ -n "${AOE_MODE:-}" ]]; then
     echo "AOE: tuning finished, no repository written"
     exit "${EXIT_CODE:-0}"
   fi
-  tmp="$TUNE_BANK_PATH/.${soc}_gradient_fusion.json.$$"
-  printf '{"soc": "%s", "aoe_mode": %s, "rank_size": %s, "split_strategy_by_idx": [20, 100, 159]}\n' \
-    "$soc" "$AOE_MODE" "${RANK_SIZE:-1}" >"$tmp" && chmod 0644 "$tmp" && mv -f "$tmp" "$bank_file" || exit 3
-  echo "AOE: wrote $bank_file"
+  for soc in "${socs[@]}"; do
+    out="$TUNE_BANK_PATH/${soc}_gradient_fusion.json"
+    tmp="$TUNE_BANK_PATH/.${soc}_gradient_fusion.json.$$"
+    printf '{"soc": "%s", "aoe_mode": %s, "rank_size": %s, "split_strategy_by_idx": [20, 100, 159]}\n' \
+      "$soc" "$AOE_MODE" "${RANK_SIZE:-1}" >"$tmp" && chmod 0644 "$tmp" && mv -f "$tmp" "$out" || exit 3
+    echo "AOE: wrote $out"
+    sleep 0.05
+  done
   exit "${EXIT_CODE:-0}"
 fi
 

@@ -211,3 +211,15 @@ def test_failing_tuner_fails_with_its_log_and_distributes_nothing(sim_cluster):
     assert "the AOE tuning run on server0 failed" in res.stdout
     assert not bank_dir(cluster, "server1").exists()
     assert not (cluster.root / "controller" / "tune_bank").exists()
+
+
+def test_several_files_written_the_newest_is_distributed_and_named(sim_cluster):
+    cluster = sim_cluster()
+    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=aoe_vars(
+        cluster, "tune-two", aoe=True, train_env={"ASCEND_SOC": "Ascend910B1 Ascend910B3"}))
+    assert res.rc == 0, res
+    bank0 = bank_dir(cluster, "server0")
+    assert (f"the tuning run wrote {bank0}/Ascend910B3_gradient_fusion.json, {bank0}/Ascend910B1_gradient_fusion.json; "
+            f"distributing the newest, {bank0}/Ascend910B3_gradient_fusion.json") in res.stdout, res
+    assert sorted(p.name for p in bank_dir(cluster, "server1").iterdir()) == ["Ascend910B3_gradient_fusion.json"]
+    assert sorted(p.name for p in (cluster.root / "controller" / "tune_bank").iterdir()) == ["Ascend910B3_gradient_fusion.json"]
