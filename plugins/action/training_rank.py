@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action training_rank: split the training command on the controller, then run the module.
 
-``command`` is split with ``shlex.split`` here, so a command that cannot be split fails the task
+``command`` is split like a POSIX shell splits words (``_job_command.split_command``) here, so a command that cannot be split fails the task
 on the controller at once (instead of in a detached async runner), and the module receives a
 plain argument list it execs without a shell. An ``env`` that would silently replace the
 ``TUNE_BANK_PATH`` / ``AOE_MODE`` the launcher sets fails here too, before any runner starts.
@@ -11,11 +11,11 @@ Async (``async`` + ``poll: 0``) is passed through.
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.ascend.cluster.plugins.module_utils._job_command import split_command
 from ansible_collections.ascend.cluster.plugins.module_utils._job_env import aoe_conflicts
 
 
@@ -32,11 +32,9 @@ class ActionModule(ActionBase):
             if args.get("argv"):
                 return dict(result, failed=True, msg="give either argv or command, not both")
             try:
-                args["argv"] = shlex.split(str(command))
+                args["argv"] = split_command(str(command))
             except ValueError as exc:
-                return dict(result, failed=True, msg=f"cannot split the training command {command!r}: {exc}")
-            if not args["argv"]:
-                return dict(result, failed=True, msg="the training command is empty: set train_command")
+                return dict(result, failed=True, msg=str(exc))
         try:
             conflicts = aoe_conflicts(args.get("env") or {}, args.get("tune_bank_path"), args.get("aoe_mode"))
         except (TypeError, ValueError) as exc:

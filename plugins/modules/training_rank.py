@@ -165,10 +165,9 @@ rank:
   type: dict
 """
 
-import shlex
-
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.ascend.cluster.plugins.module_utils._job_command import check_argv, split_command
 from ansible_collections.ascend.cluster.plugins.module_utils._job_env import AOE_MODES, FRAMEWORKS, aoe_conflicts
 from ansible_collections.ascend.cluster.plugins.module_utils._job_runner import RankRunner
 
@@ -205,13 +204,13 @@ def main():
     # type: () -> None
     module = AnsibleModule(argument_spec=ARGS, supports_check_mode=False,
                            mutually_exclusive=[("argv", "command")], required_one_of=[("argv", "command")])
-    if module.params["command"] is not None:
-        try:
-            module.params["argv"] = shlex.split(module.params["command"])
-        except ValueError as exc:
-            module.fail_json(msg="cannot split the training command %r: %s" % (module.params["command"], exc))
-    if not module.params["argv"]:
-        module.fail_json(msg="the training command is empty: set train_command")
+    try:
+        if module.params["command"] is not None:
+            module.params["argv"] = split_command(module.params["command"])
+        else:
+            check_argv(module.params["argv"])
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
     conflicts = aoe_conflicts(module.params["env"], module.params["tune_bank_path"], module.params["aoe_mode"])
     if conflicts:
         module.fail_json(msg="; ".join(conflicts))

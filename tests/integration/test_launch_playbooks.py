@@ -182,6 +182,7 @@ def test_stop_after_the_controller_is_interrupted_leaves_nothing(sim_cluster):
 
 @pytest.mark.parametrize("command, message", [
     ("'unbalanced", "cannot split the training command"),
+    ("bash", "the training command is only 'bash'"),  # what -e train_command="bash x.sh" leaves
 ])
 def test_bad_command_is_refused_before_start(sim_cluster, command, message):
     cluster = sim_cluster()

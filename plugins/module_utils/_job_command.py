@@ -1,0 +1,43 @@
+# Copyright: ascend.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The training command: one string split into an argument list like a POSIX shell splits words.
+
+Used on the controller (action ``training_rank``, so a bad command fails before any runner
+starts) and by the module itself. Runs on target hosts too: Python 3.8+, stdlib only.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+
+__metaclass__ = type
+
+# Programs that do nothing useful without a script or arguments: as the whole command they mean
+# the shell split `-e train_command="bash train.sh ..."` and Ansible kept only the first word.
+LONE_INTERPRETERS = frozenset(("bash", "sh", "dash", "zsh", "python", "python3", "torchrun", "msrun"))
+
+
+def check_argv(argv):
+    # type: (list) -> list
+    """``argv`` if it is a runnable training command, else ValueError saying what to fix."""
+    if not argv:
+        raise ValueError("the training command is empty: set train_command")
+    if len(argv) == 1 and os.path.basename(argv[0]) in LONE_INTERPRETERS:
+        raise ValueError(
+            "the training command is only %r, which would exit at once without training. If you wrote "
+            "-e train_command=\"%s train.sh ...\", your shell removed the quotes and Ansible kept only the "
+            "first word: write -e 'train_command=\"%s train.sh ...\"' (or put it in a vars file)"
+            % (argv[0], argv[0], argv[0])
+        )
+    return argv
+
+
+def split_command(command):
+    # type: (str) -> list
+    """The argument list of ``command`` (never run by a shell), or ValueError saying what to fix."""
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise ValueError("cannot split the training command %r: %s" % (command, exc))
+    return check_argv(argv)
