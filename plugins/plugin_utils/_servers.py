@@ -52,7 +52,39 @@ def server_from_hostvars(hostvars: Mapping[str, Any], facts_key: str = "ascend_n
     host_ip = hostvars.get("ascend_host_ip") or hostvars.get("ansible_host")
     if host_ip:
         server["host_ip"] = str(host_ip)
+    _add_superpod(server, hostvars, name)
     return server
+
+
+def _add_superpod(server: dict[str, Any], hostvars: Mapping[str, Any], name: str) -> None:
+    """A3 SuperPoD ids (rank table 1.2) from inventory: ``ascend_super_pod_id`` for the server,
+    ``ascend_super_device_ids`` (``{device_id: super_device_id}``) for its devices.
+
+    ``hccn_facts`` does not read them (the reference documents no tool output for them), so an A3
+    inventory states them, as MindX's cluster configuration does.
+    """
+    pod = hostvars.get("ascend_super_pod_id")
+    if pod is not None and str(pod) != "":
+        server["super_pod_id"] = str(pod)
+    ids = hostvars.get("ascend_super_device_ids")
+    if ids is None:
+        return
+    if not isinstance(ids, Mapping):
+        raise ServersError(f"host {name}: ascend_super_device_ids must map device ids to super_device_ids, got {ids!r}")
+    by_device = {}
+    for key, value in ids.items():
+        try:
+            device_id = int(key)
+        except (TypeError, ValueError):
+            raise ServersError(f"host {name}: ascend_super_device_ids has a key {key!r} that is not a device id") from None
+        by_device[device_id] = str(value)
+    known = {dev["device_id"] for dev in server["devices"]}
+    unknown = sorted(set(by_device) - known)
+    if unknown:
+        raise ServersError(f"host {name}: ascend_super_device_ids names devices {unknown} the host does not report")
+    for dev in server["devices"]:
+        if dev["device_id"] in by_device:
+            dev["super_device_id"] = by_device[dev["device_id"]]
 
 
 def servers_from_hostvars(hosts: Iterable[Mapping[str, Any]], facts_key: str = "ascend_npu") -> list[dict[str, Any]]:
