@@ -140,6 +140,11 @@ def _latency(state):
             return float(env)
         except ValueError:
             pass
+    return state_latency(state)
+
+
+def state_latency(state):
+    """Seconds every call takes by the state alone: the latency fault, else ``latency``."""
     faults = state.get("faults") or {}
     if faults.get("latency") is not None:
         return float(faults["latency"])
@@ -613,9 +618,12 @@ class Context:
             self.dev = self.state["devices"][self.dev_id]
 
 
-def run(argv, sdir, out, no_latency=False):
-    # type: (list, str, Out, bool) -> int
-    """Execute one hccn_tool command line (without argv[0]); return the exit status."""
+def run(argv, sdir, out, no_latency=False, state=None):
+    # type: (list, str, Out, bool, dict | None) -> int
+    """Execute one hccn_tool command line (without argv[0]); return the exit status.
+
+    ``state``: the already loaded state of ``sdir`` (answers.py renders many get commands of one).
+    """
     try:
         if not argv:
             raise HccnError(RC_MAJOR_NUM, "Get invalid major cmd number. Please check your input.", MSG_HELP_HINT)
@@ -626,7 +634,8 @@ def run(argv, sdir, out, no_latency=False):
             if len(argv) < 3 or argv[2] not in COMMANDS:
                 raise HccnError(RC_MAJOR_INVALID, "Get invalid major cmd.", MSG_HELP_HINT)
             phy = argv[1]
-            state = load(sdir)
+            if state is None:
+                state = load(sdir)
             if len(phy) > 2 or not (phy.isascii() and phy.isdigit()) or str(int(phy)) not in state["devices"]:
                 raise HccnError(RC_DEV_ID, "Get invalid device id.")
             ctx = Context(sdir, state, str(int(phy)), out)

@@ -55,11 +55,14 @@ def read_json(sdir):
 
 def write(sdir, state):
     # type: (str, dict) -> None
-    """Replace state.json, then its marshal cache, then the fabric entry. Caller holds ``locked``."""
+    """Replace state.json, its marshal cache, the fabric entry, then the answers. Caller holds ``locked``."""
+    from . import answers
+
     jpath = os.path.join(sdir, STATE_FILE)
     _atomic_write(jpath, (json.dumps(state, indent=2, sort_keys=True) + "\n").encode("utf-8"))
     _atomic_write(os.path.join(sdir, CACHE_FILE), marshal.dumps((_stat_key(jpath), state), MARSHAL_VERSION))
     publish(sdir, state)
+    answers.render(sdir)
 
 
 def publish(sdir, state):
