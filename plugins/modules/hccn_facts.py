@@ -66,8 +66,10 @@ options:
   parallel:
     description:
       - How many C(hccn_tool) calls may run at the same time (at least 1; 1 runs them one by one).
+      - The default lets every query of a 16-device server (5 or 6 per device) run at once: each call
+        mostly waits for the driver, so fewer at a time only adds rounds of waiting (see docs/benchmarks.md).
     type: int
-    default: 16
+    default: 128
   timeout:
     description:
       - Seconds one C(hccn_tool) or C(npu-smi) call may take before it is stopped (with everything
@@ -277,7 +279,7 @@ def main():
             hccn_conf=dict(type="path", default="/etc/hccn.conf"),
             devices=dict(type="list", elements="int"),
             gather=dict(type="list", elements="str", choices=list(EXTRA_QUERIES), default=[]),
-            parallel=dict(type="int", default=16),
+            parallel=dict(type="int", default=128),
             timeout=dict(type="int", default=30),
             dev_dir=dict(type="path", default="/dev"),
         ),
