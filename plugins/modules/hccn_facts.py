@@ -66,7 +66,7 @@ options:
   parallel:
     description:
       - How many C(hccn_tool) calls may run at the same time (at least 1; 1 runs them one by one).
-      - The default lets every query of a 16-device server (5 or 6 per device) run at once: each call
+      - The default lets every query of a 16-device server (5 or 6 per device) run at once. Each call
         mostly waits for the driver, so fewer at a time only adds rounds of waiting (see docs/benchmarks.md).
     type: int
     default: 128
