@@ -16,6 +16,7 @@ import pytest
 
 from tests.helpers.ansible_cli import run_playbook
 from tests.helpers.collection import REPO_ROOT
+from tests.helpers.runs import read_env_log
 
 from .conftest import SIM_INVENTORY
 from .test_launch_playbooks import launch_vars
@@ -50,7 +51,7 @@ def envs(cluster, job_id):
     """Every rank's env.log of the job, by rank id."""
     out = {}
     for path in (cluster.root / "runs" / job_id).glob("device_*/env.log"):
-        out[int(path.parent.name.split("_")[1])] = dict(line.split("=", 1) for line in path.read_text().splitlines())
+        out[int(path.parent.name.split("_")[1])] = read_env_log(path)
     return out
 
 

@@ -16,6 +16,8 @@ import pytest
 from tests.helpers.ansible_cli import BIN_DIR, ansible_env, run_playbook
 from tests.helpers.collection import REPO_ROOT
 from tests.helpers.procs import alive, wait_for
+from tests.helpers.runs import rank_states as read_rank_states
+from tests.helpers.runs import read_env_log
 
 from .conftest import SIM_INVENTORY
 
@@ -45,11 +47,7 @@ def rank_states(cluster, job_id=None):
     """Every rank's state.json of the (only / given) job, by rank id."""
     runs = cluster.root / "runs"
     jobs = [job_id] if job_id else sorted(p.name for p in runs.iterdir())
-    states = {}
-    for path in (runs / jobs[-1]).glob("device_*/state.json"):
-        state = json.loads(path.read_text())
-        states[state["rank_id"]] = state
-    return states
+    return read_rank_states(runs / jobs[-1])
 
 
 def test_np16_runs_every_rank_together_and_reports(sim_cluster):
@@ -66,7 +64,7 @@ def test_np16_runs_every_rank_together_and_reports(sim_cluster):
     assert max(starts) - min(starts) < 10.0, f"launch skew {max(starts) - min(starts):.3f}s"
     # every rank in its own directory with env.log; server1's ranks are 8..15 on devices 0..7
     job = next((cluster.root / "runs").iterdir())
-    env11 = dict(line.split("=", 1) for line in (job / "device_11" / "env.log").read_text().splitlines())
+    env11 = read_env_log(job / "device_11" / "env.log")
     assert (env11["RANK_ID"], env11["DEVICE_ID"], env11["RANK_SIZE"], env11["DEVICE_NUM"]) == ("11", "3", "16", "8")
     assert env11["RANK_TABLE_FILE"].endswith("server1/etc/rank_table.json")
     assert env11["HCCL_CONNECT_TIMEOUT"] == "120"
@@ -90,7 +88,7 @@ def test_eight_ranks_per_server_layout(sim_cluster, selection, layout):
     job = next((cluster.root / "runs").iterdir())
     per_server = {}
     for rank in range(8):
-        env = dict(line.split("=", 1) for line in (job / f"device_{rank}" / "env.log").read_text().splitlines())
+        env = read_env_log(job / f"device_{rank}" / "env.log")
         per_server.setdefault(env["ASCEND_SIM_STATE"], []).append((env["DEVICE_NUM"], env["DEVICE_ID"]))
     assert sorted(len(v) for v in per_server.values()) == layout
     for ranks in per_server.values():

@@ -13,6 +13,7 @@ import re
 
 from tests.helpers.ansible_cli import run_playbook
 from tests.helpers.collection import REPO_ROOT
+from tests.helpers.runs import read_env_log
 
 from .conftest import SIM_INVENTORY
 from .test_launch_playbooks import TRAIN, launch_vars, rank_states
@@ -43,6 +44,6 @@ def test_sixteen_gloo_ranks_train_to_the_same_weights(sim_cluster):
         assert len(losses) == 15 and losses[-1] < losses[0] / 4, (rank, losses)
         digests.add(json.loads((job / f"device_{rank}" / "final_weights.json").read_text())["sha256"])
     assert len(digests) == 1, digests
-    env0 = dict(line.split("=", 1) for line in (job / "device_9" / "env.log").read_text().splitlines())
+    env0 = read_env_log(job / "device_9" / "env.log")
     assert (env0["MASTER_ADDR"], env0["WORLD_SIZE"], env0["RANK"], env0["LOCAL_RANK"], env0["HCCL_IF_IP"]) == (
         "127.0.1.1", "16", "9", "1", "127.0.1.2")

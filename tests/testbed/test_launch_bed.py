@@ -19,6 +19,7 @@ import pytest
 from tests.helpers.ansible_cli import BIN_DIR, ansible_env, run_playbook
 from tests.helpers.collection import REPO_ROOT
 from tests.helpers.procs import alive, pids_with_argv, wait_for
+from tests.helpers.runs import rank_states, read_env_log
 
 pytestmark = pytest.mark.testbed
 
@@ -58,11 +59,7 @@ def bed_vars(launch_bed, job_id, **extra):
 
 def states(launch_bed, job_id):
     _bed, root = launch_bed
-    found = {}
-    for path in (root / "runs" / job_id).glob("device_*/state.json"):
-        state = json.loads(path.read_text())
-        found[state["rank_id"]] = state
-    return found
+    return rank_states(root / "runs" / job_id)
 
 
 def test_pytorch_gloo_16_ranks_on_two_servers(launch_bed):
@@ -82,7 +79,7 @@ def test_pytorch_gloo_16_ranks_on_two_servers(launch_bed):
         losses = [float(x) for x in re.findall(r"^step \d+ loss ([0-9.]+)$", (rdir / "train.log").read_text(), re.M)]
         assert len(losses) == 15 and losses[-1] < losses[0] / 4, (rank, losses)
         digests.add(json.loads((rdir / "final_weights.json").read_text())["sha256"])
-        env = dict(line.split("=", 1) for line in (rdir / "env.log").read_text().splitlines())
+        env = read_env_log(rdir / "env.log")
         assert env["MASTER_ADDR"] == bed.mgmt_ip("h1")
         assert env["HCCL_IF_IP"] == bed.mgmt_ip("h1" if rank < 8 else "h2")
     assert len(digests) == 1
@@ -126,7 +123,7 @@ def test_np8_runs_four_ranks_on_each_server(launch_bed):
     assert sorted(ranks) == list(range(8)) and all(s["rc"] == 0 for s in ranks.values())
     placed = {}
     for rank in range(8):
-        env = dict(line.split("=", 1) for line in (root / "runs" / "np8" / f"device_{rank}" / "env.log").read_text().splitlines())
+        env = read_env_log(root / "runs" / "np8" / f"device_{rank}" / "env.log")
         placed.setdefault(env["HCCL_IF_IP"], []).append(env["DEVICE_ID"])
     assert placed == {bed.mgmt_ip("h1"): ["0", "1", "2", "3"], bed.mgmt_ip("h2"): ["0", "1", "2", "3"]}
 
