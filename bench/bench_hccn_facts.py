@@ -35,9 +35,27 @@ SIM = REPO / "simulator" / "bin" / "ascend-sim"
 
 def build_server(root: Path, devices: int, latency: float) -> dict:
     out = subprocess.run(
-        [sys.executable, str(SIM), "cluster", "--root", str(root), "--servers", "1", "--chip", "A3",
-         "--devices", str(devices), "--preset-ips", "--latency", str(latency), "--python", sys.executable],
-        check=True, capture_output=True, text=True,
+        [
+            sys.executable,
+            str(SIM),
+            "cluster",
+            "--root",
+            str(root),
+            "--servers",
+            "1",
+            "--chip",
+            "A3",
+            "--devices",
+            str(devices),
+            "--preset-ips",
+            "--latency",
+            str(latency),
+            "--python",
+            sys.executable,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     return json.loads(out)["servers"][0]
 
@@ -45,7 +63,9 @@ def build_server(root: Path, devices: int, latency: float) -> dict:
 def set_latency(server: dict, seconds: float) -> None:
     subprocess.run(
         [sys.executable, str(SIM), "fault", "--state", server["state_dir"], "latency", "--seconds", str(seconds)],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     )
 
 

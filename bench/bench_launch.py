@@ -37,8 +37,28 @@ def sim_target(root: Path) -> tuple[Path, dict, Path]:
     """(inventory, extra vars, run root) for the simulated local cluster under ``root``."""
     import subprocess
 
-    subprocess.run([sys.executable, str(SIM), "-q", "cluster", "--root", str(root), "--servers", "2", "--chip", "910B",
-                    "--devices", "8", "--preset-ips", "--settle", "0", "--force"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(SIM),
+            "-q",
+            "cluster",
+            "--root",
+            str(root),
+            "--servers",
+            "2",
+            "--chip",
+            "910B",
+            "--devices",
+            "8",
+            "--preset-ips",
+            "--settle",
+            "0",
+            "--force",
+        ],
+        check=True,
+        capture_output=True,
+    )
     extra = {
         "ascend_sim_root": str(root),
         "ascend_launch_run_root": f"{root}/runs",
@@ -57,8 +77,7 @@ def bed_target(root: Path, bed) -> tuple[Path, dict, Path]:
     """
     for index, host in enumerate(bed.hosts, start=1):
         for device in range(8):
-            bed.exec(host, "hccn_tool", "-i", str(device), "-ip", "-s", "address", f"198.19.{device}.{index}",
-                     "netmask", "255.255.255.0")
+            bed.exec(host, "hccn_tool", "-i", str(device), "-ip", "-s", "address", f"198.19.{device}.{index}", "netmask", "255.255.255.0")
     extra = {
         "ascend_hosts": "h1,h2",
         "ascend_launch_run_root": f"{root}/runs",
@@ -70,8 +89,12 @@ def bed_target(root: Path, bed) -> tuple[Path, dict, Path]:
 
 def one_run(inventory: Path, extra: dict, runs: Path, env: dict) -> tuple[dict, str]:
     job_id = f"bench{len(list(runs.iterdir())) if runs.exists() else 0}"
-    res = run_playbook(TRAIN, inventory, extra_vars=dict(extra, np=16, ascend_job_id=job_id, ascend_train_env=env,
-                                                         train_command=f"bash {STAND_IN}"), timeout=1200)
+    res = run_playbook(
+        TRAIN,
+        inventory,
+        extra_vars=dict(extra, np=16, ascend_job_id=job_id, ascend_train_env=env, train_command=f"bash {STAND_IN}"),
+        timeout=1200,
+    )
     states = {}
     for path in (runs / job_id).glob("device_*/state.json"):
         state = json.loads(path.read_text())
@@ -120,8 +143,18 @@ def main() -> int:
                 raise SystemExit(f"the failing run did not fail on rank 11:\n{out[-3000:]}")
             fails.append(failfast(states, 11))
         for name, values in (("launch_skew_s", skews), ("failfast_s", fails)):
-            print(json.dumps({"figure": name, "value": round(max(values), 3), "unit": "s", "where": where,
-                              "runs": [round(v, 3) for v in values], "statistic": "max"}))
+            print(
+                json.dumps(
+                    {
+                        "figure": name,
+                        "value": round(max(values), 3),
+                        "unit": "s",
+                        "where": where,
+                        "runs": [round(v, 3) for v in values],
+                        "statistic": "max",
+                    }
+                )
+            )
     finally:
         if bed is not None:
             bed.down()

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.helpers.collection import install_import_path  # noqa: E402
+from tests.helpers.collection import install_import_path
 
 install_import_path()
 
@@ -41,8 +41,7 @@ def cluster(ranks: int) -> list[dict[str, Any]]:
     servers = []
     for s in range(ranks // DEVICES_PER_SERVER):
         devices = [
-            {"device_id": d, "device_ip": f"172.{16 + (s >> 12)}.{(s >> 4) & 255}.{((s & 15) << 4) | d}"}
-            for d in range(DEVICES_PER_SERVER)
+            {"device_id": d, "device_ip": f"172.{16 + (s >> 12)}.{(s >> 4) & 255}.{((s & 15) << 4) | d}"} for d in range(DEVICES_PER_SERVER)
         ]
         servers.append({"server_id": f"10.{s >> 8}.{s & 255}.1", "devices": devices})
     return servers

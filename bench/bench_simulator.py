@@ -46,9 +46,26 @@ def emit(figure: str, value: float) -> None:
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-sim-") as tmp:
         out = subprocess.run(
-            [str(ASCEND_SIM), "cluster", "--root", f"{tmp}/cl", "--servers", "1", "--chip", "A3", "--devices", "16",
-             "--preset-ips", "--settle", "0", "--python", PYTHON],
-            capture_output=True, text=True, check=True,
+            [
+                str(ASCEND_SIM),
+                "cluster",
+                "--root",
+                f"{tmp}/cl",
+                "--servers",
+                "1",
+                "--chip",
+                "A3",
+                "--devices",
+                "16",
+                "--preset-ips",
+                "--settle",
+                "0",
+                "--python",
+                PYTHON,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout
         server = json.loads(out)["servers"][0]
         tool = os.path.join(server["bin_dir"], "hccn_tool")

@@ -7,6 +7,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.helpers.collection import install_import_path  # noqa: E402
+from tests.helpers.collection import install_import_path
 
 install_import_path()

@@ -38,8 +38,15 @@ _FAILED_LINE = re.compile(r"^rank (\d+) failed \(rc=(-?\d+)\)")
 
 MODULE = "ascend.cluster.training_job"
 OPTIONS = {
-    "job_id": None, "job_root": "/var/lib/ascend-cluster/jobs", "controller_dir": None, "server": None,
-    "poll_interval": 0.25, "full_poll_interval": 5.0, "progress_interval": 10.0, "grace": 3.0, "tail_lines": 20,
+    "job_id": None,
+    "job_root": "/var/lib/ascend-cluster/jobs",
+    "controller_dir": None,
+    "server": None,
+    "poll_interval": 0.25,
+    "full_poll_interval": 5.0,
+    "progress_interval": 10.0,
+    "grace": 3.0,
+    "tail_lines": 20,
 }
 
 
@@ -76,9 +83,11 @@ def claim_failure(marker: str, failure: dict) -> dict:
 
 def failure_message(failure: dict) -> str:
     tail = "\n".join(f"    {line}" for line in failure.get("tail") or [])
-    return (f"rank {failure['rank_id']} (server {failure['server']}, device {failure['device_id']}) failed first: "
-            f"exit code {failure['rc']}{' - ' + failure['error'] if failure.get('error') else ''}; every rank was stopped. "
-            f"Its log {failure['log']} ends with:\n{tail}")
+    return (
+        f"rank {failure['rank_id']} (server {failure['server']}, device {failure['device_id']}) failed first: "
+        f"exit code {failure['rc']}{' - ' + failure['error'] if failure.get('error') else ''}; every rank was stopped. "
+        f"Its log {failure['log']} ends with:\n{tail}"
+    )
 
 
 class ActionModule(ActionBase):
@@ -139,8 +148,7 @@ class ActionModule(ActionBase):
         rank_id, rc = int(found.group(1)), int(found.group(2))
         device = next((r["device_id"] for r in ranks if r["rank_id"] == rank_id), -1)
         log = next((r["log"] for r in ranks if r["rank_id"] == rank_id), "-")
-        claim_failure(marker, {"server": server, "rank_id": rank_id, "device_id": device, "rc": rc, "log": log,
-                               "tail": [], "early": True})
+        claim_failure(marker, {"server": server, "rank_id": rank_id, "device_id": device, "rc": rc, "log": log, "tail": [], "early": True})
 
     def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
         task_vars = task_vars or {}
@@ -158,8 +166,15 @@ class ActionModule(ActionBase):
         hosts_dir = os.path.join(job_dir, "hosts")
         os.makedirs(hosts_dir, exist_ok=True)
         marker = os.path.join(job_dir, "failed")
-        poll_args = {"state": "poll", "job_id": opts["job_id"], "job_root": opts["job_root"],
-                     "grace": opts["grace"], "tail_lines": 1, "tail_failed": opts["tail_lines"], "stop_on_failure": True}
+        poll_args = {
+            "state": "poll",
+            "job_id": opts["job_id"],
+            "job_root": opts["job_root"],
+            "grace": opts["grace"],
+            "tail_lines": 1,
+            "tail_failed": opts["tail_lines"],
+            "stop_on_failure": True,
+        }
         last_progress = 0.0
         next_full = 0.0
         ranks: list = []
@@ -168,8 +183,15 @@ class ActionModule(ActionBase):
                 next_full = time.time() + float(opts["full_poll_interval"])
                 polled = self._poll(poll_args, task_vars)
                 if polled.get("failed"):
-                    failure = {"server": server, "rank_id": -1, "device_id": -1, "rc": None, "log": "-",
-                               "error": f"cannot poll the server: {polled.get('msg')}", "tail": []}
+                    failure = {
+                        "server": server,
+                        "rank_id": -1,
+                        "device_id": -1,
+                        "rc": None,
+                        "log": "-",
+                        "error": f"cannot poll the server: {polled.get('msg')}",
+                        "tail": [],
+                    }
                     claim_failure(marker, failure)
                     return dict(result, failed=True, msg=failure["error"])
                 ranks = polled["ranks"]
@@ -187,13 +209,20 @@ class ActionModule(ActionBase):
                         _write_json(marker, first)
                     return self._finish(result, server, ranks, first)
                 if all(r["state"] in ("done", "failed", "stopped") for r in ranks):
-                    return dict(result, changed=False, server=server, ranks=ranks,
-                                msg=f"{len(ranks)} ranks on {server} finished")
+                    return dict(result, changed=False, server=server, ranks=ranks, msg=f"{len(ranks)} ranks on {server} finished")
             if os.path.exists(marker):
                 self._fast_stop(remote_job_dir, ranks)
                 first = _read_json(marker) or {}
-                stopped = self._poll({"state": "stop", "job_id": opts["job_id"], "job_root": opts["job_root"],
-                                      "grace": opts["grace"], "reason": "another server's rank failed"}, task_vars)
+                stopped = self._poll(
+                    {
+                        "state": "stop",
+                        "job_id": opts["job_id"],
+                        "job_root": opts["job_root"],
+                        "grace": opts["grace"],
+                        "reason": "another server's rank failed",
+                    },
+                    task_vars,
+                )
                 return self._finish(result, server, stopped.get("ranks", ranks), first)
             self._sleep_unless(marker, float(opts["poll_interval"]))
             if os.path.exists(marker):

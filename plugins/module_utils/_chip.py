@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import re
 
-__metaclass__ = type
-
 
 class ChipProfile:
     """Facts about one chip generation, taken from the reference (section 1 and 3)."""
@@ -29,7 +27,7 @@ class ChipProfile:
 
 
 CHIPS = {
-    "910A": ChipProfile("910A", 7, "1.0", (frozenset(range(0, 4)), frozenset(range(4, 8))), "Ascend910A"),
+    "910A": ChipProfile("910A", 7, "1.0", (frozenset(range(4)), frozenset(range(4, 8))), "Ascend910A"),
     "910B": ChipProfile("910B", 15, "1.0", None, "Ascend910B"),
     "A3": ChipProfile("A3", 15, "1.2", None, "Ascend910_93"),
 }
@@ -78,9 +76,7 @@ def normalize_chip(name):
         return "A3"
     if re.match(r"^(ascend)?910(pro)?[a-z]?$", key):
         return "910A"
-    raise ValueError(
-        "unknown chip %r: use one of %s (aliases: A2 for 910B, 910 for 910A)" % (name, ", ".join(chip_names()))
-    )
+    raise ValueError("unknown chip %r: use one of %s (aliases: A2 for 910B, 910 for 910A)" % (name, ", ".join(chip_names())))
 
 
 def get_chip(name):

@@ -18,8 +18,6 @@ import os
 import signal
 import subprocess
 
-__metaclass__ = type
-
 # rc of a call stopped at its timeout (the value coreutils `timeout` uses).
 TIMEOUT_RC = 124
 # Seconds to collect what a stopped call had printed.

@@ -15,8 +15,6 @@ import re
 
 from ansible_collections.ascend.cluster.plugins.module_utils._hccn_parse import UNSET_ADDRESS
 
-__metaclass__ = type
-
 DEFAULT_PATH = "/etc/hccn.conf"
 _LINE = re.compile(r"^\s*(?P<key>[A-Za-z][A-Za-z0-9_]*?)_(?P<device>\d+)\s*=\s*(?P<value>.*?)\s*$")
 
@@ -46,7 +44,7 @@ def read_conf(path):
     # type: (str) -> dict | None
     """Parsed content of ``path``, or None when the file does not exist (OSError otherwise)."""
     try:
-        with open(path, "r") as handle:
+        with open(path) as handle:
             return parse_conf(handle.read())
     except FileNotFoundError:
         return None

@@ -17,20 +17,20 @@ Runs on target hosts: Python 3.8+, stdlib only.
 
 from __future__ import annotations
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _chip
-from ansible_collections.ascend.cluster.plugins.module_utils import _hccn_tool
+from ansible_collections.ascend.cluster.plugins.module_utils import _chip, _hccn_tool
 from ansible_collections.ascend.cluster.plugins.module_utils._hccn_parse import ParseError
 from ansible_collections.ascend.cluster.plugins.module_utils._ip_check import FIELDS, IpCheckError, check_devices
-
-__metaclass__ = type
 
 MAX_DEVICE_ID = max(profile.max_device_id for profile in _chip.CHIPS.values())
 PHASES = ("ip", "gateway", "netdetect")
 
 # What to tell the operator when a set is refused, keyed by a piece of hccn_tool's stderr.
 SET_HINTS = (
-    ("is conflicted", "another device of this host already has this address, or it is in 192.168.1.0/24; "
-                      "check `hccn_tool -i N -ip -g` on every device and the plan"),
+    (
+        "is conflicted",
+        "another device of this host already has this address, or it is in 192.168.1.0/24; "
+        "check `hccn_tool -i N -ip -g` on every device and the plan",
+    ),
     ("is invalid", "hccn_tool does not accept this address/netmask; check the plan"),
     ("segment of configured gateway", "the gateway is outside the device subnet; fix the gateway or the netmask"),
     ("broadcast", "a broadcast address cannot be a netdetect target; use the gateway or a peer device"),
@@ -45,7 +45,7 @@ class ConfigError(Exception):
         # type: (str, object) -> None
         self.msg = msg
         self.details = details
-        super(ConfigError, self).__init__(msg)
+        super().__init__(msg)
 
 
 # What can be read, and the HccnTool getter that reads it (``ip`` gives address and netmask).
@@ -173,9 +173,7 @@ class Configurator:
         try:
             return check_devices(self.params["devices"], MAX_DEVICE_ID)
         except IpCheckError as exc:
-            raise ConfigError(
-                "the wanted device IP settings are wrong, nothing was changed: %s" % exc, problems=exc.problems
-            )
+            raise ConfigError("the wanted device IP settings are wrong, nothing was changed: %s" % exc, problems=exc.problems)
 
     def run(self):
         # type: () -> dict
@@ -189,9 +187,14 @@ class Configurator:
         waves = ip_waves(moving, before)
         targets = {w["device_id"]: wanted_state(w, before[w["device_id"]]) for w in wanted}
         results = {
-            d: {"device_id": d, "changed": bool(plans[d]), "changes": phases_of(plans[d]),
+            d: {
+                "device_id": d,
+                "changed": bool(plans[d]),
+                "changes": phases_of(plans[d]),
                 "commands": [" ".join(self.tool.command(d, step[1])) for step in plans[d]],
-                "before": before[d], "after": targets[d]}
+                "before": before[d],
+                "after": targets[d],
+            }
             for d in ids
         }
         changed = any(plans.values())
@@ -250,9 +253,7 @@ class Configurator:
                 continue
             for field in FIELDS:
                 if entry[field] and after[device][field] != entry[field]:
-                    wrong.append(
-                        "device %d %s: set %r, the device reports %r" % (device, field, entry[field], after[device][field])
-                    )
+                    wrong.append("device %d %s: set %r, the device reports %r" % (device, field, entry[field], after[device][field]))
         if wrong:
             raise ConfigError(
                 "hccn_tool accepted the change but the devices do not report it: %s; check the driver log "

@@ -12,13 +12,8 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _chip
-from ansible_collections.ascend.cluster.plugins.module_utils import _hccn_conf
-from ansible_collections.ascend.cluster.plugins.module_utils import _hccn_tool
-from ansible_collections.ascend.cluster.plugins.module_utils import _npu_smi
+from ansible_collections.ascend.cluster.plugins.module_utils import _chip, _hccn_conf, _hccn_tool, _npu_smi
 from ansible_collections.ascend.cluster.plugins.module_utils._hccn_parse import ParseError
-
-__metaclass__ = type
 
 # query name -> HccnTool getter. The first five are always gathered; the rest via `gather`.
 BASE_QUERIES = ("ip", "gateway", "netdetect", "net_health", "link")
@@ -42,7 +37,7 @@ class FactsError(Exception):
         # type: (str, object) -> None
         self.msg = msg
         self.details = details
-        super(FactsError, self).__init__(msg)
+        super().__init__(msg)
 
 
 def query_devices(tool, devices, queries, parallel):
@@ -71,8 +66,7 @@ def query_devices(tool, devices, queries, parallel):
                 else "check that %s is the Ascend driver's hccn_tool" % tool.binary
             )
             raise FactsError(
-                "%s rejected %s: %s; %s"
-                % (tool.binary, " ".join(value.result.cmd), value.reason, hint),
+                "%s rejected %s: %s; %s" % (tool.binary, " ".join(value.result.cmd), value.reason, hint),
                 cmd=value.result.cmd,
                 rc=value.result.rc,
                 stdout=value.result.stdout,
@@ -143,10 +137,7 @@ def validate_params(params):
     if devices is not None:
         bad = [d for d in devices if d < 0 or d > MAX_DEVICE_ID]
         if bad:
-            raise FactsError(
-                "devices %s out of range: physical device ids go from 0 to %d (see `npu-smi info -l`)"
-                % (bad, MAX_DEVICE_ID)
-            )
+            raise FactsError("devices %s out of range: physical device ids go from 0 to %d (see `npu-smi info -l`)" % (bad, MAX_DEVICE_ID))
         if len(set(devices)) != len(devices):
             raise FactsError("devices lists an id more than once: %s" % devices)
 
@@ -221,8 +212,7 @@ class Gatherer:
                     self.warn("%s: falling back to /dev/davinci* for the device list" % exc)
                 elif isinstance(exc, _npu_smi.NpuSmiParseError):
                     raise FactsError(
-                        "cannot parse `%s info -l`; raw output: %r. Set the devices option to skip discovery."
-                        % (npu_smi, exc.raw),
+                        "cannot parse `%s info -l`; raw output: %r. Set the devices option to skip discovery." % (npu_smi, exc.raw),
                         stdout=exc.raw,
                     )
         self.table = table
@@ -242,13 +232,11 @@ class Gatherer:
             if conf is None:
                 raise FactsError(
                     "neither hccn_tool (PATH, %s) nor %s was found: install the Ascend NPU driver, which provides "
-                    "hccn_tool, or set the hccn_tool / hccn_conf option"
-                    % (_hccn_tool.DEFAULT_PATH, self.params["hccn_conf"])
+                    "hccn_tool, or set the hccn_tool / hccn_conf option" % (_hccn_tool.DEFAULT_PATH, self.params["hccn_conf"])
                 )
             self.warn(
                 "hccn_tool not found (PATH, %s): facts come from %s, which can be stale, and link/net_health are "
-                "unknown; install the Ascend NPU driver or set the hccn_tool option"
-                % (_hccn_tool.DEFAULT_PATH, self.params["hccn_conf"])
+                "unknown; install the Ascend NPU driver or set the hccn_tool option" % (_hccn_tool.DEFAULT_PATH, self.params["hccn_conf"])
             )
             if not devices:
                 devices, listed_by = sorted(d for d, keys in conf.items() if "address" in keys), "hccn.conf"
@@ -263,9 +251,7 @@ class Gatherer:
             if conf is None:
                 self.warn("%s not found: hccn.conf cross-check skipped" % self.params["hccn_conf"])
             queries = BASE_QUERIES + tuple(q for q in EXTRA_QUERIES if q in self.params["gather"])
-            tool = _hccn_tool.HccnTool(
-                self.module, hccn, timeout=self.params["timeout"], runner=self.runner
-            )
+            tool = _hccn_tool.HccnTool(self.module, hccn, timeout=self.params["timeout"], runner=self.runner)
             answers = query_devices(tool, devices, queries, self.params["parallel"])
             entries = [device_from_answers(d, answers, queries, conf) for d in devices]
             source = "hccn_tool"

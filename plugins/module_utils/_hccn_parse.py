@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import re
 
-__metaclass__ = type
-
 UNSET_ADDRESS = "0.0.0.0"
 
 # Values of `net health status`, in the driver's enum order (reference section 1).
@@ -36,9 +34,7 @@ NET_HEALTH_VALUES = (
 _IPV4 = re.compile(r"^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$")
 _IPADDR_LINE = re.compile(r"^\s*ipaddr\s*:\s*(?P<value>\S*)\s*$", re.IGNORECASE)
 _NETMASK_LINE = re.compile(r"^\s*netmask\s*:\s*(?P<value>\S*)\s*$", re.IGNORECASE)
-_GATEWAY = re.compile(
-    r"default\s+gateway\s*:\s*(?P<gateway>[^,\s]*)\s*(?:,\s*iface\s*:\s*(?P<iface>\S+))?", re.IGNORECASE
-)
+_GATEWAY = re.compile(r"default\s+gateway\s*:\s*(?P<gateway>[^,\s]*)\s*(?:,\s*iface\s*:\s*(?P<iface>\S+))?", re.IGNORECASE)
 _NETDETECT = re.compile(r"netdetect\s+addr(?:ess)?\s*:\s*(?P<value>\S*)", re.IGNORECASE)
 _NET_HEALTH = re.compile(r"net\s+health\s+status\s*:\s*(?P<value>\S(?:.*\S)?)\s*$", re.IGNORECASE | re.MULTILINE)
 _LINK = re.compile(r"link\s+status\s*:\s*(?P<value>\S+)", re.IGNORECASE)
@@ -58,7 +54,7 @@ class ParseError(ValueError):
         # type: (str, str) -> None
         self.what = what
         self.raw = raw
-        super(ParseError, self).__init__("cannot parse %s from hccn_tool output %r" % (what, raw))
+        super().__init__("cannot parse %s from hccn_tool output %r" % (what, raw))
 
 
 def normalize_address(value, what, raw):

@@ -18,8 +18,6 @@ from concurrent.futures import ThreadPoolExecutor
 from ansible_collections.ascend.cluster.plugins.module_utils import _command
 from ansible_collections.ascend.cluster.plugins.module_utils import _hccn_parse as parse
 
-__metaclass__ = type
-
 DEFAULT_PATH = "/usr/local/Ascend/driver/tools/hccn_tool"
 DEFAULT_TIMEOUT = 30
 # How often a get command is asked when it returns nothing at all (see HccnTool._get).
@@ -64,7 +62,7 @@ class HccnError(Exception):
         self.kind = kind
         self.result = result
         self.reason = reason
-        super(HccnError, self).__init__(reason)
+        super().__init__(reason)
 
     @property
     def stderr(self):
@@ -85,8 +83,7 @@ def classify(result):
         return HccnError(
             DEVICE,
             result,
-            "no answer within the timeout (rc=%d): the device or its driver may be hung; check dmesg, "
-            "or raise the timeout" % result.rc,
+            "no answer within the timeout (rc=%d): the device or its driver may be hung; check dmesg, or raise the timeout" % result.rc,
         )
     if result.rc in (126, 127):
         return HccnError(MISSING, result, "cannot execute %s (rc=%d)" % (result.cmd[0], result.rc))

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import ipaddress
 
-__metaclass__ = type
-
 RESERVED_NETWORK = ipaddress.IPv4Network("192.168.1.0/24")
 FIELDS = ("address", "netmask", "gateway", "netdetect")
 OPTIONAL_FIELDS = ("gateway", "netdetect")
@@ -31,7 +29,7 @@ class IpCheckError(ValueError):
     def __init__(self, problems):
         # type: (list) -> None
         self.problems = problems
-        super(IpCheckError, self).__init__("; ".join(problems))
+        super().__init__("; ".join(problems))
 
 
 def _ipv4(value, what):
@@ -88,8 +86,7 @@ def check_device(entry):
         problems.append("%s: address %s %s" % (where, address, bad))
     if address in RESERVED_NETWORK:
         problems.append(
-            "%s: address %s is in 192.168.1.0/24, which the device reserves for its internal vNIC; "
-            "pick another subnet" % (where, address)
+            "%s: address %s is in 192.168.1.0/24, which the device reserves for its internal vNIC; pick another subnet" % (where, address)
         )
     if net.prefixlen > 30:
         problems.append("%s: netmask %s leaves no room for a device and a gateway; use /30 or wider" % (where, netmask))
@@ -155,8 +152,7 @@ def check_devices(entries, max_device_id):
     for address, devices in sorted(owners.items()):
         if len(devices) > 1:
             problems.append(
-                "address %s is wanted on devices %s; every device needs its own address"
-                % (address, ", ".join(str(d) for d in devices))
+                "address %s is wanted on devices %s; every device needs its own address" % (address, ", ".join(str(d) for d in devices))
             )
     for wanted in normalized:
         gateway = wanted.get("gateway")

@@ -11,8 +11,6 @@ from __future__ import annotations
 import os
 import shlex
 
-__metaclass__ = type
-
 # Programs that do nothing useful without a script or arguments: as the whole command they mean
 # the shell split `-e train_command="bash train.sh ..."` and Ansible kept only the first word.
 LONE_INTERPRETERS = frozenset(("bash", "sh", "dash", "zsh", "python", "python3", "torchrun", "msrun"))
@@ -27,8 +25,7 @@ def check_argv(argv):
         raise ValueError(
             "the training command is only %r, which would exit at once without training. If you wrote "
             "-e train_command=\"%s train.sh ...\", your shell removed the quotes and Ansible kept only the "
-            "first word: write -e 'train_command=\"%s train.sh ...\"' (or put it in a vars file)"
-            % (argv[0], argv[0], argv[0])
+            "first word: write -e 'train_command=\"%s train.sh ...\"' (or put it in a vars file)" % (argv[0], argv[0], argv[0])
         )
     return argv
 

@@ -22,8 +22,6 @@ import time
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import group_alive, kill_groups, pid_alive, wait_gone
 
-__metaclass__ = type
-
 STOP_SIGNALS = (-signal.SIGTERM, -signal.SIGKILL)
 FINAL = ("done", "failed", "stopped")
 
@@ -72,8 +70,10 @@ def load_job(job_root, job_id):
         raise JobError("no training job recorded under %s on this host (nothing launched here yet)" % job_root)
     job = files.read_json(os.path.join(files.job_dir(job_root, resolved), files.JOB_FILE))
     if not isinstance(job, dict):
-        raise JobError("job %s is not recorded under %s on this host; known jobs: %s"
-                       % (resolved, job_root, ", ".join(files.list_jobs(job_root)) or "none"))
+        raise JobError(
+            "job %s is not recorded under %s on this host; known jobs: %s"
+            % (resolved, job_root, ", ".join(files.list_jobs(job_root)) or "none")
+        )
     return job
 
 
@@ -113,11 +113,17 @@ def rank_states(job_root, job, tail_lines=0, tail_failed=0):
         state = files.read_json(os.path.join(rdir, files.STATE_FILE))
         state = state if isinstance(state, dict) else None
         summary = {
-            "rank_id": rank["rank_id"], "device_id": rank["device_id"], "state": _classify(state, aborted),
-            "phase": (state or {}).get("phase"), "rc": (state or {}).get("rc"),
-            "started": (state or {}).get("started"), "ended": (state or {}).get("ended"),
-            "pid": (state or {}).get("pid"), "runner_pid": (state or {}).get("runner_pid"),
-            "log": os.path.join(rdir, files.TRAIN_LOG), "error": (state or {}).get("error"),
+            "rank_id": rank["rank_id"],
+            "device_id": rank["device_id"],
+            "state": _classify(state, aborted),
+            "phase": (state or {}).get("phase"),
+            "rc": (state or {}).get("rc"),
+            "started": (state or {}).get("started"),
+            "ended": (state or {}).get("ended"),
+            "pid": (state or {}).get("pid"),
+            "runner_pid": (state or {}).get("runner_pid"),
+            "log": os.path.join(rdir, files.TRAIN_LOG),
+            "error": (state or {}).get("error"),
         }
         if summary["state"] == "failed" and summary["phase"] in ("staged", "staging", "running"):
             summary["error"] = "the rank's processes vanished without recording an exit code (killed -9?)"

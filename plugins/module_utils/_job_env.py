@@ -7,15 +7,22 @@ Runs on target hosts: Python 3.8+, stdlib only.
 
 from __future__ import annotations
 
-__metaclass__ = type
-
 # Which variables each framework reads, in addition to the HCCL ones every preset gets.
 PRESETS = {
     "mindspore": ("RANK_TABLE_FILE", "RANK_ID", "RANK_SIZE", "DEVICE_ID", "DEVICE_NUM"),
     "tensorflow": ("RANK_TABLE_FILE", "RANK_ID", "RANK_SIZE", "DEVICE_ID", "DEVICE_NUM", "ASCEND_DEVICE_ID"),
     "pytorch": (
-        "RANK_TABLE_FILE", "RANK_ID", "RANK_SIZE", "DEVICE_ID", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE",
-        "RANK", "LOCAL_RANK", "HCCL_WHITELIST_DISABLE", "HCCL_IF_IP",
+        "RANK_TABLE_FILE",
+        "RANK_ID",
+        "RANK_SIZE",
+        "DEVICE_ID",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "WORLD_SIZE",
+        "RANK",
+        "LOCAL_RANK",
+        "HCCL_WHITELIST_DISABLE",
+        "HCCL_IF_IP",
     ),
     "mindspore_legacy": ("MINDSPORE_HCCL_CONFIG_PATH", "RANK_ID", "RANK_SIZE", "DEVICE_ID", "DEVICE_NUM"),
 }
@@ -54,8 +61,9 @@ def aoe_conflicts(extra, tune_bank_path=None, aoe_mode=None):
     problems = []
     for name in sorted(ours):
         if name in (extra or {}) and str(extra[name]) != ours[name]:
-            problems.append("%s=%s in the job's environment conflicts with %s=%s set by the launcher"
-                            % (name, extra[name], name, ours[name]))
+            problems.append(
+                "%s=%s in the job's environment conflicts with %s=%s set by the launcher" % (name, extra[name], name, ours[name])
+            )
     return problems
 
 

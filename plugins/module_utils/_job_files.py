@@ -21,8 +21,6 @@ import json
 import os
 import tempfile
 
-__metaclass__ = type
-
 JOB_FILE = "job.json"
 GATE_FILE = "gate"
 ABORT_FILE = "abort"

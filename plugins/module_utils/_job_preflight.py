@@ -24,8 +24,6 @@ from ansible_collections.ascend.cluster.plugins.module_utils import _job_files a
 from ansible_collections.ascend.cluster.plugins.module_utils._job_control import load_job, rank_states, stop_job
 from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import wait_gone
 
-__metaclass__ = type
-
 
 def lock_holder(lock_dir, device_id):
     # type: (str, int) -> str | None
@@ -58,8 +56,9 @@ def job_holders(job_root, devices):
             continue
         for rank in rank_states(job_root, job):
             if rank["device_id"] in devices and rank["state"] in ("staged", "running"):
-                held.append({"job_id": job_id, "rank_id": rank["rank_id"], "device_id": rank["device_id"],
-                             "pid": rank["pid"] or rank["runner_pid"]})
+                held.append(
+                    {"job_id": job_id, "rank_id": rank["rank_id"], "device_id": rank["device_id"], "pid": rank["pid"] or rank["runner_pid"]}
+                )
     return held
 
 
@@ -69,11 +68,13 @@ def find_busy(devices, lock_dir, job_root, npu_processes):
     busy = []
     for proc in npu_processes:
         if proc["device_id"] in devices:
-            busy.append(dict(proc, source="npu-smi",
-                             detail="process %d (%s) holds NPU %d" % (proc["pid"], proc["name"], proc["device_id"])))
+            busy.append(
+                dict(proc, source="npu-smi", detail="process %d (%s) holds NPU %d" % (proc["pid"], proc["name"], proc["device_id"]))
+            )
     for held in job_holders(job_root, devices):
-        busy.append(dict(held, source="job",
-                         detail="rank %d of job %s (pid %s) is still running" % (held["rank_id"], held["job_id"], held["pid"])))
+        busy.append(
+            dict(held, source="job", detail="rank %d of job %s (pid %s) is still running" % (held["rank_id"], held["job_id"], held["pid"]))
+        )
     for device in devices:
         holder = lock_holder(lock_dir, device)
         if holder:

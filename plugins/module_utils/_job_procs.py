@@ -11,8 +11,6 @@ import os
 import signal
 import time
 
-__metaclass__ = type
-
 POLL_S = 0.05
 
 

@@ -80,8 +80,11 @@ class RankRunner:
         self.dir = files.rank_dir(p["run_dir"], p["rank_id"])
         self.job_dir = files.job_dir(p["job_root"], p["job_id"])
         self.state = {
-            "job_id": p["job_id"], "rank_id": p["rank_id"], "device_id": p["device_id"],
-            "runner_pid": os.getpid(), "log": os.path.join(self.dir, files.TRAIN_LOG),
+            "job_id": p["job_id"],
+            "rank_id": p["rank_id"],
+            "device_id": p["device_id"],
+            "runner_pid": os.getpid(),
+            "log": os.path.join(self.dir, files.TRAIN_LOG),
         }  # type: dict
         self.child = None  # type: subprocess.Popen | None
         self.stop_requested = False
@@ -102,11 +105,21 @@ class RankRunner:
         # type: () -> dict
         p = self.p
         env = dict(os.environ)
-        rank = dict((k, p[k]) for k in (
-            "rank_id", "device_id", "rank_size", "local_rank", "local_count", "rank_table_path",
-            "master_addr", "master_port", "host_ip"))
-        env.update(rank_env(p["framework"], rank, p["connect_timeout"], p["env"],
-                            p.get("tune_bank_path"), p.get("aoe_mode")))
+        rank = dict(
+            (k, p[k])
+            for k in (
+                "rank_id",
+                "device_id",
+                "rank_size",
+                "local_rank",
+                "local_count",
+                "rank_table_path",
+                "master_addr",
+                "master_port",
+                "host_ip",
+            )
+        )
+        env.update(rank_env(p["framework"], rank, p["connect_timeout"], p["env"], p.get("tune_bank_path"), p.get("aoe_mode")))
         return env
 
     def stage(self):
@@ -138,8 +151,7 @@ class RankRunner:
             if isinstance(opened, dict) and "start_at" in opened:
                 return float(opened["start_at"])
             if time.time() > deadline:
-                self.save(phase="gate_timeout", ended=time.time(),
-                          error="the gate was not opened within %ds" % self.p["gate_timeout"])
+                self.save(phase="gate_timeout", ended=time.time(), error="the gate was not opened within %ds" % self.p["gate_timeout"])
                 return None
             time.sleep(GATE_POLL_S)
 
@@ -162,8 +174,15 @@ class RankRunner:
         started = time.time()
         try:
             self.child = subprocess.Popen(
-                argv, cwd=self.dir, env=self.environment(), stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(lock_fd,))
+                argv,
+                cwd=self.dir,
+                env=self.environment(),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                pass_fds=(lock_fd,),
+            )
         except OSError as exc:
             log.write(("cannot start %r: %s\n" % (argv, exc)).encode("utf-8"))
             log.close()

@@ -13,10 +13,7 @@ from __future__ import annotations
 import os
 import re
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _chip
-from ansible_collections.ascend.cluster.plugins.module_utils import _command
-
-__metaclass__ = type
+from ansible_collections.ascend.cluster.plugins.module_utils import _chip, _command
 
 # Where the driver installs npu-smi besides PATH.
 INSTALL_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/local/Ascend/driver/tools")
@@ -38,7 +35,7 @@ class NpuSmiParseError(ValueError):
         # type: (str, str) -> None
         self.what = what
         self.raw = raw
-        super(NpuSmiParseError, self).__init__("cannot parse %s from npu-smi output %r" % (what, raw))
+        super().__init__("cannot parse %s from npu-smi output %r" % (what, raw))
 
 
 def parse_info_list(raw):
@@ -172,10 +169,14 @@ def parse_npu_processes(raw):
             continue
         match = _PROC_ROW.match(line.strip())
         if match:
-            rows.append({
-                "device_id": int(match.group(1)), "chip_id": int(match.group(2) or 0),
-                "pid": int(match.group(3)), "name": match.group(4),
-            })
+            rows.append(
+                {
+                    "device_id": int(match.group(1)),
+                    "chip_id": int(match.group(2) or 0),
+                    "pid": int(match.group(3)),
+                    "name": match.group(4),
+                }
+            )
     return rows
 
 
@@ -208,7 +209,7 @@ class NpuSmiError(Exception):
         self.rc = rc
         self.stdout = stdout
         self.stderr = stderr
-        super(NpuSmiError, self).__init__("%s failed (rc=%d): %s" % (" ".join(cmd), rc, stderr.strip() or stdout.strip()))
+        super().__init__("%s failed (rc=%d): %s" % (" ".join(cmd), rc, stderr.strip() or stdout.strip()))
 
 
 class NpuSmi:

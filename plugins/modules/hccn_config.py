@@ -232,8 +232,10 @@ def main():
                 _hccn_tool.DEFAULT_PATH,
             )
         else:
-            msg = "hccn_tool not found on PATH nor at %s: install the Ascend NPU driver, which provides it, " \
-                  "or set the hccn_tool option" % _hccn_tool.DEFAULT_PATH
+            msg = (
+                "hccn_tool not found on PATH nor at %s: install the Ascend NPU driver, which provides it, "
+                "or set the hccn_tool option" % _hccn_tool.DEFAULT_PATH
+            )
         module.fail_json(msg=msg, changed=False)
     tool = _hccn_tool.HccnTool(module, binary, timeout=module.params["timeout"])
     try:

@@ -203,13 +203,17 @@ def do_preflight(module):
         module.fail_json(
             msg="devices in use, nothing was started: %s. Stop them (ascend.cluster.stop, or kill_stale=true to "
             "let the launch stop them) and retry." % "; ".join("device %d: %s" % (b["device_id"], b["detail"]) for b in busy),
-            busy=busy)
+            busy=busy,
+        )
     actions = preflight.kill_stale(busy, p["job_root"], p["grace"])
     left = preflight.wait_free(check, p["stale_timeout"])
     if left:
-        module.fail_json(msg="kill_stale: devices still held after %ss: %s" % (
-            p["stale_timeout"], "; ".join("device %d: %s" % (b["device_id"], b["detail"]) for b in left)),
-            busy=left, actions=actions)
+        module.fail_json(
+            msg="kill_stale: devices still held after %ss: %s"
+            % (p["stale_timeout"], "; ".join("device %d: %s" % (b["device_id"], b["detail"]) for b in left)),
+            busy=left,
+            actions=actions,
+        )
     return dict(changed=True, busy=[], freed=busy, actions=actions)
 
 
@@ -217,8 +221,14 @@ def do_stop(module):
     # type: (AnsibleModule) -> dict
     p = module.params
     if p["job_id"] == "latest" and files.resolve_job_id(p["job_root"], "latest") is None:
-        return dict(changed=False, job_id=None, ranks=[], stopped=[], killed=[],
-                    msg="no training job recorded under %s: nothing to stop" % p["job_root"])
+        return dict(
+            changed=False,
+            job_id=None,
+            ranks=[],
+            stopped=[],
+            killed=[],
+            msg="no training job recorded under %s: nothing to stop" % p["job_root"],
+        )
     ids = files.list_jobs(p["job_root"]) if p["job_id"] == "all" else [p["job_id"]]
     results = []
     for job_id in ids:
@@ -247,8 +257,14 @@ def main():
             module.exit_json(**do_preflight(module))
         if state == "record":
             if not module.check_mode:
-                control.record_job(p["job_root"], {"job_id": p["job_id"], "run_dir": p["run_dir"], "ranks": [
-                    {"rank_id": int(r["rank_id"]), "device_id": int(r["device_id"])} for r in p["ranks"]]})
+                control.record_job(
+                    p["job_root"],
+                    {
+                        "job_id": p["job_id"],
+                        "run_dir": p["run_dir"],
+                        "ranks": [{"rank_id": int(r["rank_id"]), "device_id": int(r["device_id"])} for r in p["ranks"]],
+                    },
+                )
             module.exit_json(changed=True, job_id=p["job_id"])
         if state == "stop":
             module.exit_json(**do_stop(module))
@@ -257,9 +273,12 @@ def main():
             ranks = control.wait_staged(p["job_root"], job, p["timeout"])
             bad = [r for r in ranks if r["state"] != "staged"]
             if bad:
-                module.fail_json(msg="ranks could not stage, nothing was started: %s" % "; ".join(
-                    "rank %d (device %d): %s" % (r["rank_id"], r["device_id"], r["error"] or r["state"]) for r in bad),
-                    job_id=job["job_id"], ranks=ranks)
+                module.fail_json(
+                    msg="ranks could not stage, nothing was started: %s"
+                    % "; ".join("rank %d (device %d): %s" % (r["rank_id"], r["device_id"], r["error"] or r["state"]) for r in bad),
+                    job_id=job["job_id"],
+                    ranks=ranks,
+                )
             module.exit_json(changed=False, job_id=job["job_id"], ranks=ranks)
         if state == "gate":
             if not module.check_mode:

@@ -202,8 +202,9 @@ ARGS = dict(
 
 def main():
     # type: () -> None
-    module = AnsibleModule(argument_spec=ARGS, supports_check_mode=False,
-                           mutually_exclusive=[("argv", "command")], required_one_of=[("argv", "command")])
+    module = AnsibleModule(
+        argument_spec=ARGS, supports_check_mode=False, mutually_exclusive=[("argv", "command")], required_one_of=[("argv", "command")]
+    )
     try:
         if module.params["command"] is not None:
             module.params["argv"] = split_command(module.params["command"])

@@ -59,9 +59,7 @@ def device_id_of(value: Any, where: str, profile: ChipProfile | None) -> int:
         raise ClusterSpecError(f"{where}: device_id {value!r} is not a whole number")
     highest = max_device_id(profile)
     if not 0 <= number <= highest:
-        raise ClusterSpecError(
-            f"{where}: device_id {number} is out of range for {chip_label(profile)} (0-{highest})"
-        )
+        raise ClusterSpecError(f"{where}: device_id {number} is out of range for {chip_label(profile)} (0-{highest})")
     return number
 
 
@@ -99,14 +97,11 @@ def check_hccs_layout(
     counts = {len(ids) for _server_id, ids in servers}
     if len(counts) > 1:
         detail = ", ".join(f"{server_id}: {len(ids)}" for server_id, ids in servers)
-        raise ClusterSpecError(
-            f"{profile.name} needs the same number of devices on every server, got {detail}"
-        )
+        raise ClusterSpecError(f"{profile.name} needs the same number of devices on every server, got {detail}")
     for server_id, ids in servers:
         if len(ids) not in SINGLE_SERVER_COUNTS_910A:
             raise ClusterSpecError(
-                f"server {server_id}: {profile.name} runs 1, 2, 4 or 8 devices per server, "
-                f"got {len(ids)} {_format_ids(ids)}"
+                f"server {server_id}: {profile.name} runs 1, 2, 4 or 8 devices per server, got {len(ids)} {_format_ids(ids)}"
             )
         if len(ids) in (2, 4) and ring_index(profile, ids) is None:
             rings = " or ".join(_format_ids(sorted(ring)) for ring in profile.hccs_rings)

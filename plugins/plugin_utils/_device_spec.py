@@ -33,9 +33,7 @@ def parse_device_range(spec: Any, chip: str | None = None) -> list[int]:
     profile = resolve_chip(chip)
     match = _RANGE.match(spec) if isinstance(spec, str) else None
     if not match:
-        raise ClusterSpecError(
-            f"{spec!r} is not a device range: write '[first,end)' with end one past the last device, e.g. '[0,8)'"
-        )
+        raise ClusterSpecError(f"{spec!r} is not a device range: write '[first,end)' with end one past the last device, e.g. '[0,8)'")
     first, end = int(match.group(1)), int(match.group(2))
     last = end if match.group(3) == "]" else end - 1
     if last < first:
@@ -43,8 +41,7 @@ def parse_device_range(spec: Any, chip: str | None = None) -> list[int]:
     highest = max_device_id(profile)
     if last > highest:
         raise ClusterSpecError(
-            f"{spec!r} reaches device {last}, but {chip_label(profile)} has devices 0-{highest}; "
-            f"use e.g. '[0,{highest + 1})'"
+            f"{spec!r} reaches device {last}, but {chip_label(profile)} has devices 0-{highest}; use e.g. '[0,{highest + 1})'"
         )
     return list(range(first, last + 1))
 

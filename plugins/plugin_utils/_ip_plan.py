@@ -101,8 +101,7 @@ def _networks(networks: Any, layout: str, per_server: int) -> list[netaddr.IPNet
 def _host(net: netaddr.IPNetwork, number: int, what: str) -> str:
     if not 0 < number < net.size - 1:
         raise ClusterSpecError(
-            f"{what}: host number {number} does not fit in {net} (1-{net.size - 2}); "
-            "use a wider network or lower first_host / server_step"
+            f"{what}: host number {number} does not fit in {net} (1-{net.size - 2}); use a wider network or lower first_host / server_step"
         )
     return str(net[number])
 
@@ -267,8 +266,7 @@ class _Checker:
             self.problems.append(f"{where}: address {addr} {bad}")
         if addr in netaddr.IPNetwork(RESERVED_CIDR):
             self.problems.append(
-                f"{where}: address {addr} is in 192.168.1.0/24, reserved for the device's internal vNIC; "
-                "use another subnet"
+                f"{where}: address {addr} is in 192.168.1.0/24, reserved for the device's internal vNIC; use another subnet"
             )
         if net.prefixlen > 30:
             self.problems.append(f"{where}: netmask {net.netmask} (/{net.prefixlen}) is too narrow; use /30 or wider")
@@ -276,8 +274,7 @@ class _Checker:
             kind = "network" if addr == net.network else "broadcast"
             self.problems.append(f"{where}: address {addr} is the {kind} address of {net.cidr}")
 
-    def target(self, where: str, field: str, value: netaddr.IPAddress, addr: netaddr.IPAddress,
-               net: netaddr.IPNetwork) -> None:
+    def target(self, where: str, field: str, value: netaddr.IPAddress, addr: netaddr.IPAddress, net: netaddr.IPNetwork) -> None:
         if int(value) == 0:
             self.problems.append(f"{where}: {field} 0.0.0.0 is not an address; leave it empty instead")
             return
@@ -290,9 +287,7 @@ class _Checker:
         if value == addr:
             self.problems.append(f"{where}: {field} {value} is the device's own address")
         if field == "gateway" and value not in net:
-            self.problems.append(
-                f"{where}: gateway {value} is outside the device subnet {net.cidr}; use a gateway inside it"
-            )
+            self.problems.append(f"{where}: gateway {value} is outside the device subnet {net.cidr}; use a gateway inside it")
 
     def cluster(self, plan: dict[str, list[dict[str, Any]]]) -> None:
         for address, owners in sorted(self.owners.items()):
@@ -302,9 +297,7 @@ class _Checker:
             for entry in entries:
                 owners = self.owners.get(entry["gateway"])
                 if owners:
-                    self.problems.append(
-                        f"{host} device {entry['device_id']}: gateway {entry['gateway']} is the address of {owners[0]}"
-                    )
+                    self.problems.append(f"{host} device {entry['device_id']}: gateway {entry['gateway']} is the address of {owners[0]}")
 
     def smp(self, host: str, entries: list[dict[str, Any]]) -> None:
         nets = {e["device_id"]: netaddr.IPNetwork(f"{e['address']}/{e['netmask']}").cidr for e in entries}
@@ -312,8 +305,7 @@ class _Checker:
             pair = device + SMP_PAIR_DISTANCE
             if device in nets and pair in nets and nets[device] != nets[pair]:
                 self.problems.append(
-                    f"{host}: smp layout: devices {device} and {pair} must share a subnet, "
-                    f"got {nets[device]} and {nets[pair]}"
+                    f"{host}: smp layout: devices {device} and {pair} must share a subnet, got {nets[device]} and {nets[pair]}"
                 )
         firsts: dict[Any, list[int]] = {}
         for device in range(SMP_PAIR_DISTANCE):
@@ -322,8 +314,7 @@ class _Checker:
         for net, devices in firsts.items():
             if len(devices) > 1:
                 self.problems.append(
-                    f"{host}: smp layout: devices {', '.join(map(str, devices))} share {net}; "
-                    "devices 0-3 must each be in their own subnet"
+                    f"{host}: smp layout: devices {', '.join(map(str, devices))} share {net}; devices 0-3 must each be in their own subnet"
                 )
 
 

@@ -13,8 +13,8 @@ IPs unique and each device subnet consistent with the chip's layout (``_ip_plan.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 import ipaddress
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import resolve_chip
@@ -126,10 +126,14 @@ def _ip_problem(devices: list[tuple[str, Mapping[str, Any]]], chip: str | None, 
     plan: dict[str, list[dict[str, Any]]] = {}
     for host, dev in devices:
         if dev.get("device_ip") and dev.get("netmask"):
-            plan.setdefault(host, []).append({
-                "device_id": dev.get("device_id"), "address": dev["device_ip"],
-                "netmask": dev["netmask"], "gateway": dev.get("gateway") or "",
-            })
+            plan.setdefault(host, []).append(
+                {
+                    "device_id": dev.get("device_id"),
+                    "address": dev["device_ip"],
+                    "netmask": dev["netmask"],
+                    "gateway": dev.get("gateway") or "",
+                }
+            )
     try:
         validate_plan(plan, chip=chip, layout=layout)
     except ClusterSpecError as exc:
@@ -139,8 +143,11 @@ def _ip_problem(devices: list[tuple[str, Mapping[str, Any]]], chip: str | None, 
 
 
 def health_report(
-    servers: Sequence[Any], chip: str | None = None, layout: str | None = "auto",
-    check_tls: bool = True, check_conf: bool = True,
+    servers: Sequence[Any],
+    chip: str | None = None,
+    layout: str | None = "auto",
+    check_tls: bool = True,
+    check_conf: bool = True,
 ) -> dict[str, Any]:
     """``{rows, problems, bad, ok}`` for the whole cluster (see the module docstring)."""
     require_netaddr()  # the layout check needs it; fail with the install hint, not mid-report
@@ -160,8 +167,13 @@ def health_report(
     seen_by: dict[int, list[str]] = {}
     for i, (host, dev) in enumerate(devices):
         culprit = owner.get(dev.get("netdetect") or "")
-        if (found[i] and found[i][0] in UNREACHED + ("Socket fail",) and culprit is not None
-                and found[culprit] and found[culprit][0] in ROOT_CAUSES):
+        if (
+            found[i]
+            and found[i][0] in UNREACHED + ("Socket fail",)
+            and culprit is not None
+            and found[culprit]
+            and found[culprit][0] in ROOT_CAUSES
+        ):
             seen_by.setdefault(culprit, []).append(f"{host} device {dev.get('device_id')}")
             found[i] = ("target down", "")
     rows, problems, bad = [], [], []
@@ -173,12 +185,18 @@ def health_report(
             problems.append(f"{host} device {dev.get('device_id')}: {problem[0]} - {problem[1]}{suffix}")
             bad.append({"server": host, "device": dev.get("device_id"), "status": problem[0]})
         tls = dev.get("tls_switch")
-        rows.append({
-            "server": host, "device": dev.get("device_id"),
-            "ip": _with_prefix(dev.get("device_ip"), dev.get("netmask")),
-            "link": dev.get("link"), "health": dev.get("net_health"), "netdetect": dev.get("netdetect") or None,
-            "tls": None if tls is None else ("on" if tls else "off"), "status": problem[0] if problem else "ok",
-        })
+        rows.append(
+            {
+                "server": host,
+                "device": dev.get("device_id"),
+                "ip": _with_prefix(dev.get("device_ip"), dev.get("netmask")),
+                "link": dev.get("link"),
+                "health": dev.get("net_health"),
+                "netdetect": dev.get("netdetect") or None,
+                "tls": None if tls is None else ("on" if tls else "off"),
+                "status": problem[0] if problem else "ok",
+            }
+        )
     cluster = [_tls_problem(devices) if check_tls else None, _ip_problem(devices, chip, _layout(layout, chip))]
     problems += [p for p in cluster if p]
     return {"rows": rows, "problems": problems, "bad": bad, "ok": not problems}
@@ -204,6 +222,5 @@ def netdetect_targets(devices: Sequence[Any], mode: str, peer_devices: Sequence[
             continue
         target = dev.get("gateway") if mode == "gateway" else peers.get(dev.get("device_id"))
         if target:
-            targets.append({"device_id": dev["device_id"], "address": dev["device_ip"],
-                            "netmask": dev["netmask"], "netdetect": target})
+            targets.append({"device_id": dev["device_id"], "address": dev["device_ip"], "netmask": dev["netmask"], "netdetect": target})
     return targets

@@ -64,9 +64,7 @@ def _text(value: Any, what: str, where: str) -> str:
     return str(value)
 
 
-def read_servers(
-    servers: Any, profile: ChipProfile | None, order: str = "server_id", by_super_pod: bool = False
-) -> list[RankServer]:
+def read_servers(servers: Any, profile: ChipProfile | None, order: str = "server_id", by_super_pod: bool = False) -> list[RankServer]:
     """Turn the input list of server mappings into ``RankServer`` objects with rank ids assigned.
 
     Ranks run 0..N-1 over the servers in ``order`` (``server_id``: dictionary order of server_id,
@@ -77,9 +75,7 @@ def read_servers(
     if order not in ORDERS:
         raise ClusterSpecError(f"order {order!r} is not known: use 'server_id' or 'given'")
     if isinstance(servers, (str, bytes, Mapping)) or not isinstance(servers, Sequence):
-        raise ClusterSpecError(
-            f"the input must be a list of servers ({{server_id, devices}}), got {type(servers).__name__}"
-        )
+        raise ClusterSpecError(f"the input must be a list of servers ({{server_id, devices}}), got {type(servers).__name__}")
     result = []
     for index, entry in enumerate(servers):
         if not isinstance(entry, Mapping):
@@ -137,7 +133,12 @@ def build_rank_table(
     ``para_plane_nic_location`` and ``para_plane_nic_name`` (used by version ``template2`` only).
     """
     unknown = set(template2) - {
-        "board_id", "chip_info", "deploy_mode", "group_name", "para_plane_nic_location", "para_plane_nic_name",
+        "board_id",
+        "chip_info",
+        "deploy_mode",
+        "group_name",
+        "para_plane_nic_location",
+        "para_plane_nic_name",
     }
     if unknown:
         raise ClusterSpecError(f"unknown option(s) {', '.join(sorted(unknown))}")
@@ -177,8 +178,6 @@ def validate_rank_table(
     elif profile is not None:
         resolve_version(found, profile)  # raises when this chip does not read that version
     if table.get("status") != "completed":
-        raise ClusterSpecError(
-            f"status is {table.get('status')!r}, not 'completed': the table is still being written or is damaged"
-        )
+        raise ClusterSpecError(f"status is {table.get('status')!r}, not 'completed': the table is still being written or is damaged")
     check_cluster(servers, found, profile, allow_partial_servers)
     return table

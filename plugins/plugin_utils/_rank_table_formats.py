@@ -168,14 +168,10 @@ def parse(table: Mapping[str, Any], profile: ChipProfile | None) -> tuple[str, l
         return TEMPLATE_2, _parse_template2(table, profile)
     version = table.get("version")
     if version not in (VERSION_1_0, VERSION_1_2):
-        raise ClusterSpecError(
-            f"rank table version {version!r} is not known: this collection reads 1.0, 1.2 and template 2 (group_list)"
-        )
+        raise ClusterSpecError(f"rank table version {version!r} is not known: this collection reads 1.0, 1.2 and template 2 (group_list)")
     server_list = _list(table, "server_list", "rank table")
     if _number(table, "server_count", "rank table") != len(server_list):
-        raise ClusterSpecError(
-            f"server_count is {table['server_count']} but server_list has {len(server_list)} entries"
-        )
+        raise ClusterSpecError(f"server_count is {table['server_count']} but server_list has {len(server_list)} entries")
     servers = []
     for index, entry in enumerate(server_list):
         where = f"server_list[{index}]"

@@ -122,9 +122,7 @@ def _layouts(profile: ChipProfile | None, wanted: int, largest: int, servers: in
     return layouts
 
 
-def select_devices(
-    servers: Any, np: Any, chip: str | None = None, allow_partial_servers: bool = False, spread: bool = False
-) -> list[dict]:
+def select_devices(servers: Any, np: Any, chip: str | None = None, allow_partial_servers: bool = False, spread: bool = False) -> list[dict]:
     """The subset of ``servers`` (same shape, other keys kept) that runs an ``np``-device job.
 
     ``spread``: use as many servers as the chip rules allow, the same count on each (np=8 on
@@ -148,8 +146,10 @@ def select_devices(
     shown = ", ".join(str(c) for c in counts[:_SHOWN_COUNTS]) + (f", ... {counts[-1]}" if len(counts) > _SHOWN_COUNTS else "")
     per_server = ", ".join(f"{c.server['server_id']}: {len(c.ids)}" for c in available) or "none"
     chip_text = f"{profile.name} " if profile else ""
-    hint = "" if allow_partial_servers or not (profile and profile.hccs_rings) else (
-        "; 910A clusters need 8 devices per server unless allow_partial_servers=true"
+    hint = (
+        ""
+        if allow_partial_servers or not (profile and profile.hccs_rings)
+        else ("; 910A clusters need 8 devices per server unless allow_partial_servers=true")
     )
     raise ClusterSpecError(
         f"np={wanted} is not possible with the available {chip_text}devices (per server: {per_server}): "

@@ -91,8 +91,7 @@ def servers_from_hostvars(hosts: Iterable[Mapping[str, Any]], facts_key: str = "
     """Server entries for every host, in the order given."""
     if isinstance(hosts, Mapping):
         raise ServersError(
-            "servers_from_facts expects a list of host variables, e.g. "
-            "ansible_play_hosts | map('extract', hostvars); got a mapping"
+            "servers_from_facts expects a list of host variables, e.g. ansible_play_hosts | map('extract', hostvars); got a mapping"
         )
     servers = [server_from_hostvars(h, facts_key) for h in hosts]
     if not servers:

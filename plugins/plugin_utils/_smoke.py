@@ -10,9 +10,9 @@ of the play, narrowed to the job's devices once they are known), ``rank_table`` 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 import json
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
@@ -31,7 +31,7 @@ def rank_verdict(log: Any) -> tuple[bool, str]:
     for line in reversed(lines):
         if line.startswith(VERDICT + " "):
             try:
-                verdict = json.loads(line[len(VERDICT) + 1:])
+                verdict = json.loads(line[len(VERDICT) + 1 :])
                 failed = verdict["failed"]
                 detail = "; ".join(f"{f['check']}: {f['detail']}" for f in failed)
                 return (not failed, detail or f"{verdict['passed']} checks passed")
@@ -51,16 +51,23 @@ def _health_rows(health: Mapping[str, Any], ranks: Mapping[tuple[str, int], Any]
         if ranks is not None and key not in ranks:
             continue
         prefix = f"{key[0]} device {key[1]}: "
-        detail = next((p[len(prefix):] for p in problems if p.startswith(prefix)), str(bad.get("status")))
-        rows.append({"stage": "health", "server": key[0], "device": key[1],
-                     "rank": None if ranks is None else ranks[key], "result": FAIL, "detail": detail})
+        detail = next((p[len(prefix) :] for p in problems if p.startswith(prefix)), str(bad.get("status")))
+        rows.append(
+            {
+                "stage": "health",
+                "server": key[0],
+                "device": key[1],
+                "rank": None if ranks is None else ranks[key],
+                "result": FAIL,
+                "detail": detail,
+            }
+        )
     for problem in problems:
         if problem.startswith("cluster: "):
-            rows.append({"stage": "health", "result": FAIL, "detail": problem[len("cluster: "):]})
+            rows.append({"stage": "health", "result": FAIL, "detail": problem[len("cluster: ") :]})
     if not rows:
         devices = len(ranks) if ranks is not None else len(health.get("rows") or [])
-        rows.append({"stage": "health", "result": OK,
-                     "detail": f"{devices} device(s): device IP, link UP, net_health Success"})
+        rows.append({"stage": "health", "result": OK, "detail": f"{devices} device(s): device IP, link UP, net_health Success"})
     return rows
 
 
@@ -76,12 +83,20 @@ def stage_message(msg: Any) -> str:
 def _stage_row(stage: Any, index: int) -> dict[str, Any]:
     if not isinstance(stage, Mapping) or not stage.get("stage"):
         raise ClusterSpecError(f"stages entry {index} is not a mapping with a stage name: {stage!r}")
-    return {"stage": stage["stage"], "server": stage.get("server"), "device": None, "rank": None,
-            "result": OK if stage.get("ok") else FAIL, "detail": stage_message(stage.get("detail"))}
+    return {
+        "stage": stage["stage"],
+        "server": stage.get("server"),
+        "device": None,
+        "rank": None,
+        "result": OK if stage.get("ok") else FAIL,
+        "detail": stage_message(stage.get("detail")),
+    }
 
 
 def smoke_summary(
-    ranks: Sequence[Any] | None, health: Mapping[str, Any] | None = None, stages: Sequence[Any] = (),
+    ranks: Sequence[Any] | None,
+    health: Mapping[str, Any] | None = None,
+    stages: Sequence[Any] = (),
     launched: bool = True,
 ) -> dict[str, Any]:
     """``{rows, failures, ok}`` for the smoke run.
@@ -101,8 +116,15 @@ def smoke_summary(
     for index, rank in enumerate(ranks or []):
         if not isinstance(rank, Mapping) or not {"server", "device", "rank"} <= set(rank):
             raise ClusterSpecError(f"rank entry {index} needs server, device and rank: {rank!r}")
-        job.append({"stage": "rank", "server": str(rank["server"]), "device": int(rank["device"]),
-                    "rank": int(rank["rank"]), "log": rank.get("log")})
+        job.append(
+            {
+                "stage": "rank",
+                "server": str(rank["server"]),
+                "device": int(rank["device"]),
+                "rank": int(rank["rank"]),
+                "log": rank.get("log"),
+            }
+        )
     if health is not None:
         if not isinstance(health, Mapping):
             raise ClusterSpecError(f"health must be the net_health_report result, got {health!r}")
@@ -112,10 +134,18 @@ def smoke_summary(
         rows.append(dict(rank, result=OK if ok else FAIL, detail=detail))
     rows.sort(key=lambda r: STAGES.index(r["stage"]) if r["stage"] in STAGES else len(STAGES))
     failures = [
-        " ".join(str(p) for p in (row["stage"], row.get("server"),
-                                  f"device {row['device']}" if row.get("device") is not None else None,
-                                  f"rank {row['rank']}" if row.get("rank") is not None else None) if p)
+        " ".join(
+            str(p)
+            for p in (
+                row["stage"],
+                row.get("server"),
+                f"device {row['device']}" if row.get("device") is not None else None,
+                f"rank {row['rank']}" if row.get("rank") is not None else None,
+            )
+            if p
+        )
         + f": {row['detail']}"
-        for row in rows if row["result"] == FAIL
+        for row in rows
+        if row["result"] == FAIL
     ]
     return {"rows": rows, "failures": failures, "ok": not failures}

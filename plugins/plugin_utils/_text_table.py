@@ -33,7 +33,4 @@ def text_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], header
             raise TableError(f"row {index} is not a mapping: {row!r}")
         body.append([_cell(row.get(c)) for c in columns])
     widths = [max([len(h)] + [len(r[i]) for r in body]) for i, h in enumerate(headers)]
-    return [
-        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(line)).rstrip()
-        for line in [list(headers)] + body
-    ]
+    return ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(line)).rstrip() for line in [list(headers)] + body]

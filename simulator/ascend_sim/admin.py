@@ -122,7 +122,16 @@ def do_init(args):
         host_id = os.uname().nodename if sdir == DEFAULT_STATE_DIR else os.path.basename(sdir.rstrip("/")) or "host"
     hccn_conf = os.path.abspath(args.hccn_conf)
     state = new_state(
-        sdir, args.chip, ids, hccn_conf, args.mode, fabric, args.latency, args.settle, host_id, args.tls,
+        sdir,
+        args.chip,
+        ids,
+        hccn_conf,
+        args.mode,
+        fabric,
+        args.latency,
+        args.settle,
+        host_id,
+        args.tls,
         args.driver_variant,
     )
     os.makedirs(sdir, exist_ok=True)
@@ -132,9 +141,7 @@ def do_init(args):
         except SimError:
             old = None
         if old is not None and not args.force:
-            same = all(old.get(k) == state.get(k) for k in CONFIG_KEYS) and sorted(old["devices"], key=int) == [
-                str(i) for i in ids
-            ]
+            same = all(old.get(k) == state.get(k) for k in CONFIG_KEYS) and sorted(old["devices"], key=int) == [str(i) for i in ids]
             if same:
                 store.publish(sdir, old)
                 answers.ensure(sdir)
@@ -145,10 +152,7 @@ def do_init(args):
             diff = [k for k in CONFIG_KEYS if old.get(k) != state.get(k)]
             if sorted(old["devices"], key=int) != [str(i) for i in ids]:
                 diff.append("devices")
-            raise SimError(
-                "%s is already initialised with different settings (%s); add --force to reset it"
-                % (sdir, ", ".join(diff))
-            )
+            raise SimError("%s is already initialised with different settings (%s); add --force to reset it" % (sdir, ", ".join(diff)))
         if old is not None:
             store.unpublish(sdir, old)
             state["installs"] = old.get("installs", [])
@@ -263,8 +267,13 @@ def write_wrapper(bin_dir, tool, python, sdir):
 
         from .answers import FALLBACK_RC
 
-        text = WRAPPER_HCCN.format(python=shlex.quote(python), package=shlex.quote(PACKAGE_PARENT),
-                                   state=shlex.quote(sdir or ""), default=DEFAULT_STATE_DIR, fallback=FALLBACK_RC)
+        text = WRAPPER_HCCN.format(
+            python=shlex.quote(python),
+            package=shlex.quote(PACKAGE_PARENT),
+            state=shlex.quote(sdir or ""),
+            default=DEFAULT_STATE_DIR,
+            fallback=FALLBACK_RC,
+        )
     else:
         text = WRAPPER.format(python=python, tool=tool, package=PACKAGE_PARENT, module="npusmi", state=sdir)
     path = os.path.join(bin_dir, tool)
@@ -292,8 +301,9 @@ def precompile(python=None):
         pass
     if python and os.path.realpath(python) != os.path.realpath(sys.executable):
         try:
-            subprocess.run([python, "-m", "compileall", "-q", package], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, timeout=60, check=False)
+            subprocess.run(
+                [python, "-m", "compileall", "-q", package], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60, check=False
+            )
         except (OSError, subprocess.TimeoutExpired):
             pass
 
@@ -319,8 +329,10 @@ def do_install(args):
 
         store.update(record_dir, remember)
     if not args.quiet:
-        print("ascend-sim: installed hccn_tool and npu-smi in %s (python %s, state %s)" % (
-            bin_dir, python, sdir or "$ASCEND_SIM_STATE or %s" % DEFAULT_STATE_DIR))
+        print(
+            "ascend-sim: installed hccn_tool and npu-smi in %s (python %s, state %s)"
+            % (bin_dir, python, sdir or "$ASCEND_SIM_STATE or %s" % DEFAULT_STATE_DIR)
+        )
     return 0
 
 
@@ -388,25 +400,38 @@ def do_cluster(args):
         bin_dir = os.path.join(base, "bin")
         hccn_conf = os.path.join(base, "hccn.conf")
         init_args = argparse.Namespace(
-            state=sdir, chip=args.chip, devices=args.devices, device_ids=args.device_ids, hccn_conf=hccn_conf,
-            mode="fabric", fabric=fabric, latency=args.latency, settle=args.settle, host_id=name, force=args.force,
-            tls=args.tls, driver_variant=args.driver_variant, quiet=True,
+            state=sdir,
+            chip=args.chip,
+            devices=args.devices,
+            device_ids=args.device_ids,
+            hccn_conf=hccn_conf,
+            mode="fabric",
+            fabric=fabric,
+            latency=args.latency,
+            settle=args.settle,
+            host_id=name,
+            force=args.force,
+            tls=args.tls,
+            driver_variant=args.driver_variant,
+            quiet=True,
         )
         do_init(init_args)
         do_install(argparse.Namespace(bin_dir=bin_dir, state=sdir, python=python, quiet=True))
         state = load(sdir)
-        ids = sorted((int(i) for i in state["devices"]))
+        ids = sorted(int(i) for i in state["devices"])
         if args.preset_ips:
             preset_ips(sdir, ip_plan(args.chip, args.servers, s, ids, args.netdetect))
-        servers.append({
-            "name": name,
-            "host_id": name,
-            "state_dir": sdir,
-            "bin_dir": bin_dir,
-            "hccn_conf": hccn_conf,
-            "device_ids": ids,
-            "env": {"ASCEND_SIM_STATE": sdir, "PATH_PREPEND": bin_dir},
-        })
+        servers.append(
+            {
+                "name": name,
+                "host_id": name,
+                "state_dir": sdir,
+                "bin_dir": bin_dir,
+                "hccn_conf": hccn_conf,
+                "device_ids": ids,
+                "env": {"ASCEND_SIM_STATE": sdir, "PATH_PREPEND": bin_dir},
+            }
+        )
     description = {
         "root": root,
         "fabric": fabric,
@@ -435,8 +460,7 @@ def _devices_arg(state, text):
     for part in text.split(","):
         part = part.strip()
         if part not in state["devices"]:
-            raise SimError("device %s does not exist on this host (devices: %s)" % (
-                part, ",".join(sorted(state["devices"], key=int))))
+            raise SimError("device %s does not exist on this host (devices: %s)" % (part, ",".join(sorted(state["devices"], key=int))))
         ids.append(part)
     return ids
 
@@ -455,11 +479,13 @@ def do_fault(args):
     messages = []
 
     if kind == "driver-missing":
+
         def change(state):
             installs = state.get("installs") or []
             if not installs:
-                raise SimError("no installed hccn_tool recorded for %s: run `ascend-sim install --bin-dir DIR "
-                               "--state %s` first" % (sdir, sdir))
+                raise SimError(
+                    "no installed hccn_tool recorded for %s: run `ascend-sim install --bin-dir DIR --state %s` first" % (sdir, sdir)
+                )
             missing = state["faults"].setdefault("driver_missing", [])
             for inst in installs:
                 path = os.path.join(inst["bin_dir"], "hccn_tool")
@@ -531,6 +557,7 @@ def do_fault(args):
         where = "all devices" if device is None else "device %d" % device
         messages.append("%s %s unreachable from %s" % ("no longer" if args.remove else "made", args.ip, where))
     elif kind == "error":
+
         def change(state):
             ids = _devices_arg(state, args.device)
             for i in ids:
@@ -540,6 +567,7 @@ def do_fault(args):
         ids = store.update(sdir, change)
         messages.append("device(s) %s %s" % (",".join(ids), "healthy again" if args.off else "fail every call"))
     elif kind == "tls":
+
         def change(state):
             ids = _devices_arg(state, args.device)
             for i in ids:
@@ -549,6 +577,7 @@ def do_fault(args):
         ids = store.update(sdir, change)
         messages.append("tls switch %d on device(s) %s" % (args.switch, ",".join(ids)))
     elif kind == "health":
+
         def change(state):
             ids = _devices_arg(state, args.device)
             for i in ids:
@@ -556,9 +585,9 @@ def do_fault(args):
             return ids
 
         ids = store.update(sdir, change)
-        messages.append("net health of device(s) %s %s" % (
-            ",".join(ids), "computed again" if args.off else "forced to %r" % args.status))
+        messages.append("net health of device(s) %s %s" % (",".join(ids), "computed again" if args.off else "forced to %r" % args.status))
     elif kind == "stale-conf":
+
         def change(state):
             ids = _devices_arg(state, args.device)
             path = state["hccn_conf"]
@@ -576,8 +605,7 @@ def do_fault(args):
                     wrong = args.address
                 elif dev.get("ip"):
                     value = ip_to_int(dev["ip"])
-                    wrong = "%d.%d.%d.%d" % (value >> 24, (value >> 16) & 255, (value >> 8) & 255,
-                                             ((value & 255) + 100) % 254 + 1)
+                    wrong = "%d.%d.%d.%d" % (value >> 24, (value >> 16) & 255, (value >> 8) & 255, ((value & 255) + 100) % 254 + 1)
                 else:
                     wrong = "198.18.255.%d" % (int(i) + 1)
                 items.append(("address_%s" % i, wrong))
@@ -621,8 +649,7 @@ def do_show(args):
 
 def _state_arg(parser, suppress=False):
     kwargs = {"default": argparse.SUPPRESS} if suppress else {"default": None}
-    parser.add_argument("--state", metavar="DIR", help="state directory (default: $ASCEND_SIM_STATE or %s)"
-                        % DEFAULT_STATE_DIR, **kwargs)
+    parser.add_argument("--state", metavar="DIR", help="state directory (default: $ASCEND_SIM_STATE or %s)" % DEFAULT_STATE_DIR, **kwargs)
 
 
 def build_parser():
@@ -641,12 +668,15 @@ def build_parser():
     ini.add_argument("--mode", choices=("fabric", "bed"), default="fabric")
     ini.add_argument("--fabric", metavar="DIR", help="fabric directory shared by simulated servers")
     ini.add_argument("--latency", type=float, default=0.0, metavar="S", help="seconds per hccn_tool call")
-    ini.add_argument("--settle", type=float, default=1.0, metavar="S",
-                     help="seconds net_health stays Init after netdetect is set")
+    ini.add_argument("--settle", type=float, default=1.0, metavar="S", help="seconds net_health stays Init after netdetect is set")
     ini.add_argument("--host-id", metavar="NAME")
     ini.add_argument("--tls", type=int, choices=(0, 1), default=0, help="TLS switch of every device")
-    ini.add_argument("--driver-variant", choices=("current", "old"), default="current",
-                     help="old drivers print 'netdetect address:' instead of 'netdetect addr:'")
+    ini.add_argument(
+        "--driver-variant",
+        choices=("current", "old"),
+        default="current",
+        help="old drivers print 'netdetect address:' instead of 'netdetect addr:'",
+    )
     ini.add_argument("--force", action="store_true", help="reset an existing state (and empty hccn.conf)")
     ini.set_defaults(func=do_init)
 
@@ -664,8 +694,7 @@ def build_parser():
     grp.add_argument("--devices", type=int)
     grp.add_argument("--device-ids")
     clu.add_argument("--preset-ips", action="store_true", help="configure device IPs (198.18.0.0/15 plan)")
-    clu.add_argument("--netdetect", choices=("gateway", "peer"), default="gateway",
-                     help="netdetect target set by --preset-ips")
+    clu.add_argument("--netdetect", choices=("gateway", "peer"), default="gateway", help="netdetect target set by --preset-ips")
     clu.add_argument("--latency", type=float, default=0.0, metavar="S")
     clu.add_argument("--settle", type=float, default=1.0, metavar="S")
     clu.add_argument("--tls", type=int, choices=(0, 1), default=0)

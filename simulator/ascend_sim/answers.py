@@ -67,8 +67,8 @@ def render_one(sdir, state, dev_id, cmd, latency):
 def _generations(sdir):
     found = []
     for name in os.listdir(sdir):
-        if name.startswith(PREFIX) and name[len(PREFIX):].isdigit():
-            found.append(int(name[len(PREFIX):]))
+        if name.startswith(PREFIX) and name[len(PREFIX) :].isdigit():
+            found.append(int(name[len(PREFIX) :]))
     return sorted(found)
 
 
@@ -77,7 +77,7 @@ def _write(path, text):
     try:
         data = memoryview(text.encode("utf-8"))
         while data:
-            data = data[os.write(fd, data):]
+            data = data[os.write(fd, data) :]
     finally:
         os.close(fd)
 

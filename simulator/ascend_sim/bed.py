@@ -68,9 +68,7 @@ def apply_address(dev_id, address, prefix):
         raise SimError("`ip -4 addr flush dev %s` failed: %s" % (name, err.decode("utf-8", "replace").strip()))
     rc, _out, err = _run(["ip", "addr", "add", "%s/%d" % (address, prefix), "dev", name])
     if rc != 0:
-        raise SimError(
-            "`ip addr add %s/%d dev %s` failed: %s" % (address, prefix, name, err.decode("utf-8", "replace").strip())
-        )
+        raise SimError("`ip addr add %s/%d dev %s` failed: %s" % (address, prefix, name, err.decode("utf-8", "replace").strip()))
 
 
 def set_link(dev_id, up):

@@ -33,7 +33,7 @@ def _rewrite(path, edit):
         os.lseek(fd, 0, os.SEEK_SET)
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         os.ftruncate(fd, len(data))
         os.fchmod(fd, CONF_MODE)
         os.fsync(fd)

@@ -52,11 +52,7 @@ HELP = {
         "       address %s      : set net detect IPv4 ip address, such as x.x.x.x\n"
         "   [-g]                : get net detect cfg \n"
     ),
-    "-mac": (
-        "   [-s]        : set mac cfg\n"
-        "       mac %s  : set mac address, such as xx:xx:xx:xx:xx:xx\n"
-        "   [-g]        : get mac cfg\n"
-    ),
+    "-mac": ("   [-s]        : set mac cfg\n       mac %s  : set mac address, such as xx:xx:xx:xx:xx:xx\n   [-g]        : get mac cfg\n"),
     "-cfg": "   recovery    : recovery cfg \n   status      : config status \n",
     "-link": (
         "   [-s]                   : set the eth ports link status\n"
@@ -65,11 +61,7 @@ HELP = {
         "   [-g]                   : get the eth ports link status, UP or DOWN \n"
     ),
     "-net_health": "   [-g]        : get net health status\n",
-    "-tls": (
-        "   [-s]        : set tls cfg\n"
-        "       enable %d : set tls enable, 0: disable, 1: enable\n"
-        "   [-g]        : get tls cfg\n"
-    ),
+    "-tls": ("   [-s]        : set tls cfg\n       enable %d : set tls enable, 0: disable, 1: enable\n   [-g]        : get tls cfg\n"),
     "-ping": (
         "   [-g]                : get ping result\n"
         "       address %s      : set net detect IPv4 ip address, such as x.x.x.x\n"
@@ -358,9 +350,7 @@ def _cmd_gateway(ctx, args):
             raise HccnError(RC_NO_IPCONF, "Get ipconf failed, because no ip was preset there!")
         mask = ip_to_int(dev["netmask"])
         if (ip_to_int(dev["ip"]) & mask) != (ip_to_int(gateway) & mask):
-            raise HccnError(
-                RC_GW_SEGMENT, "The segment of configured gateway doesn't match that of the configured ip adress!"
-            )
+            raise HccnError(RC_GW_SEGMENT, "The segment of configured gateway doesn't match that of the configured ip adress!")
 
         def change(state):
             state["devices"][ctx.dev_id]["gateway"] = gateway

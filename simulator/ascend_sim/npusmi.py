@@ -209,8 +209,5 @@ def main(argv=None, default_state=None):
     except SimError as exc:
         sys.stderr.write("ascend-sim: %s\n" % exc)
         return 125
-    sys.stderr.write(
-        "ascend-sim: the simulated npu-smi supports `npu-smi info` and `npu-smi info -l` (got: npu-smi %s)\n"
-        % " ".join(argv)
-    )
+    sys.stderr.write("ascend-sim: the simulated npu-smi supports `npu-smi info` and `npu-smi info -l` (got: npu-smi %s)\n" % " ".join(argv))
     return 1

@@ -24,7 +24,7 @@ def _atomic_write(path, data, mode=0o644):
     try:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
     finally:
         os.close(fd)
     os.replace(tmp, path)

@@ -11,7 +11,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
-import _standin as s  # noqa: E402  (stand-in helper beside this script)
+import _standin as s
 
 NOT_RUNNING = 252
 INVALID_PORT = 103
@@ -61,8 +61,11 @@ def main(argv):
             ports.remove(port)
         s.save(state)
         s.out("success")
-    s.out("usage: see firewall-cmd(1); this stand-in knows --state, --list-ports, --add-port, --remove-port, "
-          "--reload, --get-default-zone", 2, err=True)
+    s.out(
+        "usage: see firewall-cmd(1); this stand-in knows --state, --list-ports, --add-port, --remove-port, --reload, --get-default-zone",
+        2,
+        err=True,
+    )
 
 
 if __name__ == "__main__":

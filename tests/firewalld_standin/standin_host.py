@@ -17,13 +17,18 @@ def install(bed: Bed, host: str, **state: Any) -> None:
     """Link the stand-ins into ``host``'s own /usr/local/bin and seed their state (defaults: running, enabled)."""
     for tool in TOOLS:
         bed.exec(host, "ln", "-sfn", str(HERE / tool), f"/usr/local/bin/{tool}")  # shell wrappers, see README
-    seeded = {"installed": True, "active": True, "enabled": True, "default_zone": "public",
-              "permanent": {"public": []}, "runtime": {"public": []}}
+    seeded = {
+        "installed": True,
+        "active": True,
+        "enabled": True,
+        "default_zone": "public",
+        "permanent": {"public": []},
+        "runtime": {"public": []},
+    }
     seeded.update(state)
     bed.exec(host, "rm", "-rf", STATE_DIR)
     bed.exec(host, "mkdir", "-p", STATE_DIR)
-    bed.exec(host, "python3", "-c", "import sys; open(sys.argv[1], 'w').write(sys.argv[2])",
-             f"{STATE_DIR}/state.json", json.dumps(seeded))
+    bed.exec(host, "python3", "-c", "import sys; open(sys.argv[1], 'w').write(sys.argv[2])", f"{STATE_DIR}/state.json", json.dumps(seeded))
 
 
 def state(bed: Bed, host: str) -> dict:

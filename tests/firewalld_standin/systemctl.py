@@ -11,7 +11,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
-import _standin as s  # noqa: E402  (stand-in helper beside this script)
+import _standin as s
 
 
 def main(argv):

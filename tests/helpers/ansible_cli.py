@@ -119,9 +119,7 @@ def run_playbook(
     if verbose:
         cmd.append("-" + "v" * verbose)
     cmd += list(args)
-    proc = subprocess.run(
-        cmd, cwd=REPO_ROOT, env=ansible_env(env), capture_output=True, text=True, timeout=timeout, check=False
-    )
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=ansible_env(env), capture_output=True, text=True, timeout=timeout, check=False)
     return PlaybookResult(proc.returncode, proc.stdout, proc.stderr, parse_recap(proc.stdout))
 
 
@@ -143,9 +141,7 @@ def run_adhoc(
         cmd += ["-i", str(inventory)]
     if check:
         cmd.append("--check")
-    proc = subprocess.run(
-        cmd, cwd=REPO_ROOT, env=ansible_env(env), capture_output=True, text=True, timeout=timeout, check=False
-    )
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=ansible_env(env), capture_output=True, text=True, timeout=timeout, check=False)
     results: dict[str, dict[str, Any]] = {}
     for line in proc.stdout.splitlines():
         m = re.match(r"^(\S+) \| (\w+)(?:!)? => (\{.*\})$", line)

@@ -96,10 +96,7 @@ def sim_cluster(tmp_path):
         description = json.loads(sim(*args))
         cluster = SimCluster(
             root,
-            [
-                SimServer(s["name"], Path(s["bin_dir"]), Path(s["state_dir"]), Path(s["hccn_conf"]))
-                for s in description["servers"]
-            ],
+            [SimServer(s["name"], Path(s["bin_dir"]), Path(s["state_dir"]), Path(s["hccn_conf"])) for s in description["servers"]],
         )
         made.append(cluster)
         return cluster

@@ -70,9 +70,7 @@ def test_partial_change_touches_only_the_changed_device(sim_cluster):
     result = configure(server, wanted)
     assert result["changed"] is True
     assert [d["device_id"] for d in result["devices"] if d["changed"]] == [3]
-    assert result["devices"][3]["commands"] == [
-        "%s -i 3 -netdetect -s address 198.18.103.100" % (server.bin_dir / "hccn_tool")
-    ]
+    assert result["devices"][3]["commands"] == ["%s -i 3 -netdetect -s address 198.18.103.100" % (server.bin_dir / "hccn_tool")]
     assert device_values(server)[3][3] == "198.18.103.100"
 
 

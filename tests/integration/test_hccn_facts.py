@@ -121,14 +121,17 @@ def test_invalid_device_is_reported_not_fatal(sim_cluster):
     assert ok["error"] is None and bad["error"] == "Get invalid device id."
 
 
-@pytest.mark.parametrize("args,needle", [
-    ({"devices": [0, 99]}, "out of range"),
-    ({"parallel": 0}, "parallel must be 1 or more"),
-    ({"hccn_tool": "/nonexistent/hccn_tool"}, "is not an executable file"),
-    ({"gather": ["bogus"]}, "value of gather must be one or more of"),
-    ({"devices": "zero"}, "devices"),
-    ({"unknown_option": 1}, "Unsupported parameters"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        ({"devices": [0, 99]}, "out of range"),
+        ({"parallel": 0}, "parallel must be 1 or more"),
+        ({"hccn_tool": "/nonexistent/hccn_tool"}, "is not an executable file"),
+        ({"gather": ["bogus"]}, "value of gather must be one or more of"),
+        ({"devices": "zero"}, "devices"),
+        ({"unknown_option": 1}, "Unsupported parameters"),
+    ],
+)
 def test_bad_option_values(sim_cluster, args, needle):
     server = sim_cluster(servers=1).servers[0]
     result = facts_of(server, **args)
@@ -148,7 +151,8 @@ def test_playbook_sets_facts(sim_cluster, tmp_path):
     server = sim_cluster(servers=1).servers[0]
     server.fault("link", "--device", "4", "--down")
     playbook = tmp_path / "facts.yml"
-    playbook.write_text(textwrap.dedent("""\
+    playbook.write_text(
+        textwrap.dedent("""\
         - hosts: localhost
           connection: local
           gather_facts: false
@@ -162,11 +166,19 @@ def test_playbook_sets_facts(sim_cluster, tmp_path):
                 mode: "0644"
             - ansible.builtin.assert:
                 that: ansible_facts.ascend_npu.devices | selectattr('link', 'eq', 'DOWN') | map(attribute='device_id') | list == [4]
-        """))
+        """)
+    )
     out = tmp_path / "facts.json"
-    result = run_playbook(playbook, "localhost,", extra_vars={
-        "sim_env": server.env, "sim_conf": str(server.hccn_conf), "out": str(out),
-        "ansible_python_interpreter": sys.executable})
+    result = run_playbook(
+        playbook,
+        "localhost,",
+        extra_vars={
+            "sim_env": server.env,
+            "sim_conf": str(server.hccn_conf),
+            "out": str(out),
+            "ansible_python_interpreter": sys.executable,
+        },
+    )
     assert result.rc == 0, result.output
     assert result.recap["localhost"]["changed"] == 1  # only the copy
     facts = json.loads(out.read_text())

@@ -32,8 +32,14 @@ def aoe_vars(cluster, job_id, **extra):
     """launch_vars (sim inventory, per-server job/lock dirs) plus per-server bank dirs and the stand-in tuner."""
     train_env = {"STEPS": "2", "STEP_S": "0.05", "TUNER_TRACE": f"{cluster.root}/trace"}
     train_env.update(extra.pop("train_env", {}))
-    base = launch_vars(cluster, ascend_job_id=job_id, ascend_aoe_bank_dir="{{ ascend_sim_server }}/tune_bank",
-                       ascend_train_env=train_env, train_command=f"bash {TUNER} --data_path=/data", np=16)
+    base = launch_vars(
+        cluster,
+        ascend_job_id=job_id,
+        ascend_aoe_bank_dir="{{ ascend_sim_server }}/tune_bank",
+        ascend_train_env=train_env,
+        train_command=f"bash {TUNER} --data_path=/data",
+        np=16,
+    )
     base.update(extra)
     return base
 
@@ -106,16 +112,19 @@ def test_aoe_tunes_once_distributes_then_training_uses_the_bank_unless_use_libra
     assert "bank: TUNE_BANK_PATH unset" in log
 
 
-@pytest.mark.parametrize("extra, message", [
-    ({"aoe": True, "use_library": True},
-     "aoe=true (tune, writing the repository) and use_library=true (train with the repository) cannot be combined"),
-    ({"aoe": True, "train_env": {"TUNE_BANK_PATH": "/elsewhere"}},
-     "sets TUNE_BANK_PATH=/elsewhere but the role sets TUNE_BANK_PATH="),
-    ({"train_env": {"TUNE_BANK_PATH": "/elsewhere"}},
-     "or use_library=false to pass your own TUNE_BANK_PATH unmanaged"),
-    ({"aoe": True, "train_env": {"AOE_MODE": "2"}}, "sets AOE_MODE=2 but the role sets TUNE_BANK_PATH="),
-    ({"aoe": True, "ascend_aoe_mode": 3}, "ascend_aoe_mode"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (
+            {"aoe": True, "use_library": True},
+            "aoe=true (tune, writing the repository) and use_library=true (train with the repository) cannot be combined",
+        ),
+        ({"aoe": True, "train_env": {"TUNE_BANK_PATH": "/elsewhere"}}, "sets TUNE_BANK_PATH=/elsewhere but the role sets TUNE_BANK_PATH="),
+        ({"train_env": {"TUNE_BANK_PATH": "/elsewhere"}}, "or use_library=false to pass your own TUNE_BANK_PATH unmanaged"),
+        ({"aoe": True, "train_env": {"AOE_MODE": "2"}}, "sets AOE_MODE=2 but the role sets TUNE_BANK_PATH="),
+        ({"aoe": True, "ascend_aoe_mode": 3}, "ascend_aoe_mode"),
+    ],
+)
 def test_refused_before_anything_starts(sim_cluster, extra, message):
     cluster = sim_cluster()
     res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=aoe_vars(cluster, "refused", **extra))
@@ -140,10 +149,13 @@ A3_PLAY = """\
 """
 
 
-@pytest.mark.parametrize("mode, message", [
-    (4, "A3 supports AOE_MODE 2 only: server0 is an A3 server and ascend_aoe_mode is 4"),
-    (2, "AOE tuning done: Ascend910B1_gradient_fusion.json"),
-])
+@pytest.mark.parametrize(
+    "mode, message",
+    [
+        (4, "A3 supports AOE_MODE 2 only: server0 is an A3 server and ascend_aoe_mode is 4"),
+        (2, "AOE tuning done: Ascend910B1_gradient_fusion.json"),
+    ],
+)
 def test_aoe_mode_on_a3_2_only(sim_cluster, tmp_path, mode, message):
     # The sim's A3 servers need SuperPoD ids for their 1.2 table, which the rank_table role does not
     # take yet; the A3 check only reads the servers' chip fact, so 910B servers reporting A3 test it.
@@ -179,8 +191,10 @@ def test_bank_on_one_server_only_names_the_other(sim_cluster):
     (bank_dir(cluster, "server0") / BANK_NAME).write_text("{}\n")
     res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=aoe_vars(cluster, "halfbank"))
     assert res.rc != 0, res
-    assert (f"the AOE tuning repository (*_gradient_fusion.json) is on server0 ({bank_dir(cluster, 'server0')}) "
-            f"but missing on server1 ({bank_dir(cluster, 'server1')})") in res.stdout, res
+    assert (
+        f"the AOE tuning repository (*_gradient_fusion.json) is on server0 ({bank_dir(cluster, 'server0')}) "
+        f"but missing on server1 ({bank_dir(cluster, 'server1')})"
+    ) in res.stdout, res
     assert "Re-run the tuning (aoe=true" in res.stdout and "or use_library=false" in res.stdout
     nothing_started(cluster)
 
@@ -191,8 +205,7 @@ def test_tuner_that_writes_nothing_is_a_clear_error(sim_cluster):
     bank_dir(cluster, "server0").mkdir()
     old = bank_dir(cluster, "server0") / "Ascend910A_gradient_fusion.json"
     old.write_text("{}\n")
-    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=aoe_vars(
-        cluster, "tune-nothing", aoe=True, train_env={"AOE_TUNER_WRITES": "0"}))
+    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=aoe_vars(cluster, "tune-nothing", aoe=True, train_env={"AOE_TUNER_WRITES": "0"}))
     assert res.rc != 0, res
     assert (f"exited 0 but wrote no *_gradient_fusion.json in {bank_dir(cluster, 'server0')}") in res.stdout, res
     assert f"`bash {TUNER} --data_path=/data` with AOE_MODE=4" in res.stdout
@@ -204,8 +217,9 @@ def test_tuner_that_writes_nothing_is_a_clear_error(sim_cluster):
 
 def test_failing_tuner_fails_with_its_log_and_distributes_nothing(sim_cluster):
     cluster = sim_cluster()
-    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=aoe_vars(
-        cluster, "tune-fail", aoe=True, train_env={"AOE_TUNER_WRITES": "0", "EXIT_CODE": "5"}))
+    res = run_playbook(
+        TRAIN, SIM_INVENTORY, extra_vars=aoe_vars(cluster, "tune-fail", aoe=True, train_env={"AOE_TUNER_WRITES": "0", "EXIT_CODE": "5"})
+    )
     assert res.rc != 0, res
     assert "rank 0 (server 127.0.1.1, device 0) failed first: exit code 5" in res.stdout, res
     assert "AOE gradient tuning (mode 4) step 2/2" in res.stdout  # the log's tail
@@ -216,11 +230,14 @@ def test_failing_tuner_fails_with_its_log_and_distributes_nothing(sim_cluster):
 
 def test_several_files_written_the_newest_is_distributed_and_named(sim_cluster):
     cluster = sim_cluster()
-    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=aoe_vars(
-        cluster, "tune-two", aoe=True, train_env={"ASCEND_SOC": "Ascend910B1 Ascend910B3"}))
+    res = run_playbook(
+        TRAIN, SIM_INVENTORY, extra_vars=aoe_vars(cluster, "tune-two", aoe=True, train_env={"ASCEND_SOC": "Ascend910B1 Ascend910B3"})
+    )
     assert res.rc == 0, res
     bank0 = bank_dir(cluster, "server0")
-    assert (f"the tuning run wrote {bank0}/Ascend910B3_gradient_fusion.json, {bank0}/Ascend910B1_gradient_fusion.json; "
-            f"distributing the newest, {bank0}/Ascend910B3_gradient_fusion.json") in res.stdout, res
+    assert (
+        f"the tuning run wrote {bank0}/Ascend910B3_gradient_fusion.json, {bank0}/Ascend910B1_gradient_fusion.json; "
+        f"distributing the newest, {bank0}/Ascend910B3_gradient_fusion.json"
+    ) in res.stdout, res
     assert sorted(p.name for p in bank_dir(cluster, "server1").iterdir()) == ["Ascend910B3_gradient_fusion.json"]
     assert sorted(p.name for p in (cluster.root / "controller" / "tune_bank").iterdir()) == ["Ascend910B3_gradient_fusion.json"]

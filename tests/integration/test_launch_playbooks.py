@@ -30,15 +30,17 @@ STAND_IN = REPO_ROOT / "examples" / "train" / "train_1p.sh"
 def launch_vars(cluster, **extra):
     """Extra vars: the sim inventory pointed at this cluster, with per-server job/lock dirs."""
     base = dict(cluster.inventory_vars)
-    base.update({
-        "ascend_launch_run_root": f"{cluster.root}/runs",
-        "ascend_launch_job_root": "{{ ascend_sim_server }}/jobs",
-        "ascend_launch_lock_dir": "{{ ascend_sim_server }}/locks",
-        "ascend_launch_controller_dir": f"{cluster.root}/controller",
-        "ascend_launch_extra_env": {"ASCEND_SIM_STATE": "{{ ascend_sim_server }}/state"},
-        "ascend_launch_progress_interval_s": 1,
-        "train_command": f"bash {STAND_IN} --data_path=/data",
-    })
+    base.update(
+        {
+            "ascend_launch_run_root": f"{cluster.root}/runs",
+            "ascend_launch_job_root": "{{ ascend_sim_server }}/jobs",
+            "ascend_launch_lock_dir": "{{ ascend_sim_server }}/locks",
+            "ascend_launch_controller_dir": f"{cluster.root}/controller",
+            "ascend_launch_extra_env": {"ASCEND_SIM_STATE": "{{ ascend_sim_server }}/state"},
+            "ascend_launch_progress_interval_s": 1,
+            "train_command": f"bash {STAND_IN} --data_path=/data",
+        }
+    )
     base.update(extra)
     return base
 
@@ -76,11 +78,15 @@ def test_np16_runs_every_rank_together_and_reports(sim_cluster):
     assert "ranks: " in res.stdout  # progress lines
 
 
-@pytest.mark.parametrize("selection, layout", [
-    ({}, [4, 4]),  # train.yml spreads np over the play's servers by default
-    ({"npu_env": "127.0.1.1:4,127.0.1.2:4"}, [4, 4]),  # the seed launcher's --env syntax
-    ({"spread": False}, [8]),  # packed: whole servers first, like the rank_table playbook
-], ids=["spread by default", "npu_env", "spread=false packs"])
+@pytest.mark.parametrize(
+    "selection, layout",
+    [
+        ({}, [4, 4]),  # train.yml spreads np over the play's servers by default
+        ({"npu_env": "127.0.1.1:4,127.0.1.2:4"}, [4, 4]),  # the seed launcher's --env syntax
+        ({"spread": False}, [8]),  # packed: whole servers first, like the rank_table playbook
+    ],
+    ids=["spread by default", "npu_env", "spread=false packs"],
+)
 def test_eight_ranks_per_server_layout(sim_cluster, selection, layout):
     cluster = sim_cluster()
     res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=8, ascend_train_env={"STEPS": "1"}, **selection))
@@ -135,8 +141,11 @@ def test_wait_false_status_leftover_kill_stale_and_stop(sim_cluster):
     assert all(alive(p) for p in first_pids)
 
     # kill_stale stops the leftovers and launches
-    third = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(
-        cluster, np=16, kill_stale=True, wait=False, ascend_job_id="third", ascend_train_env=long_run))
+    third = run_playbook(
+        TRAIN,
+        SIM_INVENTORY,
+        extra_vars=launch_vars(cluster, np=16, kill_stale=True, wait=False, ascend_job_id="third", ascend_train_env=long_run),
+    )
     assert third.rc == 0, third
     assert not any(alive(p) for p in first_pids)
     wait_for(lambda: all(s.get("phase") == "running" for s in rank_states(cluster, "third").values()), 30, "third running")
@@ -157,10 +166,22 @@ def test_stop_after_the_controller_is_interrupted_leaves_nothing(sim_cluster):
     extra = launch_vars(cluster, np=16, ascend_train_env={"STEPS": "100000", "STEP_S": "0.5"})
     proc = subprocess.Popen(
         [str(BIN_DIR / "ansible-playbook"), str(TRAIN), "-i", str(SIM_INVENTORY), "-e", json.dumps(extra)],
-        cwd=REPO_ROOT, env=ansible_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        cwd=REPO_ROOT,
+        env=ansible_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
-        wait_for(lambda: len([s for s in rank_states(cluster).values() if s.get("phase") == "running"]) == 16
-                 if (cluster.root / "runs").exists() else False, 240, "16 ranks running")
+        wait_for(
+            lambda: (
+                len([s for s in rank_states(cluster).values() if s.get("phase") == "running"]) == 16
+                if (cluster.root / "runs").exists()
+                else False
+            ),
+            240,
+            "16 ranks running",
+        )
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # the controller dies without cleaning up
         proc.wait()
@@ -173,15 +194,19 @@ def test_stop_after_the_controller_is_interrupted_leaves_nothing(sim_cluster):
     locks = [lock for server in ("server0", "server1") for lock in (cluster.root / server / "locks").glob("*.lock")]
     assert len(locks) == 16
     import fcntl
+
     for lock in locks:
         with open(lock) as handle:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises if any rank still holds it
 
 
-@pytest.mark.parametrize("command, message", [
-    ("'unbalanced", "cannot split the training command"),
-    ("bash", "the training command is only 'bash'"),  # what -e train_command="bash x.sh" leaves
-])
+@pytest.mark.parametrize(
+    "command, message",
+    [
+        ("'unbalanced", "cannot split the training command"),
+        ("bash", "the training command is only 'bash'"),  # what -e train_command="bash x.sh" leaves
+    ],
+)
 def test_bad_command_is_refused_before_start(sim_cluster, command, message):
     cluster = sim_cluster()
     res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=2, train_command=command))
@@ -196,7 +221,8 @@ def test_foreign_process_on_a_device_blocks_launch_until_kill_stale(sim_cluster)
         assert blocked.rc != 0
         assert f"device 3: process {squatter.pid} (sleep) holds NPU 3" in blocked.stdout, blocked
         assert not (cluster.root / "runs").exists()
-        cleared = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(
-            cluster, np=16, kill_stale=True, ascend_train_env={"STEPS": "1"}))
+        cleared = run_playbook(
+            TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, kill_stale=True, ascend_train_env={"STEPS": "1"})
+        )
         assert cleared.rc == 0, cleared
         assert squatter.wait(timeout=10) == -signal.SIGTERM

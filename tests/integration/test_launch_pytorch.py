@@ -24,9 +24,14 @@ SCRIPT = REPO_ROOT / "examples" / "train" / "train_gloo.py"
 
 def gloo_vars(cluster, **extra):
     return launch_vars(
-        cluster, framework="pytorch", train_command=f"{TORCH_PYTHON} {SCRIPT} --steps 15",
-        ascend_launch_master_port=29531, ascend_train_env={"GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"},
-        ascend_launch_stage_timeout_s=300, **extra)
+        cluster,
+        framework="pytorch",
+        train_command=f"{TORCH_PYTHON} {SCRIPT} --steps 15",
+        ascend_launch_master_port=29531,
+        ascend_train_env={"GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"},
+        ascend_launch_stage_timeout_s=300,
+        **extra,
+    )
 
 
 def test_sixteen_gloo_ranks_train_to_the_same_weights(sim_cluster):
@@ -46,4 +51,9 @@ def test_sixteen_gloo_ranks_train_to_the_same_weights(sim_cluster):
     assert len(digests) == 1, digests
     env0 = read_env_log(job / "device_9" / "env.log")
     assert (env0["MASTER_ADDR"], env0["WORLD_SIZE"], env0["RANK"], env0["LOCAL_RANK"], env0["HCCL_IF_IP"]) == (
-        "127.0.1.1", "16", "9", "1", "127.0.1.2")
+        "127.0.1.1",
+        "16",
+        "9",
+        "1",
+        "127.0.1.2",
+    )

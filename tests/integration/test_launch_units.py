@@ -13,27 +13,68 @@ from ansible_collections.ascend.cluster.plugins.module_utils import _job_control
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils._job_env import rank_env
 from ansible_collections.ascend.cluster.plugins.module_utils._job_preflight import find_busy, lock_holder
-from ansible_collections.ascend.cluster.plugins.module_utils._npu_smi import parse_npu_processes
 from ansible_collections.ascend.cluster.plugins.module_utils._job_runner import DeviceBusy, command_argv, take_device_lock
+from ansible_collections.ascend.cluster.plugins.module_utils._npu_smi import parse_npu_processes
 
 RANK = {
-    "rank_id": 11, "device_id": 3, "rank_size": 16, "local_rank": 3, "local_count": 8,
-    "rank_table_path": "/etc/ascend/rank_table.json", "master_addr": "10.0.0.1", "master_port": 29500,
+    "rank_id": 11,
+    "device_id": 3,
+    "rank_size": 16,
+    "local_rank": 3,
+    "local_count": 8,
+    "rank_table_path": "/etc/ascend/rank_table.json",
+    "master_addr": "10.0.0.1",
+    "master_port": 29500,
     "host_ip": "10.0.0.2",
 }
 
 
-@pytest.mark.parametrize("framework, expected", [
-    ("mindspore", {"RANK_TABLE_FILE": "/etc/ascend/rank_table.json", "RANK_ID": "11", "RANK_SIZE": "16",
-                   "DEVICE_ID": "3", "DEVICE_NUM": "8"}),
-    ("tensorflow", {"RANK_TABLE_FILE": "/etc/ascend/rank_table.json", "RANK_ID": "11", "RANK_SIZE": "16",
-                    "DEVICE_ID": "3", "DEVICE_NUM": "8", "ASCEND_DEVICE_ID": "3"}),
-    ("pytorch", {"RANK_TABLE_FILE": "/etc/ascend/rank_table.json", "RANK_ID": "11", "RANK_SIZE": "16",
-                 "DEVICE_ID": "3", "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500", "WORLD_SIZE": "16", "RANK": "11",
-                 "LOCAL_RANK": "3", "HCCL_WHITELIST_DISABLE": "1", "HCCL_IF_IP": "10.0.0.2"}),
-    ("mindspore_legacy", {"MINDSPORE_HCCL_CONFIG_PATH": "/etc/ascend/rank_table.json", "RANK_ID": "11",
-                          "RANK_SIZE": "16", "DEVICE_ID": "3", "DEVICE_NUM": "8"}),
-])
+@pytest.mark.parametrize(
+    "framework, expected",
+    [
+        (
+            "mindspore",
+            {"RANK_TABLE_FILE": "/etc/ascend/rank_table.json", "RANK_ID": "11", "RANK_SIZE": "16", "DEVICE_ID": "3", "DEVICE_NUM": "8"},
+        ),
+        (
+            "tensorflow",
+            {
+                "RANK_TABLE_FILE": "/etc/ascend/rank_table.json",
+                "RANK_ID": "11",
+                "RANK_SIZE": "16",
+                "DEVICE_ID": "3",
+                "DEVICE_NUM": "8",
+                "ASCEND_DEVICE_ID": "3",
+            },
+        ),
+        (
+            "pytorch",
+            {
+                "RANK_TABLE_FILE": "/etc/ascend/rank_table.json",
+                "RANK_ID": "11",
+                "RANK_SIZE": "16",
+                "DEVICE_ID": "3",
+                "MASTER_ADDR": "10.0.0.1",
+                "MASTER_PORT": "29500",
+                "WORLD_SIZE": "16",
+                "RANK": "11",
+                "LOCAL_RANK": "3",
+                "HCCL_WHITELIST_DISABLE": "1",
+                "HCCL_IF_IP": "10.0.0.2",
+            },
+        ),
+        (
+            "mindspore_legacy",
+            {
+                "MINDSPORE_HCCL_CONFIG_PATH": "/etc/ascend/rank_table.json",
+                "RANK_ID": "11",
+                "RANK_SIZE": "16",
+                "DEVICE_ID": "3",
+                "DEVICE_NUM": "8",
+            },
+        ),
+    ],
+)
 def test_rank_env_presets(framework, expected):
     expected = dict(expected, HCCL_CONNECT_TIMEOUT="300")
     assert rank_env(framework, RANK, 300) == expected
@@ -113,8 +154,10 @@ def test_lock_held_by_a_child_outlives_the_runner(tmp_path):
 def test_command_is_never_interpolated_by_a_shell(tmp_path):
     set_env = tmp_path / "set_env.sh"
     set_env.write_text("export FROM_SET_ENV=yes\n")
-    argv = command_argv([sys.executable, "-c", "import os, sys; print(sys.argv[1:], os.environ.get('FROM_SET_ENV'))",
-                         "$(touch pwned)", "a b", "*;"], str(set_env))
+    argv = command_argv(
+        [sys.executable, "-c", "import os, sys; print(sys.argv[1:], os.environ.get('FROM_SET_ENV'))", "$(touch pwned)", "a b", "*;"],
+        str(set_env),
+    )
     out = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['$(touch pwned)', 'a b', '*;'] yes"
     assert not (tmp_path / "pwned").exists()
@@ -163,10 +206,21 @@ def test_runner_stages_waits_at_the_gate_and_records_the_exit(tmp_path):
 
     job_root, run_dir = tmp_path / "jobs", tmp_path / "run"
     control.record_job(str(job_root), {"job_id": "j", "run_dir": str(run_dir), "ranks": [{"rank_id": 5, "device_id": 2}]})
-    args = {"job_id": "j", "job_root": str(job_root), "run_dir": str(run_dir), "lock_dir": str(tmp_path / "locks"),
-            "argv": ["sh", "-c", "echo $RANK_ID $DEVICE_ID $DEVICE_NUM; exit 3"], "rank_id": 5, "device_id": 2,
-            "rank_size": 8, "local_rank": 0, "local_count": 1, "rank_table_path": "/x.json",
-            "set_env": str(tmp_path / "absent.sh"), "umask": "027"}
+    args = {
+        "job_id": "j",
+        "job_root": str(job_root),
+        "run_dir": str(run_dir),
+        "lock_dir": str(tmp_path / "locks"),
+        "argv": ["sh", "-c", "echo $RANK_ID $DEVICE_ID $DEVICE_NUM; exit 3"],
+        "rank_id": 5,
+        "device_id": 2,
+        "rank_size": 8,
+        "local_rank": 0,
+        "local_count": 1,
+        "rank_table_path": "/x.json",
+        "set_env": str(tmp_path / "absent.sh"),
+        "umask": "027",
+    }
     result = {}
     runner = threading.Thread(target=lambda: result.update(run_module("training_rank", args)))
     runner.start()

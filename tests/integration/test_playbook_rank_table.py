@@ -87,15 +87,28 @@ def test_a3_superpod_table_from_inventory_ids(sim_cluster, tmp_path):
     # hccn_facts reads no SuperPoD ids: an A3 inventory states them (a second inventory source here)
     cluster = sim_cluster(chip="A3", devices=4)
     superpod = tmp_path / "superpod.yml"
-    superpod.write_text(json.dumps({"ascend": {"vars": {"ascend_super_pod_id": 7}, "hosts": {
-        f"server{s}": {"ascend_super_device_ids": {str(d): str(1000 + 16 * s + d) for d in range(4)}} for s in (0, 1)}}}))
-    result = run_playbook("playbooks/rank_table.yml", SIM_INVENTORY, extra_vars={**cluster.inventory_vars, "np": 8},
-                          args=["-i", str(superpod)])
+    superpod.write_text(
+        json.dumps(
+            {
+                "ascend": {
+                    "vars": {"ascend_super_pod_id": 7},
+                    "hosts": {
+                        f"server{s}": {"ascend_super_device_ids": {str(d): str(1000 + 16 * s + d) for d in range(4)}} for s in (0, 1)
+                    },
+                }
+            }
+        )
+    )
+    result = run_playbook(
+        "playbooks/rank_table.yml", SIM_INVENTORY, extra_vars={**cluster.inventory_vars, "np": 8}, args=["-i", str(superpod)]
+    )
     assert result.rc == 0, result
     table = json.loads((cluster.root / "rank_table.json").read_text())
     assert table["version"] == "1.2"
     assert table["super_pod_list"] == [{"super_pod_id": "7", "server_list": [{"server_id": "127.0.1.1"}, {"server_id": "127.0.1.2"}]}]
-    assert [d["super_device_id"] for s in table["server_list"] for d in s["device"]] == [str(1000 + i) for i in (0, 1, 2, 3, 16, 17, 18, 19)]
+    assert [d["super_device_id"] for s in table["server_list"] for d in s["device"]] == [
+        str(1000 + i) for i in (0, 1, 2, 3, 16, 17, 18, 19)
+    ]
 
 
 def test_a3_without_superpod_ids_fails_saying_what_to_set(sim_cluster):

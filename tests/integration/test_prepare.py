@@ -56,16 +56,19 @@ def test_each_stage_has_its_tag(sim_cluster):
     assert result.rc == 0, result
     assert "ascend.cluster.net_health : Show the cluster's parameter plane" in result.stdout
     tasks = [line for line in result.stdout.splitlines() if line.startswith("TASK [") and "Validating arguments" not in line]
-    for other in ("ascend.cluster.device_ip :", "ascend.cluster.firewall :", "ascend.cluster.rank_table :",
-                  "Read every NPU's network state (stage facts)"):
+    for other in (
+        "ascend.cluster.device_ip :",
+        "ascend.cluster.firewall :",
+        "ascend.cluster.rank_table :",
+        "Read every NPU's network state (stage facts)",
+    ):
         assert not [t for t in tasks if other in t], tasks  # (argument checks run with every tag)
 
 
 def test_a_duplicate_ip_in_the_plan_fails_before_any_device_changed(sim_cluster):
     cluster = sim_cluster(preset_ips=False)
     before = state(cluster)
-    dup = {**cluster.inventory_vars, **PLAN,
-           "ascend_device_ips": [{"device_id": 0, "address": "198.18.0.11", "netmask": "255.255.255.0"}]}
+    dup = {**cluster.inventory_vars, **PLAN, "ascend_device_ips": [{"device_id": 0, "address": "198.18.0.11", "netmask": "255.255.255.0"}]}
     result = run_playbook(PREPARE, SIM_INVENTORY, extra_vars=dup)  # every host claims 198.18.0.11 for device 0
     assert result.rc != 0, result
     assert "198.18.0.11" in result.stdout and "planned" in result.stdout

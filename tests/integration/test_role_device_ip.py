@@ -48,8 +48,9 @@ def write_bed(tmp_path, cluster, group_vars, host_vars=None):
 
 def cluster_values(cluster):
     return {
-        server.name: {int(d): (v.get("ip") or "", v.get("gateway") or "", v.get("netdetect") or "")
-                      for d, v in server.show()["devices"].items()}
+        server.name: {
+            int(d): (v.get("ip") or "", v.get("gateway") or "", v.get("netdetect") or "") for d, v in server.show()["devices"].items()
+        }
         for server in cluster.servers
     }
 
@@ -94,10 +95,7 @@ def test_check_diff_changes_nothing(sim_cluster, tmp_path):
 def test_duplicate_ip_fails_before_any_host_changed(sim_cluster, tmp_path):
     cluster = sim_cluster(servers=2, chip="910A", preset_ips=False)
     # server1 lists its own devices, and device 4 repeats server0's device 4 (198.18.100.100)
-    explicit = [
-        {"device_id": d, "address": "198.18.%d.%d" % (100 + d % 4, 111 if d < 4 else 110), "netmask": "24"}
-        for d in range(8)
-    ]
+    explicit = [{"device_id": d, "address": "198.18.%d.%d" % (100 + d % 4, 111 if d < 4 else 110), "netmask": "24"} for d in range(8)]
     explicit[4]["address"] = "198.18.100.100"
     play, inventory = write_bed(tmp_path, cluster, SMP_VARS, {"server1": {"ascend_device_ips": explicit}})
     before = cluster_values(cluster)
@@ -139,8 +137,7 @@ def test_limit_without_server_list_is_refused(sim_cluster, tmp_path):
     play, inventory = write_bed(tmp_path, cluster, SMP_VARS)
     result = run_playbook(play, inventory, limit="server1", env=ENV)
     assert result.rc != 0 and "Set ascend_device_ip_servers" in result.stdout, result
-    ok = run_playbook(play, inventory, limit="server1", env=ENV,
-                      extra_vars={"ascend_device_ip_servers": ["server0", "server1"]})
+    ok = run_playbook(play, inventory, limit="server1", env=ENV, extra_vars={"ascend_device_ip_servers": ["server0", "server1"]})
     assert ok.rc == 0, ok
     values = cluster_values(cluster)
     assert values["server1"][0][0] == "198.18.100.111" and values["server0"][0][0] == ""
@@ -150,11 +147,24 @@ def test_limit_without_server_list_is_refused(sim_cluster, tmp_path):
     "chip, group_vars",
     [
         # the simulator's own presets (ascend_sim.admin.ip_plan), written as role variables
-        ("910A", {"ascend_device_ip_layout": "smp", "ascend_device_ip_gateway_host": 1,
-                  "ascend_device_ip_networks": ["198.18.%d.0/24" % n for n in range(4)]}),
-        ("910B", {"ascend_device_ip_layout": "amp", "ascend_device_ip_gateway_host": 1,
-                  "ascend_device_ip_networks": ["198.18.0.0/16"],
-                  "ascend_device_ip_first_host": 266, "ascend_device_ip_server_step": 256}),
+        (
+            "910A",
+            {
+                "ascend_device_ip_layout": "smp",
+                "ascend_device_ip_gateway_host": 1,
+                "ascend_device_ip_networks": ["198.18.%d.0/24" % n for n in range(4)],
+            },
+        ),
+        (
+            "910B",
+            {
+                "ascend_device_ip_layout": "amp",
+                "ascend_device_ip_gateway_host": 1,
+                "ascend_device_ip_networks": ["198.18.0.0/16"],
+                "ascend_device_ip_first_host": 266,
+                "ascend_device_ip_server_step": 256,
+            },
+        ),
     ],
 )
 def test_already_configured_cluster_is_left_alone(sim_cluster, tmp_path, chip, group_vars):

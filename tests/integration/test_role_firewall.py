@@ -44,8 +44,7 @@ def play(tmp_path: Path) -> Path:
 
 def test_mode_none_reports_and_runs_nothing(sim_cluster, play):
     cluster = sim_cluster(servers=1)
-    result = run_playbook(play, SIM_INVENTORY, extra_vars={**cluster.inventory_vars, "ascend_firewall_mode": "none"},
-                          limit="server0")
+    result = run_playbook(play, SIM_INVENTORY, extra_vars={**cluster.inventory_vars, "ascend_firewall_mode": "none"}, limit="server0")
     assert result.rc == 0, result
     assert result.changed() == 0, result
     assert "server0  none  not checked (mode none)  nothing to do" in result.stdout
@@ -56,8 +55,7 @@ def test_mode_none_reports_and_runs_nothing(sim_cluster, play):
 @pytest.mark.parametrize("mode", ["disable", "open_ports"])
 def test_a_local_connection_is_refused_before_anything_runs(sim_cluster, play, mode):
     cluster = sim_cluster(servers=1)
-    result = run_playbook(play, SIM_INVENTORY, extra_vars={**cluster.inventory_vars, "ascend_firewall_mode": mode},
-                          limit="server0")
+    result = run_playbook(play, SIM_INVENTORY, extra_vars={**cluster.inventory_vars, "ascend_firewall_mode": mode}, limit="server0")
     assert result.rc != 0, result
     assert "is reached with the local connection: the firewall role would change" in result.stdout
     assert "TASK [ascend.cluster.firewall : Read" not in result.stdout
@@ -66,7 +64,6 @@ def test_a_local_connection_is_refused_before_anything_runs(sim_cluster, play, m
 
 def test_bad_arguments_fail_before_any_task(sim_cluster, play):
     cluster = sim_cluster(servers=1)
-    result = run_playbook(play, SIM_INVENTORY, extra_vars={**cluster.inventory_vars, "ascend_firewall_mode": "off"},
-                          limit="server0")
+    result = run_playbook(play, SIM_INVENTORY, extra_vars={**cluster.inventory_vars, "ascend_firewall_mode": "off"}, limit="server0")
     assert result.rc != 0, result
     assert "ascend_firewall_mode" in result.stdout and "disable, open_ports, none" in result.stdout

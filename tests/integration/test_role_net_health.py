@@ -35,8 +35,13 @@ def netdetect(server, device: int) -> str:
 
 def problem_lines(output: str) -> list[str]:
     """The report's problem lines as printed in the table task (one quoted string each)."""
-    return sorted({line.strip().strip('",') for line in output.splitlines()
-                   if " device " in line and " - " in line and line.strip().startswith('"server')})
+    return sorted(
+        {
+            line.strip().strip('",')
+            for line in output.splitlines()
+            if " device " in line and " - " in line and line.strip().startswith('"server')
+        }
+    )
 
 
 def test_a_healthy_cluster_prints_one_table_and_changes_nothing(sim_cluster, play):
@@ -53,8 +58,7 @@ def test_a_link_down_fails_naming_exactly_that_server_and_device(sim_cluster, pl
     cluster["server1"].fault("link", "--device", "2", "--down")
     result = run_playbook(play, SIM_INVENTORY, extra_vars=cluster.inventory_vars)
     assert result.rc != 0, result
-    assert problem_lines(result.stdout) == [
-        "server1 device 2: link DOWN - check the optics/cable of NPU 2 (eth2) and its switch port"]
+    assert problem_lines(result.stdout) == ["server1 device 2: link DOWN - check the optics/cable of NPU 2 (eth2) and its switch port"]
     assert "1 problem(s) on the parameter plane: server1 device 2: link DOWN" in result.stdout
 
 
@@ -95,8 +99,9 @@ def test_the_wait_for_init_is_bounded(sim_cluster, play):
     cluster = sim_cluster()
     cluster["server1"].fault("health", "--device", "4", "--status", "Init")
     start = time.monotonic()
-    result = run_playbook(play, SIM_INVENTORY, extra_vars={
-        **cluster.inventory_vars, "ascend_net_health_retries": 2, "ascend_net_health_delay": 1})
+    result = run_playbook(
+        play, SIM_INVENTORY, extra_vars={**cluster.inventory_vars, "ascend_net_health_retries": 2, "ascend_net_health_delay": 1}
+    )
     elapsed = time.monotonic() - start
     assert result.rc != 0, result
     assert [line.split(" - ")[0] for line in problem_lines(result.stdout)] == ["server1 device 4: Init"]

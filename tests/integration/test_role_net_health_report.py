@@ -21,9 +21,17 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._net_health import 
 def dev(device_id: int, server: int = 1, **changes: Any) -> dict[str, Any]:
     """A healthy device of server ``server`` in 198.19.0.0/24, probing its gateway."""
     entry = {
-        "device_id": device_id, "device_ip": f"198.19.0.{server * 10 + device_id}", "netmask": "255.255.255.0",
-        "gateway": "198.19.0.254", "netdetect": "198.19.0.254", "net_health": "Success", "link": "UP",
-        "error": None, "stale_conf": False, "stale_keys": [], "tls_switch": False,
+        "device_id": device_id,
+        "device_ip": f"198.19.0.{server * 10 + device_id}",
+        "netmask": "255.255.255.0",
+        "gateway": "198.19.0.254",
+        "netdetect": "198.19.0.254",
+        "net_health": "Success",
+        "link": "UP",
+        "error": None,
+        "stale_conf": False,
+        "stale_keys": [],
+        "tls_switch": False,
     }
     entry.update(changes)
     return entry
@@ -37,9 +45,21 @@ def test_a_healthy_cluster_has_one_ok_row_per_device_and_no_problem() -> None:
     report = health_report(cluster([dev(0), dev(1)], [dev(0, 2), dev(1, 2)]))
     assert report["ok"] and report["problems"] == [] and report["bad"] == []
     assert [(r["server"], r["device"], r["status"]) for r in report["rows"]] == [
-        ("h1", 0, "ok"), ("h1", 1, "ok"), ("h2", 0, "ok"), ("h2", 1, "ok")]
-    assert report["rows"][0] == {"server": "h1", "device": 0, "ip": "198.19.0.10/24", "link": "UP", "health": "Success",
-                                 "netdetect": "198.19.0.254", "tls": "off", "status": "ok"}
+        ("h1", 0, "ok"),
+        ("h1", 1, "ok"),
+        ("h2", 0, "ok"),
+        ("h2", 1, "ok"),
+    ]
+    assert report["rows"][0] == {
+        "server": "h1",
+        "device": 0,
+        "ip": "198.19.0.10/24",
+        "link": "UP",
+        "health": "Success",
+        "netdetect": "198.19.0.254",
+        "tls": "off",
+        "status": "ok",
+    }
 
 
 @pytest.mark.parametrize(

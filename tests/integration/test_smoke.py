@@ -25,17 +25,21 @@ CHECK_SCRIPT = REPO_ROOT / "roles" / "smoke_check" / "files" / "ascend_rank_chec
 
 
 def verdict_log(ok=True, failed=(), passed=7):
-    lines = ["PASS rank_table  ...", f"{_smoke.VERDICT} " + json.dumps(
-        {"ok": ok, "rank_id": "0", "device_id": "0", "passed": passed, "failed": list(failed)})]
+    lines = [
+        "PASS rank_table  ...",
+        f"{_smoke.VERDICT} " + json.dumps({"ok": ok, "rank_id": "0", "device_id": "0", "passed": passed, "failed": list(failed)}),
+    ]
     return "\n".join(lines) + "\n"
 
 
 HEALTHY = {"rows": [{"server": "s0", "device": d} for d in range(4)], "problems": [], "bad": [], "ok": True}
 ONE_BAD = {
     "rows": HEALTHY["rows"],
-    "problems": ["s0 device 3: link DOWN - check the optics/cable of NPU 3 (eth3) and its switch port",
-                 "s0 device 2: Init - still Init",
-                 "cluster: TLS switch differs between devices (on at s0 device 1)"],
+    "problems": [
+        "s0 device 3: link DOWN - check the optics/cable of NPU 3 (eth3) and its switch port",
+        "s0 device 2: Init - still Init",
+        "cluster: TLS switch differs between devices (on at s0 device 1)",
+    ],
     "bad": [{"server": "s0", "device": 3, "status": "link DOWN"}, {"server": "s0", "device": 2, "status": "Init"}],
     "ok": False,
 }
@@ -43,21 +47,30 @@ ONE_BAD = {
 
 # ---- the summary filter -------------------------------------------------------------------
 
+
 def test_the_script_and_the_summary_agree_on_the_verdict_line():
     assert f'VERDICT = "{_smoke.VERDICT}"' in CHECK_SCRIPT.read_text()
 
 
-@pytest.mark.parametrize("log, ok, detail", [
-    (verdict_log(), True, "7 checks passed"),
-    (verdict_log(ok=False, failed=[{"check": "device_id", "detail": "table device 1, DEVICE_ID=0"},
-                                   {"check": "rank_size", "detail": "RANK_SIZE=3"}]),
-     False, "device_id: table device 1, DEVICE_ID=0; rank_size: RANK_SIZE=3"),
-    ("", False, "no verdict: the rank wrote nothing"),
-    (None, False, "no verdict: the rank wrote nothing"),
-    ("python3: can't open file 'x.py'\n", False, "no verdict; the rank's last line: python3: can't open file 'x.py'"),
-    (f"{_smoke.VERDICT} {{not json\n", False, "unreadable verdict line"),
-    (f"{_smoke.VERDICT} {{\"ok\": true}}\n", False, "unreadable verdict line"),
-])
+@pytest.mark.parametrize(
+    "log, ok, detail",
+    [
+        (verdict_log(), True, "7 checks passed"),
+        (
+            verdict_log(
+                ok=False,
+                failed=[{"check": "device_id", "detail": "table device 1, DEVICE_ID=0"}, {"check": "rank_size", "detail": "RANK_SIZE=3"}],
+            ),
+            False,
+            "device_id: table device 1, DEVICE_ID=0; rank_size: RANK_SIZE=3",
+        ),
+        ("", False, "no verdict: the rank wrote nothing"),
+        (None, False, "no verdict: the rank wrote nothing"),
+        ("python3: can't open file 'x.py'\n", False, "no verdict; the rank's last line: python3: can't open file 'x.py'"),
+        (f"{_smoke.VERDICT} {{not json\n", False, "unreadable verdict line"),
+        (f"{_smoke.VERDICT} {{\"ok\": true}}\n", False, "unreadable verdict line"),
+    ],
+)
 def test_rank_verdict(log, ok, detail):
     got_ok, got_detail = _smoke.rank_verdict(log)
     assert got_ok is ok
@@ -65,16 +78,21 @@ def test_rank_verdict(log, ok, detail):
 
 
 def test_summary_orders_stages_and_narrows_health_to_the_job():
-    ranks = [{"server": "s0", "device": 3, "rank": 1, "log": verdict_log()},
-             {"server": "s0", "device": 1, "rank": 0, "log": verdict_log(ok=False, failed=[{"check": "server_id", "detail": "x"}])}]
-    stages = [{"stage": "launch", "ok": True, "detail": "job j"}, {"stage": "rank_table", "ok": True, "detail": "2 ranks"},
-              {"stage": "facts", "server": "s9", "ok": False, "detail": "Task failed: Action failed: hccn_tool not found"}]
+    ranks = [
+        {"server": "s0", "device": 3, "rank": 1, "log": verdict_log()},
+        {"server": "s0", "device": 1, "rank": 0, "log": verdict_log(ok=False, failed=[{"check": "server_id", "detail": "x"}])},
+    ]
+    stages = [
+        {"stage": "launch", "ok": True, "detail": "job j"},
+        {"stage": "rank_table", "ok": True, "detail": "2 ranks"},
+        {"stage": "facts", "server": "s9", "ok": False, "detail": "Task failed: Action failed: hccn_tool not found"},
+    ]
     summary = smoke_summary(ranks, health=ONE_BAD, stages=stages)
     table = [(r["stage"], r.get("server"), r.get("device"), r.get("rank"), r["result"]) for r in summary["rows"]]
     assert table == [
         ("facts", "s9", None, None, "FAIL"),
-        ("health", "s0", 3, 1, "FAIL"),          # device 2 (Init) is not the job's: left out
-        ("health", None, None, None, "FAIL"),    # cluster-wide findings stay
+        ("health", "s0", 3, 1, "FAIL"),  # device 2 (Init) is not the job's: left out
+        ("health", None, None, None, "FAIL"),  # cluster-wide findings stay
         ("rank_table", None, None, None, "OK"),
         ("launch", None, None, None, "OK"),
         ("rank", "s0", 1, 0, "FAIL"),
@@ -92,37 +110,53 @@ def test_summary_orders_stages_and_narrows_health_to_the_job():
 def test_summary_without_a_job_reports_every_bad_device_and_no_rank():
     summary = smoke_summary([], health=ONE_BAD, stages=[{"stage": "rank_table", "ok": False, "detail": "np=17 is not possible"}])
     assert [(r["stage"], r.get("device"), r["result"]) for r in summary["rows"]] == [
-        ("health", 3, "FAIL"), ("health", 2, "FAIL"), ("health", None, "FAIL"), ("rank_table", None, "FAIL")]
+        ("health", 3, "FAIL"),
+        ("health", 2, "FAIL"),
+        ("health", None, "FAIL"),
+        ("rank_table", None, "FAIL"),
+    ]
     assert summary["rows"][1]["detail"] == "Init - still Init"
 
 
 def test_summary_all_good_and_not_launched():
     ranks = [{"server": "s0", "device": d, "rank": d, "log": ""} for d in range(4)]
     summary = smoke_summary(ranks, health=HEALTHY, stages=[{"stage": "rank_table", "ok": True, "detail": "4 ranks"}], launched=False)
-    assert summary == {"ok": True, "failures": [], "rows": [
-        {"stage": "health", "result": "OK", "detail": "4 device(s): device IP, link UP, net_health Success"},
-        {"stage": "rank_table", "server": None, "device": None, "rank": None, "result": "OK", "detail": "4 ranks"},
-    ]}
+    assert summary == {
+        "ok": True,
+        "failures": [],
+        "rows": [
+            {"stage": "health", "result": "OK", "detail": "4 device(s): device IP, link UP, net_health Success"},
+            {"stage": "rank_table", "server": None, "device": None, "rank": None, "result": "OK", "detail": "4 ranks"},
+        ],
+    }
 
 
-@pytest.mark.parametrize("msg, clean", [
-    ("Task failed: Finalization of task args for 'ansible.builtin.set_fact' failed: Error while resolving value for "
-     "'ascend_job_servers': The filter plugin 'ascend.cluster.select_devices' failed: select_devices: np=17 is not possible",
-     "select_devices: np=17 is not possible"),
-    ("Task failed: Action failed: devices in use", "devices in use"),
-    ("plain words", "plain words"),
-])
+@pytest.mark.parametrize(
+    "msg, clean",
+    [
+        (
+            "Task failed: Finalization of task args for 'ansible.builtin.set_fact' failed: Error while resolving value for "
+            "'ascend_job_servers': The filter plugin 'ascend.cluster.select_devices' failed: select_devices: np=17 is not possible",
+            "select_devices: np=17 is not possible",
+        ),
+        ("Task failed: Action failed: devices in use", "devices in use"),
+        ("plain words", "plain words"),
+    ],
+)
 def test_stage_messages_lose_ansibles_wrapping(msg, clean):
     assert _smoke.stage_message(msg) == clean
 
 
-@pytest.mark.parametrize("args, kwargs, message", [
-    ("s0", {}, "the input must be a list of ranks"),
-    ([{"server": "s0"}], {}, "rank entry 0 needs server, device and rank"),
-    ([], {"stages": "rank_table"}, "stages must be a list"),
-    ([], {"stages": [{"ok": True}]}, "stages entry 0 is not a mapping with a stage name"),
-    ([], {"health": ["x"]}, "health must be the net_health_report result"),
-])
+@pytest.mark.parametrize(
+    "args, kwargs, message",
+    [
+        ("s0", {}, "the input must be a list of ranks"),
+        ([{"server": "s0"}], {}, "rank entry 0 needs server, device and rank"),
+        ([], {"stages": "rank_table"}, "stages must be a list"),
+        ([], {"stages": [{"ok": True}]}, "stages entry 0 is not a mapping with a stage name"),
+        ([], {"health": ["x"]}, "health must be the net_health_report result"),
+    ],
+)
 def test_summary_bad_input_is_named(args, kwargs, message):
     with pytest.raises(AnsibleFilterError, match=f"smoke_summary: {re.escape(message)}"):
         smoke_summary(args, **kwargs)
@@ -130,12 +164,13 @@ def test_summary_bad_input_is_named(args, kwargs, message):
 
 # ---- the playbook on the simulated cluster ------------------------------------------------
 
+
 def summary_rows(res):
     """The printed summary's rows as dicts (the last text table headed STAGE)."""
     lines = res.stdout.splitlines()
     start = max(i for i, line in enumerate(lines) if line.strip().startswith('"STAGE '))
     rows = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         text = line.strip()
         if not text.startswith('"'):
             break
@@ -175,9 +210,16 @@ def test_a_faulted_device_is_named_and_fails_the_run(sim_cluster):
     res = run_playbook(SMOKE, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16))
     assert res.rc != 0, res
     rows = summary_rows(res)
-    assert [r for r in rows if r["result"] == "FAIL"] == [{
-        "stage": "health", "server": "server1", "device": "3", "rank": "11", "result": "FAIL",
-        "detail": "link DOWN - check the optics/cable of NPU 3 (eth3) and its switch port"}], rows
+    assert [r for r in rows if r["result"] == "FAIL"] == [
+        {
+            "stage": "health",
+            "server": "server1",
+            "device": "3",
+            "rank": "11",
+            "result": "FAIL",
+            "detail": "link DOWN - check the optics/cable of NPU 3 (eth3) and its switch port",
+        }
+    ], rows
     # read-only: no device setting changed; the ranks still ran and reported
     assert [server.show()["devices"] for server in cluster.servers] == before
     assert len([r for r in rows if r["stage"] == "rank" and r["result"] == "OK"]) == 16
@@ -188,10 +230,13 @@ def test_a_faulted_device_is_named_and_fails_the_run(sim_cluster):
 def test_a_wrong_rank_environment_names_every_failing_rank_and_check(sim_cluster):
     cluster = sim_cluster()
     # server1's ranks all get ASCEND_DEVICE_ID=7: only rank 15 (device 7) is right
-    extra_env = ("{{ {'ASCEND_SIM_STATE': ascend_sim_server ~ '/state'}"
-                 " | combine({'ASCEND_DEVICE_ID': '7'} if inventory_hostname == 'server1' else {}) }}")
-    res = run_playbook(SMOKE, SIM_INVENTORY, extra_vars=launch_vars(
-        cluster, np=16, framework="tensorflow", ascend_launch_extra_env=extra_env))
+    extra_env = (
+        "{{ {'ASCEND_SIM_STATE': ascend_sim_server ~ '/state'}"
+        " | combine({'ASCEND_DEVICE_ID': '7'} if inventory_hostname == 'server1' else {}) }}"
+    )
+    res = run_playbook(
+        SMOKE, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, framework="tensorflow", ascend_launch_extra_env=extra_env)
+    )
     assert res.rc != 0, res
     failed = {int(r["rank"]): r["detail"] for r in summary_rows(res) if r["result"] == "FAIL"}
     assert sorted(failed) == list(range(8, 15)), res
@@ -238,5 +283,8 @@ def test_a_held_device_fails_the_launch_row_with_the_holder(sim_cluster):
     assert res.rc != 0, res
     rows = summary_rows(res)
     assert [(r["stage"], r["server"], r["result"]) for r in rows] == [
-        ("health", "-", "OK"), ("rank_table", "-", "OK"), ("launch", "server1", "FAIL")], rows
+        ("health", "-", "OK"),
+        ("rank_table", "-", "OK"),
+        ("launch", "server1", "FAIL"),
+    ], rows
     assert rows[2]["detail"].startswith(f"devices in use, nothing was started: device 3: process {squatter.pid} (sleep) holds NPU 3")

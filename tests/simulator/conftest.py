@@ -17,8 +17,7 @@ def make_host(tmp_path):
     fabric = tmp_path / "fabric"
 
     def make(name="h0", chip="910B", devices=None, settle=0.0, shared_fabric=True, extra=()):
-        return Host(tmp_path, name, chip=chip, devices=devices, settle=settle,
-                    fabric=fabric if shared_fabric else None, extra=extra)
+        return Host(tmp_path, name, chip=chip, devices=devices, settle=settle, fabric=fabric if shared_fabric else None, extra=extra)
 
     return make
 

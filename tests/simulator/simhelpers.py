@@ -17,11 +17,9 @@ def run(argv, env=None, check=False, timeout=60):
     full_env.pop("ASCEND_SIM_LATENCY", None)
     if env:
         full_env.update(env)
-    proc = subprocess.run([str(a) for a in argv], capture_output=True, text=True, env=full_env, timeout=timeout,
-                          check=False)
+    proc = subprocess.run([str(a) for a in argv], capture_output=True, text=True, env=full_env, timeout=timeout, check=False)
     if check and proc.returncode != 0:
-        raise AssertionError(
-            "%s failed (rc=%d)\nstdout:\n%s\nstderr:\n%s" % (argv, proc.returncode, proc.stdout, proc.stderr))
+        raise AssertionError("%s failed (rc=%d)\nstdout:\n%s\nstderr:\n%s" % (argv, proc.returncode, proc.stdout, proc.stderr))
     return proc
 
 
@@ -33,14 +31,21 @@ def sim(*args, env=None):
 class Host:
     """One simulated host: a state directory, its hccn.conf and (optionally) installed wrappers."""
 
-    def __init__(self, root: Path, name: str, chip: str = "910B", devices: int | None = None, settle: float = 0.0,
-                 fabric: Path | None = None, extra=()):
+    def __init__(
+        self,
+        root: Path,
+        name: str,
+        chip: str = "910B",
+        devices: int | None = None,
+        settle: float = 0.0,
+        fabric: Path | None = None,
+        extra=(),
+    ):
         self.name = name
         self.base = root / name
         self.state = self.base / "state"
         self.conf = self.base / "hccn.conf"
-        args = ["init", "--state", self.state, "--chip", chip, "--hccn-conf", self.conf, "--settle", str(settle),
-                "--host-id", name]
+        args = ["init", "--state", self.state, "--chip", chip, "--hccn-conf", self.conf, "--settle", str(settle), "--host-id", name]
         if devices is not None:
             args += ["--devices", str(devices)]
         if fabric is not None:
@@ -68,8 +73,7 @@ class Host:
         return proc.stdout
 
     def set_ip(self, dev, address, netmask="255.255.255.0"):
-        assert self.ok("-i", str(dev), "-ip", "-s", "address", address, "netmask", netmask) == \
-            "Cmd executed successfully!\n"
+        assert self.ok("-i", str(dev), "-ip", "-s", "address", address, "netmask", netmask) == "Cmd executed successfully!\n"
 
     def show(self):
         return json.loads(sim("show", "--state", self.state))

@@ -30,13 +30,16 @@ def test_chip_profiles(tmp_path, chip, count):
     assert len(json.loads(sim("show", "--state", tmp_path / "s"))["devices"]) == count
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--chip", "910A", "--devices", "16"], "a 910A host has 1 to 8 devices"),
-    (["--chip", "910A", "--device-ids", "0,8"], "out of range for 910A: 0..7"),
-    (["--chip", "910B", "--device-ids", "0,16"], "out of range for 910B: 0..15"),
-    (["--chip", "910C9"], "unknown chip"),
-    (["--chip", "910B", "--mode", "bed", "--fabric", "/tmp/x"], "--fabric is for --mode fabric"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--chip", "910A", "--devices", "16"], "a 910A host has 1 to 8 devices"),
+        (["--chip", "910A", "--device-ids", "0,8"], "out of range for 910A: 0..7"),
+        (["--chip", "910B", "--device-ids", "0,16"], "out of range for 910B: 0..15"),
+        (["--chip", "910C9"], "unknown chip"),
+        (["--chip", "910B", "--mode", "bed", "--fabric", "/tmp/x"], "--fabric is for --mode fabric"),
+    ],
+)
 def test_init_refuses_bad_layouts(tmp_path, args, message):
     proc = run([ASCEND_SIM, "init", "--state", tmp_path / "s", "--hccn-conf", tmp_path / "c", *args])
     assert proc.returncode != 0 and message in proc.stderr
@@ -71,8 +74,18 @@ def test_install_writes_fast_wrappers(tmp_path):
 
 def test_env_overrides_the_installed_default(tmp_path):
     for name in ("a", "b"):
-        sim("-q", "init", "--state", tmp_path / name, "--chip", "910B", "--hccn-conf", tmp_path / ("%s.conf" % name),
-            "--device-ids", "0" if name == "a" else "1")
+        sim(
+            "-q",
+            "init",
+            "--state",
+            tmp_path / name,
+            "--chip",
+            "910B",
+            "--hccn-conf",
+            tmp_path / ("%s.conf" % name),
+            "--device-ids",
+            "0" if name == "a" else "1",
+        )
     sim("-q", "install", "--bin-dir", tmp_path / "bin", "--state", tmp_path / "a")
     assert run([tmp_path / "bin" / "hccn_tool", "-i", "1", "-link", "-g"]).returncode == 4
     proc = run([tmp_path / "bin" / "hccn_tool", "-i", "1", "-link", "-g"], env={"ASCEND_SIM_STATE": str(tmp_path / "b")})
@@ -111,16 +124,23 @@ def test_cluster_preset_amp_plan(tmp_path):
     assert hccn(s0, "-i", "3", "-net_health", "-g") == "net health status: Success\n"
     # the IPs went in through hccn_tool: hccn.conf holds them
     conf = open(s1["hccn_conf"]).read().splitlines()
-    assert conf[:4] == ["address_0=198.18.2.10", "netmask_0=255.255.0.0", "gateway_0=198.18.0.1",
-                        "netdetect_0=198.18.0.1"]
+    assert conf[:4] == ["address_0=198.18.2.10", "netmask_0=255.255.0.0", "gateway_0=198.18.0.1", "netdetect_0=198.18.0.1"]
 
 
 def test_cluster_preset_smp_plan_910a(tmp_path):
     desc = cluster(tmp_path, "--servers", "2", "--chip", "910A", "--preset-ips", "--netdetect", "peer", "--settle", "0")
     s0, s1 = desc["servers"]
-    expected0 = ["198.18.0.101", "198.18.1.101", "198.18.2.101", "198.18.3.101",
-                 "198.18.0.100", "198.18.1.100", "198.18.2.100", "198.18.3.100"]
-    got0 = [hccn(s0, "-i", str(d), "-ip", "-g").splitlines()[0][len("ipaddr:"):] for d in range(8)]
+    expected0 = [
+        "198.18.0.101",
+        "198.18.1.101",
+        "198.18.2.101",
+        "198.18.3.101",
+        "198.18.0.100",
+        "198.18.1.100",
+        "198.18.2.100",
+        "198.18.3.100",
+    ]
+    got0 = [hccn(s0, "-i", str(d), "-ip", "-g").splitlines()[0][len("ipaddr:") :] for d in range(8)]
     assert got0 == expected0
     assert hccn(s1, "-i", "4", "-ip", "-g") == "ipaddr:198.18.0.110\nnetmask:255.255.255.0\n"
     assert hccn(s0, "-i", "5", "-gateway", "-g") == "default gateway:198.18.1.1, Iface:eth5\n"

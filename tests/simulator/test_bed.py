@@ -31,10 +31,8 @@ def bed(tmp_path):
         (sysfs / ("eth%d" % dev) / "carrier").write_text("1\n")
         (sysfs / ("eth%d" % dev) / "operstate").write_text("up\n")
     state = tmp_path / "state"
-    sim("-q", "init", "--state", state, "--chip", "910B", "--mode", "bed", "--hccn-conf", tmp_path / "hccn.conf",
-        "--settle", "0")
-    env = {"ASCEND_SIM_STATE": str(state), "ASCEND_SIM_SYSFS_NET": str(sysfs),
-           "PATH": "%s:%s" % (fake_bin, os.environ["PATH"])}
+    sim("-q", "init", "--state", state, "--chip", "910B", "--mode", "bed", "--hccn-conf", tmp_path / "hccn.conf", "--settle", "0")
+    env = {"ASCEND_SIM_STATE": str(state), "ASCEND_SIM_SYSFS_NET": str(sysfs), "PATH": "%s:%s" % (fake_bin, os.environ["PATH"])}
 
     class Bed:
         def hccn(self, *args):
@@ -62,8 +60,10 @@ def test_ip_set_applies_the_address(bed):
 def test_guard_refuses_addresses_outside_198_18_0_0_15(bed, address):
     proc = bed.hccn("-i", "0", "-ip", "-s", "address", address, "netmask", "255.255.255.0")
     assert proc.returncode == 125 and proc.stdout == ""
-    assert proc.stderr.startswith("ascend-sim: refusing to configure %s: in bed mode the simulator only puts "
-                                  "addresses from 198.18.0.0/15 on real interfaces" % address)
+    assert proc.stderr.startswith(
+        "ascend-sim: refusing to configure %s: in bed mode the simulator only puts "
+        "addresses from 198.18.0.0/15 on real interfaces" % address
+    )
     assert bed.calls() == []
     assert bed.conf.read_text() == ""
     assert bed.hccn("-i", "0", "-ip", "-g").returncode == 13

@@ -17,14 +17,33 @@ from tests.simulator.simhelpers import sim
 
 PYTHON = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
 QUERIES = ("-ip", "-gateway", "-netdetect", "-net_health", "-link")
-PREFIX = {"-ip": "ipaddr:", "-gateway": "default gateway:", "-netdetect": "netdetect addr: ",
-          "-net_health": "net health status: ", "-link": "link status: "}
+PREFIX = {
+    "-ip": "ipaddr:",
+    "-gateway": "default gateway:",
+    "-netdetect": "netdetect addr: ",
+    "-net_health": "net health status: ",
+    "-link": "link status: ",
+}
 
 
 @pytest.fixture
 def a3_server(tmp_path):
-    out = sim("cluster", "--root", tmp_path / "cl", "--servers", "1", "--chip", "A3", "--devices", "16",
-              "--preset-ips", "--settle", "0", "--python", PYTHON)
+    out = sim(
+        "cluster",
+        "--root",
+        tmp_path / "cl",
+        "--servers",
+        "1",
+        "--chip",
+        "A3",
+        "--devices",
+        "16",
+        "--preset-ips",
+        "--settle",
+        "0",
+        "--python",
+        PYTHON,
+    )
     return json.loads(out)["servers"][0]
 
 

@@ -43,7 +43,11 @@ def test_other_keys_and_comments_survive(host):
     host.conf.write_text("# site settings\nsend_arp_status_0=1\nmtu_0=9000\naddress_0=1.2.3.4\n")
     host.set_ip(0, "192.168.100.101")
     assert host.conf_lines() == [
-        "# site settings", "send_arp_status_0=1", "mtu_0=9000", "address_0=192.168.100.101", "netmask_0=255.255.255.0",
+        "# site settings",
+        "send_arp_status_0=1",
+        "mtu_0=9000",
+        "address_0=192.168.100.101",
+        "netmask_0=255.255.255.0",
     ]
 
 
@@ -79,9 +83,11 @@ def test_set_waits_for_the_exclusive_lock(host):
     with open(host.conf, "a+") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
         proc = subprocess.Popen(
-            [str(BIN / "hccn_tool"), "-i", "0", "-ip", "-s", "address", "192.168.100.101", "netmask",
-             "255.255.255.0"],
-            env=dict(os.environ, **host.env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [str(BIN / "hccn_tool"), "-i", "0", "-ip", "-s", "address", "192.168.100.101", "netmask", "255.255.255.0"],
+            env=dict(os.environ, **host.env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         time.sleep(1.0)
         assert proc.poll() is None, "hccn_tool did not wait for the lock"
@@ -94,17 +100,20 @@ def test_set_waits_for_the_exclusive_lock(host):
 def test_concurrent_sets_lose_nothing(host):
     procs = []
     for dev in range(8):
-        procs.append(subprocess.Popen(
-            [str(BIN / "hccn_tool"), "-i", str(dev), "-ip", "-s", "address", "10.0.%d.5" % dev, "netmask",
-             "255.255.255.0"],
-            env=dict(os.environ, **host.env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        ))
+        procs.append(
+            subprocess.Popen(
+                [str(BIN / "hccn_tool"), "-i", str(dev), "-ip", "-s", "address", "10.0.%d.5" % dev, "netmask", "255.255.255.0"],
+                env=dict(os.environ, **host.env),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     for proc in procs:
         proc.communicate(timeout=60)
         assert proc.returncode == 0
     lines = host.conf_lines()
-    assert sorted(lines) == sorted(["address_%d=10.0.%d.5" % (d, d) for d in range(8)]
-                                   + ["netmask_%d=255.255.255.0" % d for d in range(8)])
+    assert sorted(lines) == sorted(["address_%d=10.0.%d.5" % (d, d) for d in range(8)] + ["netmask_%d=255.255.255.0" % d for d in range(8)])
     for dev in range(8):
         # each command's two lines stay together: address_N directly followed by netmask_N
         assert lines[lines.index("address_%d=10.0.%d.5" % (dev, dev)) + 1] == "netmask_%d=255.255.255.0" % dev

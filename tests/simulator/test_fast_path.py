@@ -103,12 +103,15 @@ def test_every_cached_answer_is_byte_identical(tmp_path, name):
     inst.check_all_cached()
 
 
-@pytest.mark.parametrize("chip,extra", [
-    ("910A", ()),
-    ("A3", ("--tls", "1")),
-    ("910B", ("--driver-variant", "old")),
-    ("910B", ("--device-ids", "0,3,8,15")),
-])
+@pytest.mark.parametrize(
+    "chip,extra",
+    [
+        ("910A", ()),
+        ("A3", ("--tls", "1")),
+        ("910B", ("--driver-variant", "old")),
+        ("910B", ("--device-ids", "0,3,8,15")),
+    ],
+)
 def test_chips_and_variants(tmp_path, chip, extra):
     inst = Installed(tmp_path, chip=chip, extra=extra)
     ids = inst.device_ids()
@@ -220,8 +223,22 @@ def test_hand_edits_and_missing_answers_fall_back(tmp_path):
     assert inst.same("-i", "4", "-tls", "-g")[0] == 0
     assert inst.python_runs() == 2
     # `init` with the same settings renders answers for a state that has none
-    sim("-q", "init", "--state", inst.host.state, "--chip", "910B", "--hccn-conf", inst.host.conf,
-        "--settle", "0.0", "--host-id", "h", "--fabric", tmp_path / "fabric")
+    sim(
+        "-q",
+        "init",
+        "--state",
+        inst.host.state,
+        "--chip",
+        "910B",
+        "--hccn-conf",
+        inst.host.conf,
+        "--settle",
+        "0.0",
+        "--host-id",
+        "h",
+        "--fabric",
+        tmp_path / "fabric",
+    )
     inst.fast("-i", "4", "-tls", "-g")
     assert inst.python_runs() == 0
 
@@ -233,15 +250,13 @@ def test_state_directory_rules(tmp_path):
     assert inst.same("-i", "1", "-ip", "-g", env={"ASCEND_SIM_STATE": "state"}, cwd=inst.host.base)[0] == 0
     assert inst.same("-i", "1", "-ip", "-g", env={"ASCEND_SIM_STATE": "nowhere"}, cwd=inst.host.base)[0] == 125
     # empty $ASCEND_SIM_STATE: the installed default
-    assert inst.fast("-i", "1", "-ip", "-g", env={"ASCEND_SIM_STATE": ""}) == \
-        (0, b"ipaddr:192.168.100.101\nnetmask:255.255.255.0\n", b"")
+    assert inst.fast("-i", "1", "-ip", "-g", env={"ASCEND_SIM_STATE": ""}) == (0, b"ipaddr:192.168.100.101\nnetmask:255.255.255.0\n", b"")
 
 
 def test_bed_mode_link_reads_the_interface(tmp_path):
     inst = Installed(tmp_path)
     bed_state = tmp_path / "bed"
-    sim("-q", "init", "--state", bed_state, "--mode", "bed", "--chip", "910B", "--devices", "2",
-        "--hccn-conf", tmp_path / "bed.conf")
+    sim("-q", "init", "--state", bed_state, "--mode", "bed", "--chip", "910B", "--devices", "2", "--hccn-conf", tmp_path / "bed.conf")
     sysfs = tmp_path / "sys"
     (sysfs / "eth0").mkdir(parents=True)
     (sysfs / "eth0" / "carrier").write_text("1\n")
@@ -270,6 +285,5 @@ def test_driver_missing_and_clear(tmp_path):
 
 def test_wrapper_passes_shellcheck(tmp_path):
     inst = Installed(tmp_path)
-    proc = subprocess.run(["shellcheck", "--shell=sh", str(inst.bin / "hccn_tool")], capture_output=True, text=True,
-                          check=False)
+    proc = subprocess.run(["shellcheck", "--shell=sh", str(inst.bin / "hccn_tool")], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout

@@ -15,8 +15,13 @@ from tests.simulator.simhelpers import ASCEND_SIM, run, sim
 def test_error_device_fails_every_call(host):
     host.set_ip(2, "10.0.2.5")
     host.fault("error", "--device", "2")
-    for args in (("-ip", "-g"), ("-link", "-g"), ("-net_health", "-g"), ("-tls", "-g"),
-                 ("-ip", "-s", "address", "10.0.2.6", "netmask", "255.255.255.0")):
+    for args in (
+        ("-ip", "-g"),
+        ("-link", "-g"),
+        ("-net_health", "-g"),
+        ("-tls", "-g"),
+        ("-ip", "-s", "address", "10.0.2.6", "netmask", "255.255.255.0"),
+    ):
         proc = host.hccn("-i", "2", *args)
         assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", "Command execute failed!\n")
     assert host.ok("-i", "3", "-link", "-g") == "link status: UP\n"
@@ -26,8 +31,7 @@ def test_error_device_fails_every_call(host):
 
 def test_link_fault_accepts_lists_and_all(host):
     host.fault("link", "--device", "1,4", "--down")
-    assert [host.ok("-i", str(d), "-link", "-g") for d in (0, 1, 4)] == [
-        "link status: UP\n", "link status: DOWN\n", "link status: DOWN\n"]
+    assert [host.ok("-i", str(d), "-link", "-g") for d in (0, 1, 4)] == ["link status: UP\n", "link status: DOWN\n", "link status: DOWN\n"]
     host.fault("link", "--device", "all", "--down")
     assert host.ok("-i", "7", "-link", "-g") == "link status: DOWN\n"
 
@@ -118,8 +122,21 @@ def test_clear_resets_everything(make_host):
     assert a.ok("-i", "0", "-ip", "-g") == "ipaddr:192.168.100.101\nnetmask:255.255.255.0\n"
 
 
-@pytest.mark.parametrize("status", ["Success", "Socket fail", "Receive timeout", "Unreachable", "Time exceeded",
-                                    "Fault", "Init", "Thread error", "Detect ip set", "Unknown"])
+@pytest.mark.parametrize(
+    "status",
+    [
+        "Success",
+        "Socket fail",
+        "Receive timeout",
+        "Unreachable",
+        "Time exceeded",
+        "Fault",
+        "Init",
+        "Thread error",
+        "Detect ip set",
+        "Unknown",
+    ],
+)
 def test_every_health_value_can_be_forced(host, status):
     host.fault("health", "--device", "0", "--status", status)
     assert host.ok("-i", "0", "-net_health", "-g") == "net health status: %s\n" % status

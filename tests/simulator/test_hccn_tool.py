@@ -53,8 +53,7 @@ def test_gateway_iface_is_the_device(host):
 
 def test_gateway_get_without_gateway(host):
     host.set_ip(0, "192.168.100.101")
-    expect(host.hccn("-i", "0", "-gateway", "-g"), 2,
-           stderr="Get gateway failed, because no gateway was preset there!\n")
+    expect(host.hccn("-i", "0", "-gateway", "-g"), 2, stderr="Get gateway failed, because no gateway was preset there!\n")
 
 
 def test_netdetect_get_unset_and_set(host):
@@ -81,9 +80,11 @@ def test_link_get(host):
 
 
 def test_tls_get(host):
-    expect(host.hccn("-i", "0", "-tls", "-g"), 0,
-           "dev_id:0, tls switch[0](0:disable, 1:enable), tls preconfigured[1](0:non-preset, 1:preset), "
-           "tls alarm time threshold[60]days\n")
+    expect(
+        host.hccn("-i", "0", "-tls", "-g"),
+        0,
+        "dev_id:0, tls switch[0](0:disable, 1:enable), tls preconfigured[1](0:non-preset, 1:preset), tls alarm time threshold[60]days\n",
+    )
 
 
 def test_mac_get(host):
@@ -108,11 +109,14 @@ def test_ping_success(make_host):
 
 def test_ping_loss_fails(host):
     host.set_ip(0, "192.168.100.101")
-    expect(host.hccn("-i", "0", "-ping", "-g", "address", "192.168.100.222"), 1,
-           "device 0 PING 192.168.100.222\n"
-           "recv time out seq=0\nrecv time out seq=1\nrecv time out seq=2\n"
-           "3 packets transmitted, 0 received, 100.00% packet loss\n",
-           "Command execute failed!\n")
+    expect(
+        host.hccn("-i", "0", "-ping", "-g", "address", "192.168.100.222"),
+        1,
+        "device 0 PING 192.168.100.222\n"
+        "recv time out seq=0\nrecv time out seq=1\nrecv time out seq=2\n"
+        "3 packets transmitted, 0 received, 100.00% packet loss\n",
+        "Command execute failed!\n",
+    )
 
 
 def test_ping_accepts_pkt(make_host):
@@ -134,54 +138,68 @@ def test_ip_set_keywords_in_any_order(host):
     expect(host.hccn("-i", "0", "-ip", "-g"), 0, "ipaddr:10.1.2.3\nnetmask:255.255.0.0\n")
 
 
-@pytest.mark.parametrize("address, netmask", [
-    ("192.168.100.256", "255.255.255.0"),
-    ("192.168.100", "255.255.255.0"),
-    ("abc", "255.255.255.0"),
-    ("0.0.0.0", "255.255.255.0"),
-    ("127.0.0.5", "255.0.0.0"),
-    ("224.0.0.9", "255.255.255.0"),
-    ("192.168.100.0", "255.255.255.0"),
-    ("192.168.100.255", "255.255.255.0"),
-    ("192.168.100.101", "255.0.255.0"),
-    ("192.168.100.101", "0.0.0.0"),
-])
+@pytest.mark.parametrize(
+    "address, netmask",
+    [
+        ("192.168.100.256", "255.255.255.0"),
+        ("192.168.100", "255.255.255.0"),
+        ("abc", "255.255.255.0"),
+        ("0.0.0.0", "255.255.255.0"),
+        ("127.0.0.5", "255.0.0.0"),
+        ("224.0.0.9", "255.255.255.0"),
+        ("192.168.100.0", "255.255.255.0"),
+        ("192.168.100.255", "255.255.255.0"),
+        ("192.168.100.101", "255.0.255.0"),
+        ("192.168.100.101", "0.0.0.0"),
+    ],
+)
 def test_ip_set_invalid(host, address, netmask):
-    expect(host.hccn("-i", "0", "-ip", "-s", "address", address, "netmask", netmask), 6,
-           stderr="The ip address you configured is invalid!\n")
+    expect(
+        host.hccn("-i", "0", "-ip", "-s", "address", address, "netmask", netmask), 6, stderr="The ip address you configured is invalid!\n"
+    )
     assert host.conf_lines() == []
 
 
 def test_ip_set_conflict_with_other_device(host):
     host.set_ip(0, "192.168.100.101")
-    expect(host.hccn("-i", "1", "-ip", "-s", "address", "192.168.100.101", "netmask", "255.255.255.0"), 7,
-           stderr="The ip address configured is conflicted!\n")
+    expect(
+        host.hccn("-i", "1", "-ip", "-s", "address", "192.168.100.101", "netmask", "255.255.255.0"),
+        7,
+        stderr="The ip address configured is conflicted!\n",
+    )
     # setting a device to the address it already has is not a conflict
     expect(host.hccn("-i", "0", "-ip", "-s", "address", "192.168.100.101", "netmask", "255.255.255.0"), 0, OK)
 
 
 @pytest.mark.parametrize("address", ["192.168.1.10", "192.168.1.199", "192.168.1.250"])
 def test_ip_set_rejects_vnic_subnet(host, address):
-    expect(host.hccn("-i", "0", "-ip", "-s", "address", address, "netmask", "255.255.255.0"), 7,
-           stderr="The ip address configured is conflicted!\n")
+    expect(
+        host.hccn("-i", "0", "-ip", "-s", "address", address, "netmask", "255.255.255.0"),
+        7,
+        stderr="The ip address configured is conflicted!\n",
+    )
 
 
 def test_gateway_outside_subnet(host):
     host.set_ip(0, "192.168.100.101")
-    expect(host.hccn("-i", "0", "-gateway", "-s", "gateway", "192.168.101.1"), 8,
-           stderr="The segment of configured gateway doesn't match that of the configured ip adress!\n")
+    expect(
+        host.hccn("-i", "0", "-gateway", "-s", "gateway", "192.168.101.1"),
+        8,
+        stderr="The segment of configured gateway doesn't match that of the configured ip adress!\n",
+    )
 
 
 def test_gateway_without_ip(host):
-    expect(host.hccn("-i", "0", "-gateway", "-s", "gateway", "192.168.101.1"), 13,
-           stderr="Get ipconf failed, because no ip was preset there!\n")
+    expect(
+        host.hccn("-i", "0", "-gateway", "-s", "gateway", "192.168.101.1"),
+        13,
+        stderr="Get ipconf failed, because no ip was preset there!\n",
+    )
 
 
 def test_netdetect_rejects_broadcast(host):
-    expect(host.hccn("-i", "0", "-netdetect", "-s", "address", "255.255.255.255"), 37,
-           stderr="Can not config broadcast address!\n")
-    expect(host.hccn("-i", "0", "-netdetect", "-s", "address", "1.2.3"), 6,
-           stderr="The ip address you configured is invalid!\n")
+    expect(host.hccn("-i", "0", "-netdetect", "-s", "address", "255.255.255.255"), 37, stderr="Can not config broadcast address!\n")
+    expect(host.hccn("-i", "0", "-netdetect", "-s", "address", "1.2.3"), 6, stderr="The ip address you configured is invalid!\n")
 
 
 def test_all_cfg_recovery(host):
@@ -194,8 +212,11 @@ def test_all_cfg_recovery(host):
 
 def test_all_cfg_recovery_without_conf(host):
     host.conf.unlink()
-    expect(host.hccn("-a", "-cfg", "recovery"), 29,
-           stderr="The hccn.conf can't access, cmd execute failed! pls check the conf file or cmd run permission.\n")
+    expect(
+        host.hccn("-a", "-cfg", "recovery"),
+        29,
+        stderr="The hccn.conf can't access, cmd execute failed! pls check the conf file or cmd run permission.\n",
+    )
 
 
 # --- argument errors -------------------------------------------------------------------------
@@ -213,45 +234,53 @@ def test_device_ids_need_not_be_contiguous(make_host):
     expect(h.hccn("-i", "05", "-link", "-g"), 0, "link status: UP\n")
 
 
-@pytest.mark.parametrize("args", [
-    ("-i", "0", "-ip", "-g", "extra"),
-    ("-i", "0", "-ip", "-s", "address", "192.168.100.101"),
-    ("-i", "0", "-ip", "-s", "address", "192.168.100.101", "netmask", "255.255.255.0", "x"),
-    ("-i", "0", "-ip"),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("-i", "0", "-ip", "-g", "extra"),
+        ("-i", "0", "-ip", "-s", "address", "192.168.100.101"),
+        ("-i", "0", "-ip", "-s", "address", "192.168.100.101", "netmask", "255.255.255.0", "x"),
+        ("-i", "0", "-ip"),
+    ],
+)
 def test_wrong_argument_count(host, args):
     expect(host.hccn(*args), 4, IP_HELP, "The total count of input parameters is wrong!\n")
 
 
-@pytest.mark.parametrize("args", [
-    ("-i", "0", "-ip", "-x"),
-    ("-i", "0", "-ip", "-s", "addr", "192.168.100.101", "netmask", "255.255.255.0"),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("-i", "0", "-ip", "-x"),
+        ("-i", "0", "-ip", "-s", "addr", "192.168.100.101", "netmask", "255.255.255.0"),
+    ],
+)
 def test_unknown_option(host, args):
     expect(host.hccn(*args), 3, IP_HELP, "Get unknown option!\n")
 
 
 def test_unknown_option_net_health(host):
-    expect(host.hccn("-i", "0", "-net_health", "-s"), 3,
-           "[ hccn_tool -i devid -net_health ] needs the following parameters:\n"
-           "   [-g]        : get net health status\n\n",
-           "Get unknown option!\n")
+    expect(
+        host.hccn("-i", "0", "-net_health", "-s"),
+        3,
+        "[ hccn_tool -i devid -net_health ] needs the following parameters:\n   [-g]        : get net health status\n\n",
+        "Get unknown option!\n",
+    )
 
 
 def test_unknown_major_command(host):
-    expect(host.hccn("-i", "0", "-bogus", "-g"), 3,
-           stderr="Get invalid major cmd.\nEnter [ hccn_tool -h ] for more details.\n")
+    expect(host.hccn("-i", "0", "-bogus", "-g"), 3, stderr="Get invalid major cmd.\nEnter [ hccn_tool -h ] for more details.\n")
 
 
 def test_invalid_major_type(host):
-    expect(host.hccn("-x", "0", "-ip", "-g"), 1,
-           stderr='Get invalid major cmd type. The valid major cmd type should be "-a" or "-i".\n'
-                  "Enter [ hccn_tool -h ] for more details.\n")
+    expect(
+        host.hccn("-x", "0", "-ip", "-g"),
+        1,
+        stderr='Get invalid major cmd type. The valid major cmd type should be "-a" or "-i".\nEnter [ hccn_tool -h ] for more details.\n',
+    )
 
 
 def test_no_arguments(host):
-    expect(host.hccn(), 2,
-           stderr="Get invalid major cmd number. Please check your input.\nEnter [ hccn_tool -h ] for more details.\n")
+    expect(host.hccn(), 2, stderr="Get invalid major cmd number. Please check your input.\nEnter [ hccn_tool -h ] for more details.\n")
 
 
 def test_help(host):
@@ -262,8 +291,13 @@ def test_help(host):
 
 def test_every_line_ends_in_newline(host):
     host.set_ip(0, "192.168.100.101")
-    for args in (("-i", "0", "-ip", "-g"), ("-i", "0", "-link", "-g"), ("-i", "9", "-ip", "-g"),
-                 ("-i", "0", "-tls", "-g"), ("-i", "0", "-ip", "-x")):
+    for args in (
+        ("-i", "0", "-ip", "-g"),
+        ("-i", "0", "-link", "-g"),
+        ("-i", "9", "-ip", "-g"),
+        ("-i", "0", "-tls", "-g"),
+        ("-i", "0", "-ip", "-x"),
+    ):
         proc = host.hccn(*args)
         for text in (proc.stdout, proc.stderr):
             assert text == "" or text.endswith("\n")

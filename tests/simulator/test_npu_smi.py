@@ -28,7 +28,8 @@ def no_procs(npu):
 def test_info_l_matches_reference(host):
     proc = host.npu_smi("info", "-l")
     expected = "Total Count                    : 8\n\n" + "".join(
-        "NPU ID                         : %d\nChip Count                     : 1\n\n" % i for i in range(8))
+        "NPU ID                         : %d\nChip Count                     : 1\n\n" % i for i in range(8)
+    )
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, expected, "")
 
 
@@ -37,14 +38,16 @@ def test_info_l_sparse_ids(make_host):
     assert h.npu_smi("info", "-l").stdout == (
         "Total Count                    : 2\n\n"
         "NPU ID                         : 1\nChip Count                     : 1\n\n"
-        "NPU ID                         : 4\nChip Count                     : 1\n\n")
+        "NPU ID                         : 4\nChip Count                     : 1\n\n"
+    )
 
 
 def test_info_l_a3_counts_dies(make_host):
     h = make_host("a3", chip="A3")
     out = h.npu_smi("info", "-l").stdout
-    assert out.startswith("Total Count                    : 8\n\nNPU ID                         : 0\n"
-                          "Chip Count                     : 2\n\n")
+    assert out.startswith(
+        "Total Count                    : 8\n\nNPU ID                         : 0\nChip Count                     : 2\n\n"
+    )
 
 
 def test_info_table_layout_910b(host):
@@ -61,7 +64,7 @@ def test_info_table_layout_910b(host):
     assert lines[8] == RULE_DOUBLE
     start = lines.index(PROC_HEAD)
     assert lines[start - 1] == RULE_COLS and lines[start + 1] == RULE_DOUBLE
-    assert lines[start + 2:] == [x for npu in range(8) for x in (no_procs(npu), RULE_DOUBLE)]
+    assert lines[start + 2 :] == [x for npu in range(8) for x in (no_procs(npu), RULE_DOUBLE)]
 
 
 def test_info_table_910a_and_a3_names(make_host):

@@ -24,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bedlib import lifecycle, net  # noqa: E402
-from bedlib.layout import CHIPS, LayoutError  # noqa: E402
-from bedlib.run import BedError  # noqa: E402
+from bedlib import lifecycle, net
+from bedlib.layout import CHIPS, LayoutError
+from bedlib.run import BedError
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_PREFIX = os.environ.get("ASCEND_BED_PREFIX", "ab0000")
@@ -60,16 +60,14 @@ def cmd_status(args: argparse.Namespace) -> int:
     leftovers = net.bed_netns(args.prefix) + net.bed_links(args.prefix)
     healthy = lifecycle.health(state) if state else {}
     if args.json:
-        print(json.dumps({"state": state, "health": healthy, "guard_route": net.guard_route_present(),
-                          "objects": leftovers}, indent=2))
+        print(json.dumps({"state": state, "health": healthy, "guard_route": net.guard_route_present(), "objects": leftovers}, indent=2))
     elif state is None:
         print(f"bed {args.prefix}: down" + (f" (leftovers: {', '.join(leftovers)}; run down)" if leftovers else ""))
         others = [p for p in lifecycle.list_beds() if p != args.prefix]
         if others:
             print(f"other beds here: {', '.join(others)}")
     else:
-        print(f"bed {args.prefix}: {state['hosts']} hosts x {state['devices']} {state['chip']}, "
-              f"inventory {state['inventory']}")
+        print(f"bed {args.prefix}: {state['hosts']} hosts x {state['devices']} {state['chip']}, inventory {state['inventory']}")
         for h, ok in healthy.items():
             print(f"  {h}  {state['mgmt_ips'][h]:15}  sshd pid {state['pids'][h]:<7}  {'up' if ok else 'DOWN'}")
         print(f"guard route unreachable 198.18.0.0/15: {'present' if net.guard_route_present() else 'MISSING'}")

@@ -34,9 +34,7 @@ def unique_prefix() -> str:
 
 def bed_cli(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
     """Run ``bed.py ARGS...``; on failure raise with its output so the test log shows why."""
-    proc = subprocess.run(
-        [sys.executable, str(BED_PY), *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
+    proc = subprocess.run([sys.executable, str(BED_PY), *args], capture_output=True, text=True, timeout=timeout, check=False)
     if check and proc.returncode != 0:
         raise AssertionError(f"bed.py {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc
@@ -54,7 +52,7 @@ class Bed:
     state: Dict = field(default_factory=dict)
 
     @classmethod
-    def up(cls, prefix: str, hosts: int, *extra: str) -> "Bed":
+    def up(cls, prefix: str, hosts: int, *extra: str) -> Bed:
         bed_cli("up", "--hosts", str(hosts), "--prefix", prefix, *extra)
         return cls(prefix, bed_status(prefix)["state"])
 
@@ -100,12 +98,12 @@ def leftovers(prefix: str) -> List[str]:
     return found
 
 
-def net_health(bed: "Bed", host: str, device: int = 0) -> str:
+def net_health(bed: Bed, host: str, device: int = 0) -> str:
     """The simulated ``hccn_tool -i DEVICE -net_health -g`` answer on ``host``."""
     return bed.exec(host, "hccn_tool", "-i", str(device), "-net_health", "-g", check=False).stdout.strip()
 
 
-def wait_health(bed: "Bed", wanted: dict, timeout: float = 20.0, device: int = 0) -> dict:
+def wait_health(bed: Bed, wanted: dict, timeout: float = 20.0, device: int = 0) -> dict:
     """Poll until every host in ``wanted`` reports its wanted answer (or time runs out); what was seen."""
     deadline = time.monotonic() + timeout
     while True:

@@ -46,7 +46,9 @@ def test_each_host_has_its_own_hccn_conf(bed: Bed) -> None:
     content = "address_0=198.19.0.{{ ascend_bed_host_index }}\nnetmask_0=255.255.255.0\n"
     try:
         results = run_adhoc(
-            "ascend", "ansible.builtin.copy", {"dest": "/etc/hccn.conf", "content": content, "mode": "0640"},
+            "ascend",
+            "ansible.builtin.copy",
+            {"dest": "/etc/hccn.conf", "content": content, "mode": "0640"},
             inventory=bed.inventory,
         )
         assert all(r["_status"] in ("CHANGED", "SUCCESS") for r in results.values()), results
@@ -106,9 +108,9 @@ def test_hosts_cannot_get_out(bed: Bed, command: list, expected: str | None) -> 
 def test_topology_is_exactly_as_documented(bed: Bed) -> None:
     """No uplink anywhere: each namespace holds only the bed's own links and addresses."""
     p, devices = bed.prefix, [f"eth{d}" for d in range(8)]
-    assert bed_status(p)["objects"] == sorted(
-        [f"{p}-fab", f"{p}-h1", f"{p}-h2", f"{p}-h3"]
-    ) + sorted([f"{p}-h1m", f"{p}-h2m", f"{p}-h3m", f"{p}-m"])
+    assert bed_status(p)["objects"] == sorted([f"{p}-fab", f"{p}-h1", f"{p}-h2", f"{p}-h3"]) + sorted(
+        [f"{p}-h1m", f"{p}-h2m", f"{p}-h3m", f"{p}-m"]
+    )
     for host in bed.hosts:
         assert sorted(bed.exec(host, "ls", "/sys/class/net").stdout.split()) == sorted(devices + ["lo", "mgmt0"])
         links = json.loads(bed.exec(host, "ip", "-j", "addr", "show").stdout)

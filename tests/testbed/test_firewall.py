@@ -56,8 +56,13 @@ def clean_ufw(fw_bed: Bed) -> Iterator[None]:
 
     def reset() -> None:
         for host in fw_bed.hosts:
-            fw_bed.exec(host, "sh", "-c", "ufw --force reset >/dev/null && rm -f /etc/ufw/*.rules.2* "
-                        "/etc/sysctl.d/60-ascend-hccl-ports.conf && echo > /proc/sys/net/ipv4/ip_local_reserved_ports")
+            fw_bed.exec(
+                host,
+                "sh",
+                "-c",
+                "ufw --force reset >/dev/null && rm -f /etc/ufw/*.rules.2* "
+                "/etc/sysctl.d/60-ascend-hccl-ports.conf && echo > /proc/sys/net/ipv4/ip_local_reserved_ports",
+            )
 
     reset()
     yield
@@ -111,12 +116,18 @@ def test_open_ports_keeps_ufw_up_with_only_the_training_ports(fw_bed, play, clea
 
 def test_open_ports_adds_only_what_is_missing_and_keeps_other_reservations(fw_bed, play, clean_ufw):
     fw_bed.exec("h2", "sh", "-c", "ufw allow 22/tcp && echo 1000-1010 > /proc/sys/net/ipv4/ip_local_reserved_ports")
-    result = run(play, fw_bed, limit="h2", ascend_firewall_mode="open_ports", ascend_firewall_hccl_port_count=32,
-                 ascend_firewall_master_ports=[29500], ascend_firewall_extra_ports=["6006-6007"])
+    result = run(
+        play,
+        fw_bed,
+        limit="h2",
+        ascend_firewall_mode="open_ports",
+        ascend_firewall_hccl_port_count=32,
+        ascend_firewall_master_ports=[29500],
+        ascend_firewall_extra_ports=["6006-6007"],
+    )
     assert result.rc == 0, result
     assert "ran: ufw allow 60000:60031/tcp; ufw allow 29500/tcp; ufw allow 6006:6007/tcp; ufw --force enable" in result.stdout
-    assert ufw(fw_bed, "h2")[1] == ["ufw allow 22/tcp", "ufw allow 60000:60031/tcp", "ufw allow 29500/tcp",
-                                    "ufw allow 6006:6007/tcp"]
+    assert ufw(fw_bed, "h2")[1] == ["ufw allow 22/tcp", "ufw allow 60000:60031/tcp", "ufw allow 29500/tcp", "ufw allow 6006:6007/tcp"]
     assert reserved(fw_bed, "h2") == "1000-1010,60000-60031"
 
 
@@ -140,10 +151,15 @@ def test_disable_stops_firewalld_through_systemctl(fw_bed, play, firewalld_h1):
 
 
 def test_open_ports_starts_firewalld_and_opens_saved_and_running_ports(fw_bed, play, firewalld_h1):
-    standin_host.install(fw_bed, "h1", active=False, enabled=False, permanent={"public": [], "trusted": ["22/tcp"]},
-                         runtime={"public": [], "trusted": []})
-    extra = {"ascend_firewall_backend": "firewalld", "ascend_firewall_mode": "open_ports",
-             "ascend_firewall_firewalld_zone": "trusted", "ascend_firewall_reserve_hccl_ports": False}
+    standin_host.install(
+        fw_bed, "h1", active=False, enabled=False, permanent={"public": [], "trusted": ["22/tcp"]}, runtime={"public": [], "trusted": []}
+    )
+    extra = {
+        "ascend_firewall_backend": "firewalld",
+        "ascend_firewall_mode": "open_ports",
+        "ascend_firewall_firewalld_zone": "trusted",
+        "ascend_firewall_reserve_hccl_ports": False,
+    }
     checked = run(play, fw_bed, limit="h1", check=True, **extra)
     assert checked.rc == 0, checked
     assert standin_host.state(fw_bed, "h1")["active"] is False, "check mode started firewalld"

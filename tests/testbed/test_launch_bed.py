@@ -35,8 +35,7 @@ def launch_bed(bed):
     """The session bed with device IPs on every host, and a run root on the shared /var/tmp."""
     for index, host in enumerate(bed.hosts, start=1):
         for device in range(8):
-            bed.exec(host, "hccn_tool", "-i", str(device), "-ip", "-s", "address", f"198.19.{device}.{index}",
-                     "netmask", "255.255.255.0")
+            bed.exec(host, "hccn_tool", "-i", str(device), "-ip", "-s", "address", f"198.19.{device}.{index}", "netmask", "255.255.255.0")
     root = Path(tempfile.mkdtemp(prefix="launch-bed-", dir="/var/tmp"))
     return bed, root
 
@@ -65,9 +64,18 @@ def states(launch_bed, job_id):
 def test_pytorch_gloo_16_ranks_on_two_servers(launch_bed):
     bed, root = launch_bed
     assert TORCH_PYTHON.exists(), "build/torch-venv is missing: run `make torch-venv`"
-    res = run_playbook(TRAIN, bed.inventory, timeout=1500, extra_vars=bed_vars(
-        launch_bed, "gloo", framework="pytorch", train_command=f"{TORCH_PYTHON} {GLOO} --steps 15",
-        ascend_train_env={"GLOO_SOCKET_IFNAME": "mgmt0", "OMP_NUM_THREADS": "1"}))
+    res = run_playbook(
+        TRAIN,
+        bed.inventory,
+        timeout=1500,
+        extra_vars=bed_vars(
+            launch_bed,
+            "gloo",
+            framework="pytorch",
+            train_command=f"{TORCH_PYTHON} {GLOO} --steps 15",
+            ascend_train_env={"GLOO_SOCKET_IFNAME": "mgmt0", "OMP_NUM_THREADS": "1"},
+        ),
+    )
     assert res.rc == 0, str(res)
     ranks = states(launch_bed, "gloo")
     assert sorted(ranks) == list(range(16)) and all(s["rc"] == 0 for s in ranks.values())
@@ -87,8 +95,11 @@ def test_pytorch_gloo_16_ranks_on_two_servers(launch_bed):
 
 def test_failing_rank_stops_both_servers(launch_bed):
     bed, _root = launch_bed
-    res = run_playbook(TRAIN, bed.inventory, extra_vars=bed_vars(
-        launch_bed, "failing", ascend_train_env={"STEPS": "600", "STEP_S": "0.1", "FAIL_RANK": "3", "FAIL_STEP": "20"}))
+    res = run_playbook(
+        TRAIN,
+        bed.inventory,
+        extra_vars=bed_vars(launch_bed, "failing", ascend_train_env={"STEPS": "600", "STEP_S": "0.1", "FAIL_RANK": "3", "FAIL_STEP": "20"}),
+    )
     assert res.rc != 0
     assert f"rank 3 (server {bed.mgmt_ip('h1')}, device 3) failed first: exit code 1" in res.stdout, str(res)
     ranks = states(launch_bed, "failing")
@@ -101,13 +112,13 @@ def test_failing_rank_stops_both_servers(launch_bed):
 
 def test_wait_false_then_stop_from_a_new_controller(launch_bed):
     bed, _root = launch_bed
-    res = run_playbook(TRAIN, bed.inventory, extra_vars=bed_vars(
-        launch_bed, "detached", wait=False, ascend_train_env={"STEPS": "100000", "STEP_S": "0.5"}))
+    res = run_playbook(
+        TRAIN, bed.inventory, extra_vars=bed_vars(launch_bed, "detached", wait=False, ascend_train_env={"STEPS": "100000", "STEP_S": "0.5"})
+    )
     assert res.rc == 0, str(res)
     ranks = states(launch_bed, "detached")
     assert len(ranks) == 16
-    stop = run_playbook(STOP, bed.inventory, extra_vars={"ascend_hosts": "h1,h2",
-                                                         "ascend_launch_job_root": "/run/ascend-cluster/jobs"})
+    stop = run_playbook(STOP, bed.inventory, extra_vars={"ascend_hosts": "h1,h2", "ascend_launch_job_root": "/run/ascend-cluster/jobs"})
     assert stop.rc == 0, str(stop)
     ranks = states(launch_bed, "detached")
     assert all(s["phase"] in ("exited", "aborted") for s in ranks.values()), ranks
@@ -116,8 +127,9 @@ def test_wait_false_then_stop_from_a_new_controller(launch_bed):
 
 def test_np8_runs_four_ranks_on_each_server(launch_bed):
     bed, root = launch_bed
-    res = run_playbook(TRAIN, bed.inventory, extra_vars=bed_vars(
-        launch_bed, "np8", np=8, framework="pytorch", ascend_train_env={"STEPS": "1"}))
+    res = run_playbook(
+        TRAIN, bed.inventory, extra_vars=bed_vars(launch_bed, "np8", np=8, framework="pytorch", ascend_train_env={"STEPS": "1"})
+    )
     assert res.rc == 0, str(res)
     ranks = states(launch_bed, "np8")
     assert sorted(ranks) == list(range(8)) and all(s["rc"] == 0 for s in ranks.values())
@@ -143,8 +155,9 @@ def test_leftover_process_blocks_launch_until_kill_stale(launch_bed):
         assert not (root / "runs" / "blocked").exists()
         assert alive(leftover)
 
-        cleared = run_playbook(TRAIN, bed.inventory, extra_vars=bed_vars(
-            launch_bed, "cleared", kill_stale=True, ascend_train_env={"STEPS": "1"}))
+        cleared = run_playbook(
+            TRAIN, bed.inventory, extra_vars=bed_vars(launch_bed, "cleared", kill_stale=True, ascend_train_env={"STEPS": "1"})
+        )
         assert cleared.rc == 0, str(cleared)
         assert not alive(leftover)
         assert sorted(states(launch_bed, "cleared")) == list(range(16))
@@ -158,18 +171,23 @@ def test_interrupted_controller_then_stop_leaves_nothing(launch_bed):
     extra = bed_vars(launch_bed, "interrupted", ascend_train_env={"STEPS": "100000", "STEP_S": "0.5"})
     controller = subprocess.Popen(
         [str(BIN_DIR / "ansible-playbook"), str(TRAIN), "-i", str(bed.inventory), "-e", json.dumps(extra)],
-        cwd=REPO_ROOT, env=ansible_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        cwd=REPO_ROOT,
+        env=ansible_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
-        wait_for(lambda: sum(s.get("phase") == "running" for s in states(launch_bed, "interrupted").values()) == 16,
-                 300, "16 ranks running")
+        wait_for(
+            lambda: sum(s.get("phase") == "running" for s in states(launch_bed, "interrupted").values()) == 16, 300, "16 ranks running"
+        )
     finally:
         os.killpg(controller.pid, signal.SIGKILL)  # the controller dies without cleaning up
         controller.wait()
     ranks = states(launch_bed, "interrupted")
     pids = [s["pid"] for s in ranks.values()] + [s["runner_pid"] for s in ranks.values()]
     assert all(alive(s["pid"]) for s in ranks.values())
-    stop = run_playbook(STOP, bed.inventory, extra_vars={"ascend_hosts": "h1,h2",
-                                                         "ascend_launch_job_root": "/run/ascend-cluster/jobs"})
+    stop = run_playbook(STOP, bed.inventory, extra_vars={"ascend_hosts": "h1,h2", "ascend_launch_job_root": "/run/ascend-cluster/jobs"})
     assert stop.rc == 0, str(stop)
     assert not any(alive(p) for p in pids)
     assert all(s["phase"] in ("exited", "aborted") for s in states(launch_bed, "interrupted").values())

@@ -75,9 +75,7 @@ def test_inventory_is_valid_yaml_with_what_ansible_needs() -> None:
     layout = Layout("ab12cd", hosts=3, mgmt_index=2)
     inv = yaml.safe_load(files.inventory(layout))
     group = inv["ascend"]
-    assert {h: v["ansible_host"] for h, v in group["hosts"].items()} == {
-        "h1": "198.18.2.11", "h2": "198.18.2.12", "h3": "198.18.2.13"
-    }
+    assert {h: v["ansible_host"] for h, v in group["hosts"].items()} == {"h1": "198.18.2.11", "h2": "198.18.2.12", "h3": "198.18.2.13"}
     v = group["vars"]
     assert v["ansible_user"] == "root" and v["ansible_python_interpreter"] == "/usr/bin/python3"
     assert v["ansible_ssh_private_key_file"] == "/var/tmp/ascend-bed-ab12cd/id_ed25519"
@@ -90,9 +88,14 @@ def test_inventory_is_valid_yaml_with_what_ansible_needs() -> None:
 def test_sshd_config_is_key_only_on_the_management_address() -> None:
     text = files.sshd_config(Layout("ab12cd", hosts=2), "h2")
     lines = set(text.splitlines())
-    for wanted in ("ListenAddress 198.18.0.12:22", "UsePAM no", "PasswordAuthentication no",
-                   "PermitRootLogin prohibit-password", "KbdInteractiveAuthentication no",
-                   "HostKey /var/tmp/ascend-bed-ab12cd/h2/ssh_host_ed25519_key"):
+    for wanted in (
+        "ListenAddress 198.18.0.12:22",
+        "UsePAM no",
+        "PasswordAuthentication no",
+        "PermitRootLogin prohibit-password",
+        "KbdInteractiveAuthentication no",
+        "HostKey /var/tmp/ascend-bed-ab12cd/h2/ssh_host_ed25519_key",
+    ):
         assert wanted in lines, wanted
 
 

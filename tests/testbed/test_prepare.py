@@ -38,8 +38,9 @@ def host_state(bed: Bed, host: str) -> dict[str, str]:
 
 
 def problem_lines(stdout: str) -> list[str]:
-    return sorted({line.strip().strip('",') for line in stdout.splitlines()
-                   if line.strip().startswith('"h') and " device " in line and " - " in line})
+    return sorted(
+        {line.strip().strip('",') for line in stdout.splitlines() if line.strip().startswith('"h') and " device " in line and " - " in line}
+    )
 
 
 def test_a_fresh_bed_is_prepared_in_one_run_and_the_second_run_changes_nothing(fresh_bed):
@@ -48,8 +49,7 @@ def test_a_fresh_bed_is_prepared_in_one_run_and_the_second_run_changes_nothing(f
     assert first.stdout.count("  Success  198.19.0.") == 24, first  # 3 servers x 8 devices healthy
     tables = [json.loads(fresh_bed.exec(h, "cat", "/etc/ascend/rank_table.json").stdout) for h in fresh_bed.hosts]
     assert tables[0] == tables[1] == tables[2]
-    assert [d["device_ip"] for s in tables[0]["server_list"] for d in s["device"]] == [
-        f"198.19.0.{11 + i}" for i in range(24)]
+    assert [d["device_ip"] for s in tables[0]["server_list"] for d in s["device"]] == [f"198.19.0.{11 + i}" for i in range(24)]
     mode = fresh_bed.exec("h2", "stat", "-c", "%a", "/etc/ascend/rank_table.json").stdout.strip()
     assert mode == "644"
     assert fresh_bed.exec("h3", "ufw", "status").stdout.startswith("Status: active")
@@ -75,8 +75,8 @@ def test_a_cut_link_fails_the_health_stage_naming_exactly_that_server_and_device
         fresh_bed.restore("h2", 5)
     assert result.rc != 0, result
     assert problem_lines(result.stdout) == [
-        "h2 device 5: link DOWN - check the optics/cable of NPU 5 (eth5) and its switch port; "
-        "h1 device 5 probing it fail(s) because of it"]
+        "h2 device 5: link DOWN - check the optics/cable of NPU 5 (eth5) and its switch port; h1 device 5 probing it fail(s) because of it"
+    ]
     assert "TASK [ascend.cluster.net_health : Fail naming each bad device]" in result.stdout
     assert "TASK [ascend.cluster.rank_table" not in result.stdout.split("Fail naming each bad device")[1]
     # Healed means the restored link answers again (carrier and the peer's probe), as an operator
@@ -91,8 +91,11 @@ def test_a_duplicate_ip_in_the_plan_fails_before_any_host_changed(fresh_bed):
     before = {h: host_state(fresh_bed, h) for h in fresh_bed.hosts}
     # Every host's explicit list claims 198.19.0.200 for its device 0: a new address (so a host
     # that went ahead would change), and the firewall stage has work too (32 HCCL ports).
-    dup = {**PREPARE_VARS, "ascend_firewall_hccl_port_count": 32,
-           "ascend_device_ips": [{"device_id": 0, "address": "198.19.0.200", "netmask": "255.255.255.0"}]}
+    dup = {
+        **PREPARE_VARS,
+        "ascend_firewall_hccl_port_count": 32,
+        "ascend_device_ips": [{"device_id": 0, "address": "198.19.0.200", "netmask": "255.255.255.0"}],
+    }
     result = run_playbook(PREPARE, fresh_bed.inventory, extra_vars=dup)
     assert result.rc != 0, result
     assert "address 198.19.0.200 is planned 3 times: h1 device 0, h2 device 0, h3 device 0" in result.stdout

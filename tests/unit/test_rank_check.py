@@ -38,10 +38,20 @@ def table_v1(servers=((HERE, (0, 1)), (THERE, (0, 1))), status="completed", **ex
 
 
 def table_template2():
-    return {"status": "completed", "group_count": "1", "group_list": [{"group_name": "", "instance_count": "2", "instance_list": [
-        {"devices": [{"device_id": "4", "device_ip": "198.19.0.5"}], "rank_id": "0", "server_id": HERE},
-        {"devices": [{"device_id": "5", "device_ip": "198.19.0.6"}], "rank_id": "1", "server_id": HERE},
-    ]}]}
+    return {
+        "status": "completed",
+        "group_count": "1",
+        "group_list": [
+            {
+                "group_name": "",
+                "instance_count": "2",
+                "instance_list": [
+                    {"devices": [{"device_id": "4", "device_ip": "198.19.0.5"}], "rank_id": "0", "server_id": HERE},
+                    {"devices": [{"device_id": "5", "device_ip": "198.19.0.6"}], "rank_id": "1", "server_id": HERE},
+                ],
+            }
+        ],
+    }
 
 
 @pytest.fixture
@@ -50,6 +60,7 @@ def write(tmp_path):
         path = tmp_path / name
         path.write_text(table if isinstance(table, str) else json.dumps(table))
         return str(path)
+
     return _write
 
 
@@ -91,30 +102,44 @@ def test_a_correct_pytorch_rank_passes_the_pytorch_checks_too(write):
 
 def test_template2_and_mindspore_legacy_read_the_old_variable(write):
     path = write(table_template2())
-    env = {"MINDSPORE_HCCL_CONFIG_PATH": path, "RANK_TABLE_FILE": "/nonexistent", "RANK_ID": "1", "RANK_SIZE": "2",
-           "DEVICE_ID": "5", "DEVICE_NUM": "2"}
+    env = {
+        "MINDSPORE_HCCL_CONFIG_PATH": path,
+        "RANK_TABLE_FILE": "/nonexistent",
+        "RANK_ID": "1",
+        "RANK_SIZE": "2",
+        "DEVICE_ID": "5",
+        "DEVICE_NUM": "2",
+    }
     found = results(env, framework="mindspore_legacy")
     assert failed(found) == {}
     assert found["rank_table"][1].startswith(f"MINDSPORE_HCCL_CONFIG_PATH={path}")
-    assert failed(results(env)) == {"rank_table": "RANK_TABLE_FILE=/nonexistent: cannot read /nonexistent: "
-                                                  "[Errno 2] No such file or directory: '/nonexistent'"}
+    assert failed(results(env)) == {
+        "rank_table": "RANK_TABLE_FILE=/nonexistent: cannot read /nonexistent: [Errno 2] No such file or directory: '/nonexistent'"
+    }
 
 
-@pytest.mark.parametrize("table, message", [
-    ("{not json", "cannot read"),
-    ("[1, 2]", "is not a JSON object"),
-    (table_v1(status="initializing"), "status is 'initializing', HCCL waits for 'completed'"),
-    (table_v1(server_count="3"), "server_count 3 but 2 entries in server_list"),
-    ({"status": "completed", "server_list": []}, "server_list is missing or empty"),
-    ({"status": "completed", "server_list": [{"server_id": HERE}]}, "a server_list entry has no device list"),
-    ({"status": "completed", "group_list": []}, "group_list has no instances"),
-    ({"status": "completed", "server_list": [{"server_id": HERE, "device": [{"device_id": "x", "rank_id": "0"}]}]},
-     "malformed device entry"),
-    ({"status": "completed", "server_list": [{"device": [{"device_id": "0", "rank_id": "0"}]}]}, "rank 0 has no server_id"),
-    (table_v1(servers=((HERE, (0, 1)),)) | {"server_list": [{"server_id": HERE, "device": [
-        {"device_id": "0", "rank_id": "0"}, {"device_id": "1", "rank_id": "0"}]}]},
-     "rank ids [0, 0] are not 0..1 once each"),
-])
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        ("{not json", "cannot read"),
+        ("[1, 2]", "is not a JSON object"),
+        (table_v1(status="initializing"), "status is 'initializing', HCCL waits for 'completed'"),
+        (table_v1(server_count="3"), "server_count 3 but 2 entries in server_list"),
+        ({"status": "completed", "server_list": []}, "server_list is missing or empty"),
+        ({"status": "completed", "server_list": [{"server_id": HERE}]}, "a server_list entry has no device list"),
+        ({"status": "completed", "group_list": []}, "group_list has no instances"),
+        (
+            {"status": "completed", "server_list": [{"server_id": HERE, "device": [{"device_id": "x", "rank_id": "0"}]}]},
+            "malformed device entry",
+        ),
+        ({"status": "completed", "server_list": [{"device": [{"device_id": "0", "rank_id": "0"}]}]}, "rank 0 has no server_id"),
+        (
+            table_v1(servers=((HERE, (0, 1)),))
+            | {"server_list": [{"server_id": HERE, "device": [{"device_id": "0", "rank_id": "0"}, {"device_id": "1", "rank_id": "0"}]}]},
+            "rank ids [0, 0] are not 0..1 once each",
+        ),
+    ],
+)
 def test_a_table_hccl_would_refuse_fails_and_the_rest_is_skipped(write, table, message):
     found = results(env_for(write(table)))
     assert found["rank_table"][0] == rc.FAIL
@@ -131,15 +156,18 @@ def test_no_table_variable(write):
     assert failed(results(env, framework="mindspore_legacy"))["rank_table"] == "MINDSPORE_HCCL_CONFIG_PATH is not set"
 
 
-@pytest.mark.parametrize("override, check, detail", [
-    ({"size": 3}, "rank_size", "RANK_SIZE=3, 4 ranks in the table"),
-    ({"size": "four"}, "rank_size", "RANK_SIZE=four, 4 ranks in the table"),
-    ({"rank": 9}, "rank_id", "RANK_ID=9: no such rank in the table"),
-    ({"device": 0}, "device_id", "table device 1, DEVICE_ID=0"),
-    ({"device": None}, "device_id", "table device 1, DEVICE_ID=None"),
-    ({"ASCEND_DEVICE_ID": 3}, "device_id", "table device 1, DEVICE_ID=1, ASCEND_DEVICE_ID=3"),
-    ({"DEVICE_NUM": 8}, "device_num", "DEVICE_NUM=8, 2 devices of this server in the table"),
-])
+@pytest.mark.parametrize(
+    "override, check, detail",
+    [
+        ({"size": 3}, "rank_size", "RANK_SIZE=3, 4 ranks in the table"),
+        ({"size": "four"}, "rank_size", "RANK_SIZE=four, 4 ranks in the table"),
+        ({"rank": 9}, "rank_id", "RANK_ID=9: no such rank in the table"),
+        ({"device": 0}, "device_id", "table device 1, DEVICE_ID=0"),
+        ({"device": None}, "device_id", "table device 1, DEVICE_ID=None"),
+        ({"ASCEND_DEVICE_ID": 3}, "device_id", "table device 1, DEVICE_ID=1, ASCEND_DEVICE_ID=3"),
+        ({"DEVICE_NUM": 8}, "device_num", "DEVICE_NUM=8, 2 devices of this server in the table"),
+    ],
+)
 def test_each_environment_mismatch_names_its_check(write, override, check, detail):
     found = results(env_for(write(table_v1()), **override))
     assert failed(found) == {check: detail}
@@ -177,14 +205,17 @@ def test_device_ip_is_needed_with_two_servers_only(write):
     assert failed(found) == {} and found["device_ip"] == (rc.PASS, "device_ip missing (1 servers)")
 
 
-@pytest.mark.parametrize("override, check, detail", [
-    ({"RANK": 2}, "rank", "RANK=2, RANK_ID=1"),
-    ({"RANK": None}, "rank", "RANK=None, RANK_ID=1"),
-    ({"WORLD_SIZE": 8}, "world_size", "WORLD_SIZE=8, RANK_SIZE=4"),
-    ({"MASTER_ADDR": THERE}, "master_addr", "MASTER_ADDR=127.0.1.2, rank 0's server is 127.0.1.1"),
-    ({"LOCAL_RANK": 0}, "local_rank", "LOCAL_RANK=0, the table makes this rank number 1 of its server"),
-    ({"LOCAL_RANK": None}, "local_rank", "LOCAL_RANK=None, the table makes this rank number 1 of its server"),
-])
+@pytest.mark.parametrize(
+    "override, check, detail",
+    [
+        ({"RANK": 2}, "rank", "RANK=2, RANK_ID=1"),
+        ({"RANK": None}, "rank", "RANK=None, RANK_ID=1"),
+        ({"WORLD_SIZE": 8}, "world_size", "WORLD_SIZE=8, RANK_SIZE=4"),
+        ({"MASTER_ADDR": THERE}, "master_addr", "MASTER_ADDR=127.0.1.2, rank 0's server is 127.0.1.1"),
+        ({"LOCAL_RANK": 0}, "local_rank", "LOCAL_RANK=0, the table makes this rank number 1 of its server"),
+        ({"LOCAL_RANK": None}, "local_rank", "LOCAL_RANK=None, the table makes this rank number 1 of its server"),
+    ],
+)
 def test_each_pytorch_mismatch_names_its_check(write, override, check, detail):
     assert failed(results(pytorch_env(write(table_v1()), **override), framework="pytorch")) == {check: detail}
 

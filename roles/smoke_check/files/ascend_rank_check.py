@@ -84,8 +84,12 @@ def load_table(path):
     ranks = []
     for device, server_id, rank_id in raw:
         try:
-            entry = {"rank_id": int(rank_id), "device_id": int(device.get("device_id")),
-                     "device_ip": str(device.get("device_ip") or ""), "server_id": str(server_id or "")}
+            entry = {
+                "rank_id": int(rank_id),
+                "device_id": int(device.get("device_id")),
+                "device_ip": str(device.get("device_ip") or ""),
+                "server_id": str(server_id or ""),
+            }
         except (TypeError, ValueError, AttributeError):
             raise TableError("malformed device entry %r (server %s)" % (device, server_id))
         if not entry["server_id"]:
@@ -93,8 +97,10 @@ def load_table(path):
         ranks.append(entry)
     ranks.sort(key=lambda e: e["rank_id"])
     if [e["rank_id"] for e in ranks] != list(range(len(ranks))):
-        raise TableError("rank ids %s are not 0..%d once each (HCCL: 'The rank_id in the ranktable must start "
-                         "from 0 or it is used repeatedly')" % ([e["rank_id"] for e in ranks], len(ranks) - 1))
+        raise TableError(
+            "rank ids %s are not 0..%d once each (HCCL: 'The rank_id in the ranktable must start "
+            "from 0 or it is used repeatedly')" % ([e["rank_id"] for e in ranks], len(ranks) - 1)
+        )
     return ranks
 
 
@@ -125,7 +131,7 @@ def _int(env, name):
         return None
 
 
-class Checks(object):
+class Checks:
     """Collects ``(status, name, detail)`` in order; a check whose needs failed is SKIPped."""
 
     def __init__(self):
@@ -163,20 +169,33 @@ def _check_table(checks, env, framework):
 
 def _check_pytorch(checks, env, ranks, entry):
     """RANK, WORLD_SIZE, MASTER_ADDR and LOCAL_RANK against RANK_ID, RANK_SIZE and the table."""
-    checks.add("rank", env.get("RANK") is not None and env.get("RANK") == env.get("RANK_ID"),
-               "RANK=%s, RANK_ID=%s" % (env.get("RANK"), env.get("RANK_ID")))
-    checks.add("world_size", env.get("WORLD_SIZE") is not None and env.get("WORLD_SIZE") == env.get("RANK_SIZE"),
-               "WORLD_SIZE=%s, RANK_SIZE=%s" % (env.get("WORLD_SIZE"), env.get("RANK_SIZE")))
+    checks.add(
+        "rank",
+        env.get("RANK") is not None and env.get("RANK") == env.get("RANK_ID"),
+        "RANK=%s, RANK_ID=%s" % (env.get("RANK"), env.get("RANK_ID")),
+    )
+    checks.add(
+        "world_size",
+        env.get("WORLD_SIZE") is not None and env.get("WORLD_SIZE") == env.get("RANK_SIZE"),
+        "WORLD_SIZE=%s, RANK_SIZE=%s" % (env.get("WORLD_SIZE"), env.get("RANK_SIZE")),
+    )
     master = ranks[0]["server_id"] if ranks else None
-    checks.add("master_addr", env.get("MASTER_ADDR") == master,
-               "MASTER_ADDR=%s, rank 0's server is %s" % (env.get("MASTER_ADDR"), master), needs=["rank_table"])
+    checks.add(
+        "master_addr",
+        env.get("MASTER_ADDR") == master,
+        "MASTER_ADDR=%s, rank 0's server is %s" % (env.get("MASTER_ADDR"), master),
+        needs=["rank_table"],
+    )
     local = None
     if entry is not None:
         mine = [e["rank_id"] for e in ranks if e["server_id"] == entry["server_id"]]
         local = mine.index(entry["rank_id"])
-    checks.add("local_rank", _int(env, "LOCAL_RANK") == local,
-               "LOCAL_RANK=%s, the table makes this rank number %s of its server" % (env.get("LOCAL_RANK"), local),
-               needs=["rank_id"])
+    checks.add(
+        "local_rank",
+        _int(env, "LOCAL_RANK") == local,
+        "LOCAL_RANK=%s, the table makes this rank number %s of its server" % (env.get("LOCAL_RANK"), local),
+        needs=["rank_id"],
+    )
 
 
 def run_checks(env, framework="mindspore", is_local=local_address):
@@ -184,31 +203,45 @@ def run_checks(env, framework="mindspore", is_local=local_address):
     checks = Checks()
     ranks = _check_table(checks, env, framework) or []
     size = _int(env, "RANK_SIZE")
-    checks.add("rank_size", size == len(ranks),
-               "RANK_SIZE=%s, %d ranks in the table" % (env.get("RANK_SIZE"), len(ranks)), needs=["rank_table"])
+    checks.add(
+        "rank_size", size == len(ranks), "RANK_SIZE=%s, %d ranks in the table" % (env.get("RANK_SIZE"), len(ranks)), needs=["rank_table"]
+    )
     rank_id = _int(env, "RANK_ID")
     entry = next((e for e in ranks if e["rank_id"] == rank_id), None)
-    checks.add("rank_id", entry is not None,
-               "RANK_ID=%s: %s" % (env.get("RANK_ID"), "server %s device %s" % (entry["server_id"], entry["device_id"])
-                                   if entry else "no such rank in the table"),
-               needs=["rank_table"])
+    checks.add(
+        "rank_id",
+        entry is not None,
+        "RANK_ID=%s: %s"
+        % (env.get("RANK_ID"), "server %s device %s" % (entry["server_id"], entry["device_id"]) if entry else "no such rank in the table"),
+        needs=["rank_table"],
+    )
     entry = entry or {}
     names = ["DEVICE_ID"] + (["ASCEND_DEVICE_ID"] if "ASCEND_DEVICE_ID" in env else [])
-    checks.add("device_id", all(_int(env, name) == entry.get("device_id") for name in names),
-               "table device %s, %s" % (entry.get("device_id"), ", ".join("%s=%s" % (n, env.get(n)) for n in names)),
-               needs=["rank_id"])
-    ok, why = (is_local(entry["server_id"]) if entry else (False, ""))
+    checks.add(
+        "device_id",
+        all(_int(env, name) == entry.get("device_id") for name in names),
+        "table device %s, %s" % (entry.get("device_id"), ", ".join("%s=%s" % (n, env.get(n)) for n in names)),
+        needs=["rank_id"],
+    )
+    ok, why = is_local(entry["server_id"]) if entry else (False, "")
     where = "is this machine" if ok else "is not an address of this machine (%s)" % why
     checks.add("server_id", ok, "server %s %s" % (entry.get("server_id"), where), needs=["rank_id"])
     servers = len(set(e["server_id"] for e in ranks))
     need = ": HCCL needs it" if servers > 1 else ""
-    checks.add("device_ip", servers < 2 or bool(entry.get("device_ip")),
-               "device_ip %s (%d servers%s)" % (entry.get("device_ip") or "missing", servers, need), needs=["rank_id"])
+    checks.add(
+        "device_ip",
+        servers < 2 or bool(entry.get("device_ip")),
+        "device_ip %s (%d servers%s)" % (entry.get("device_ip") or "missing", servers, need),
+        needs=["rank_id"],
+    )
     if "DEVICE_NUM" in env:
         count = len([e for e in ranks if e["server_id"] == entry.get("server_id")])
-        checks.add("device_num", _int(env, "DEVICE_NUM") == count,
-                   "DEVICE_NUM=%s, %d devices of this server in the table" % (env["DEVICE_NUM"], count),
-                   needs=["rank_id"])
+        checks.add(
+            "device_num",
+            _int(env, "DEVICE_NUM") == count,
+            "DEVICE_NUM=%s, %d devices of this server in the table" % (env["DEVICE_NUM"], count),
+            needs=["rank_id"],
+        )
     if framework == "pytorch":
         _check_pytorch(checks, env, ranks, entry or None)
     return checks.results
@@ -217,9 +250,19 @@ def run_checks(env, framework="mindspore", is_local=local_address):
 def verdict(results, env):
     """The summary's machine-readable line."""
     failed = [{"check": name, "detail": detail} for status, name, detail in results if status == FAIL]
-    return "%s %s" % (VERDICT, json.dumps({
-        "ok": not failed, "rank_id": env.get("RANK_ID"), "device_id": env.get("DEVICE_ID"),
-        "passed": len([r for r in results if r[0] == PASS]), "failed": failed}, sort_keys=True))
+    return "%s %s" % (
+        VERDICT,
+        json.dumps(
+            {
+                "ok": not failed,
+                "rank_id": env.get("RANK_ID"),
+                "device_id": env.get("DEVICE_ID"),
+                "passed": len([r for r in results if r[0] == PASS]),
+                "failed": failed,
+            },
+            sort_keys=True,
+        ),
+    )
 
 
 def main(argv=None, env=None, out=None):

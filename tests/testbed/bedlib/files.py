@@ -58,8 +58,23 @@ def sim_init_argv(layout: Layout, host: str, repo: Path) -> list:
     """The two commands that install the simulator on ``host`` (run inside its namespaces)."""
     sim = str(sim_path(repo))
     return [
-        [SIM_PYTHON, sim, "init", "--state", "/etc/ascend-sim", "--mode", "bed", "--chip", layout.chip,
-         "--devices", str(layout.devices), "--hccn-conf", "/etc/hccn.conf", "--host-id", host],
+        [
+            SIM_PYTHON,
+            sim,
+            "init",
+            "--state",
+            "/etc/ascend-sim",
+            "--mode",
+            "bed",
+            "--chip",
+            layout.chip,
+            "--devices",
+            str(layout.devices),
+            "--hccn-conf",
+            "/etc/hccn.conf",
+            "--host-id",
+            host,
+        ],
         [SIM_PYTHON, sim, "install", "--bin-dir", "/usr/local/bin", "--python", SIM_PYTHON],
     ]
 
@@ -116,8 +131,11 @@ def inventory(layout: Layout) -> str:
     j = json.dumps
     out = [HEADER.format(prefix=layout.prefix), "ascend:\n", "  hosts:\n"]
     for h in layout.host_names:
-        out += [f"    {h}:\n", f"      ansible_host: {j(str(layout.mgmt_ip(h)))}\n",
-                f"      ascend_bed_host_index: {layout.host_index(h)}\n"]
+        out += [
+            f"    {h}:\n",
+            f"      ansible_host: {j(str(layout.mgmt_ip(h)))}\n",
+            f"      ascend_bed_host_index: {layout.host_index(h)}\n",
+        ]
     bed_vars: Dict[str, object] = {
         "ansible_user": "root",
         "ansible_port": SSH_PORT,

@@ -52,12 +52,27 @@ def start(layout: Layout, host: str) -> subprocess.Popen:
     ``ip netns exec`` and ``unshare`` exec (no fork), so the returned PID ends up being sshd's.
     """
     d = layout.host_dir(host)
-    log = open(d / "host.log", "ab")  # noqa: SIM115 - handed over to the child
+    log = open(d / "host.log", "ab")
     try:
         return subprocess.Popen(
-            ["ip", "netns", "exec", layout.host_netns(host),
-             "unshare", "--mount", "--uts", "--propagation", "private", "/bin/sh", str(d / "start.sh")],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
+            [
+                "ip",
+                "netns",
+                "exec",
+                layout.host_netns(host),
+                "unshare",
+                "--mount",
+                "--uts",
+                "--propagation",
+                "private",
+                "/bin/sh",
+                str(d / "start.sh"),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
         )
     finally:
         log.close()

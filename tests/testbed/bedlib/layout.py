@@ -34,9 +34,7 @@ class LayoutError(ValueError):
 
 def check_prefix(prefix: str) -> str:
     if not PREFIX_RE.match(prefix):
-        raise LayoutError(
-            f"bad prefix {prefix!r}: use 2-8 characters, a lowercase letter then letters/digits (e.g. ab12cd)"
-        )
+        raise LayoutError(f"bad prefix {prefix!r}: use 2-8 characters, a lowercase letter then letters/digits (e.g. ab12cd)")
     return prefix
 
 
@@ -66,7 +64,7 @@ class Layout:
             raise LayoutError(f"management network index {self.mgmt_index} is outside 0..255")
 
     @classmethod
-    def naming(cls, prefix: str) -> "Layout":
+    def naming(cls, prefix: str) -> Layout:
         """A layout of the largest shape, for names and paths only (``down`` of any bed)."""
         return cls(prefix, MAX_HOSTS, MAX_DEVICES)
 

@@ -42,10 +42,7 @@ def layout_of(state: dict) -> Layout:
 def health(state: dict) -> Dict[str, bool]:
     """Host name -> its recorded sshd is alive and listening."""
     layout = layout_of(state)
-    return {
-        h: host.is_our_sshd(pid, layout, h) and host.listening(pid, str(layout.mgmt_ip(h)))
-        for h, pid in state["pids"].items()
-    }
+    return {h: host.is_our_sshd(pid, layout, h) and host.listening(pid, str(layout.mgmt_ip(h))) for h, pid in state["pids"].items()}
 
 
 def _write_state(layout: Layout, pids: Dict[str, int], repo: Path, with_sim: bool) -> dict:
@@ -124,7 +121,7 @@ def _down_locked(prefix: str) -> None:
     state = load_state(prefix)
     pids: Dict[str, int] = state["pids"] if state else {}
     # Hosts are found by their netns names too, in case state.json was never written.
-    hosts = set(pids) | {ns[len(prefix) + 1:] for ns in net.bed_netns(prefix) if ns != f"{prefix}-fab"}
+    hosts = set(pids) | {ns[len(prefix) + 1 :] for ns in net.bed_netns(prefix) if ns != f"{prefix}-fab"}
     layout = Layout.naming(prefix)
     for h in sorted(hosts):
         host.stop(layout, h, pids.get(h))
@@ -134,5 +131,5 @@ def _down_locked(prefix: str) -> None:
 
 def list_beds() -> list:
     """Prefixes of beds with a state directory or namespaces on this machine."""
-    prefixes = {p.name[len("ascend-bed-"):] for p in STATE_ROOT.glob("ascend-bed-*") if p.is_dir()}
+    prefixes = {p.name[len("ascend-bed-") :] for p in STATE_ROOT.glob("ascend-bed-*") if p.is_dir()}
     return sorted(prefixes)

@@ -15,10 +15,7 @@ MASK = "255.255.255.0"
 
 
 def seed004_commands(plan, host):
-    return [
-        "hccn_tool -i %d -ip -s address %s netmask %s" % (e["device_id"], e["address"], e["netmask"])
-        for e in plan[host]
-    ]
+    return ["hccn_tool -i %d -ip -s address %s netmask %s" % (e["device_id"], e["address"], e["netmask"]) for e in plan[host]]
 
 
 def test_seed_004_is_reproduced_exactly():
@@ -49,9 +46,7 @@ def test_seed_004_is_reproduced_exactly():
 
 
 def test_smp_gateway_and_peer_netdetect():
-    plan = device_ip_plan(
-        [{"host": "a"}, {"host": "b"}, {"host": "c"}], "smp", SEED_NETS, gateway_host=1, netdetect="peer"
-    )
+    plan = device_ip_plan([{"host": "a"}, {"host": "b"}, {"host": "c"}], "smp", SEED_NETS, gateway_host=1, netdetect="peer")
     assert plan["a"][1]["gateway"] == "192.168.101.1"
     assert plan["a"][1]["netdetect"] == plan["b"][1]["address"] == "192.168.101.111"
     assert plan["c"][5]["netdetect"] == plan["a"][5]["address"] == "192.168.101.100"
@@ -108,18 +103,32 @@ def with_change(host, device, **values):
 
 
 BAD_PLANS = [
-    (with_change("server1", 6, address="192.168.102.100"), {},
-     "address 192.168.102.100 is planned 2 times: server0 device 6, server1 device 6"),
-    (with_change("server0", 0, gateway="192.168.101.1"), {},
-     "server0 device 0: gateway 192.168.101.1 is outside the device subnet 192.168.100.0/24"),
-    (with_change("server0", 2, address="192.168.1.7", netmask="24"), {"layout": None},
-     "server0 device 2: address 192.168.1.7 is in 192.168.1.0/24, reserved"),
-    (with_change("server0", 3, address="192.168.103.255"), {},
-     "server0 device 3: address 192.168.103.255 is the broadcast address of 192.168.103.0/24"),
-    (with_change("server0", 3, address="192.168.103.0"), {},
-     "server0 device 3: address 192.168.103.0 is the network address of 192.168.103.0/24"),
-    (with_change("server0", 0, netdetect="192.168.100.255"), {},
-     "netdetect 192.168.100.255 is the broadcast address of 192.168.100.0/24"),
+    (
+        with_change("server1", 6, address="192.168.102.100"),
+        {},
+        "address 192.168.102.100 is planned 2 times: server0 device 6, server1 device 6",
+    ),
+    (
+        with_change("server0", 0, gateway="192.168.101.1"),
+        {},
+        "server0 device 0: gateway 192.168.101.1 is outside the device subnet 192.168.100.0/24",
+    ),
+    (
+        with_change("server0", 2, address="192.168.1.7", netmask="24"),
+        {"layout": None},
+        "server0 device 2: address 192.168.1.7 is in 192.168.1.0/24, reserved",
+    ),
+    (
+        with_change("server0", 3, address="192.168.103.255"),
+        {},
+        "server0 device 3: address 192.168.103.255 is the broadcast address of 192.168.103.0/24",
+    ),
+    (
+        with_change("server0", 3, address="192.168.103.0"),
+        {},
+        "server0 device 3: address 192.168.103.0 is the network address of 192.168.103.0/24",
+    ),
+    (with_change("server0", 0, netdetect="192.168.100.255"), {}, "netdetect 192.168.100.255 is the broadcast address of 192.168.100.0/24"),
     (with_change("server0", 0, netdetect="255.255.255.255"), {}, "netdetect 255.255.255.255 is the broadcast address"),
     (with_change("server0", 0, netdetect="192.168.100.101"), {}, "netdetect 192.168.100.101 is the device's own address"),
     (with_change("server0", 0, gateway="192.168.100.100"), {}, "gateway 192.168.100.100 is the address of server0 device 4"),
@@ -131,10 +140,16 @@ BAD_PLANS = [
     (with_change("server0", 1, device_id=0), {}, "server0 device 0: listed more than once"),
     (with_change("server0", 7, device_id=9), {"chip": "910A"}, "device_id 9 is out of range for 910A (0-7)"),
     (with_change("server0", 7, device_id="x"), {}, "device_id 'x' is not a whole number"),
-    (with_change("server0", 4, address="192.168.101.100"), {"layout": "smp"},
-     "server0: smp layout: devices 0 and 4 must share a subnet, got 192.168.100.0/24 and 192.168.101.0/24"),
-    (with_change("server0", 1, address="192.168.100.102"), {"layout": "smp"},
-     "server0: smp layout: devices 0, 1 share 192.168.100.0/24; devices 0-3 must each be in their own subnet"),
+    (
+        with_change("server0", 4, address="192.168.101.100"),
+        {"layout": "smp"},
+        "server0: smp layout: devices 0 and 4 must share a subnet, got 192.168.100.0/24 and 192.168.101.0/24",
+    ),
+    (
+        with_change("server0", 1, address="192.168.100.102"),
+        {"layout": "smp"},
+        "server0: smp layout: devices 0, 1 share 192.168.100.0/24; devices 0-3 must each be in their own subnet",
+    ),
     ({"server0": "192.168.100.101"}, {}, "server0: the plan entry must be a list of devices"),
     ({"server0": [["0", "192.168.100.101"]]}, {}, "server0 entry 0: ['0', '192.168.100.101'] is not a dict"),
     (["server0"], {}, "the plan must be a dict"),
@@ -163,8 +178,12 @@ def test_every_problem_is_listed():
 
 
 def test_valid_plan_is_returned_normalized():
-    raw = {"h": [{"device_id": "1", "address": " 198.18.0.11", "netmask": 24},
-                 {"device_id": 0, "address": "198.18.0.10", "netmask": "255.255.255.0", "gateway": "198.18.0.1"}]}
+    raw = {
+        "h": [
+            {"device_id": "1", "address": " 198.18.0.11", "netmask": 24},
+            {"device_id": 0, "address": "198.18.0.10", "netmask": "255.255.255.0", "gateway": "198.18.0.1"},
+        ]
+    }
     assert validate_ip_plan(raw, chip="910B") == {
         "h": [
             {"device_id": 0, "address": "198.18.0.10", "netmask": MASK, "gateway": "198.18.0.1", "netdetect": ""},

@@ -80,10 +80,7 @@ def test_output_is_all_strings_and_json_round_trips():
     [("server_id", ["10.0.0.10", "10.0.0.2", "10.0.0.3"]), ("given", ["10.0.0.3", "10.0.0.10", "10.0.0.2"])],
 )
 def test_order(order, expected):
-    servers = [
-        server(sid, {0: f"192.168.{n}.1", 1: f"192.168.{n}.2"})
-        for n, sid in enumerate(["10.0.0.3", "10.0.0.10", "10.0.0.2"])
-    ]
+    servers = [server(sid, {0: f"192.168.{n}.1", 1: f"192.168.{n}.2"}) for n, sid in enumerate(["10.0.0.3", "10.0.0.10", "10.0.0.2"])]
     table = rank_table(servers, order=order)
     assert [s["server_id"] for s in table["server_list"]] == expected
     ranks = [(d["rank_id"], d["device_id"]) for s in table["server_list"] for d in s["device"]]

@@ -190,13 +190,13 @@ BAD += [
     ),
     (
         "1.2 super pods interleaved",
-        rank_table(
-            [{**s, "super_pod_id": pod} for s, pod in zip(superpod_cluster(3, 1), ["0", "1", "2"])], chip="A3"
-        )
-        | {"super_pod_list": [
-            {"super_pod_id": "0", "server_list": [{"server_id": "10.1.0.1"}, {"server_id": "10.1.0.3"}]},
-            {"super_pod_id": "1", "server_list": [{"server_id": "10.1.0.2"}]},
-        ]},
+        rank_table([{**s, "super_pod_id": pod} for s, pod in zip(superpod_cluster(3, 1), ["0", "1", "2"])], chip="A3")
+        | {
+            "super_pod_list": [
+                {"super_pod_id": "0", "server_list": [{"server_id": "10.1.0.1"}, {"server_id": "10.1.0.3"}]},
+                {"super_pod_id": "1", "server_list": [{"server_id": "10.1.0.2"}]},
+            ]
+        },
         {"chip": "A3"},
         "server 10.1.0.3: the servers of super pod 0 must be listed together",
     ),

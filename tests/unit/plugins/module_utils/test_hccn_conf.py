@@ -41,17 +41,22 @@ DEVICE = {"device_ip": "192.168.100.101", "netmask": "255.255.255.0", "gateway":
 
 STALE_CASES = [
     ("agrees", {"address": "192.168.100.101", "netmask": "255.255.255.0", "netdetect": "192.168.100.1"}, DEVICE, []),
-    ("gateway 0.0.0.0 is unset", {"address": "192.168.100.101", "netmask": "255.255.255.0",
-                                  "netdetect": "192.168.100.1", "gateway": "0.0.0.0"}, DEVICE, []),
-    ("old address", {"address": "192.168.100.5", "netmask": "255.255.255.0", "netdetect": "192.168.100.1"},
-     DEVICE, ["address"]),
+    (
+        "gateway 0.0.0.0 is unset",
+        {"address": "192.168.100.101", "netmask": "255.255.255.0", "netdetect": "192.168.100.1", "gateway": "0.0.0.0"},
+        DEVICE,
+        [],
+    ),
+    ("old address", {"address": "192.168.100.5", "netmask": "255.255.255.0", "netdetect": "192.168.100.1"}, DEVICE, ["address"]),
     ("device not in file", {}, DEVICE, ["address", "netmask", "netdetect"]),
-    ("file has a gateway the device lost", {"address": "192.168.100.101", "netmask": "255.255.255.0",
-                                            "netdetect": "192.168.100.1", "gateway": "192.168.100.1"},
-     DEVICE, ["gateway"]),
+    (
+        "file has a gateway the device lost",
+        {"address": "192.168.100.101", "netmask": "255.255.255.0", "netdetect": "192.168.100.1", "gateway": "192.168.100.1"},
+        DEVICE,
+        ["gateway"],
+    ),
     ("fresh device, nothing anywhere", {}, {"device_ip": "", "netmask": "", "gateway": "", "netdetect": ""}, []),
-    ("unknown values not compared", {"address": "1.1.1.1"},
-     {"device_ip": None, "netmask": None, "gateway": None, "netdetect": None}, []),
+    ("unknown values not compared", {"address": "1.1.1.1"}, {"device_ip": None, "netmask": None, "gateway": None, "netdetect": None}, []),
 ]
 
 

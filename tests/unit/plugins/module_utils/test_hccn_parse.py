@@ -7,18 +7,31 @@ import pytest
 from ansible_collections.ascend.cluster.plugins.module_utils import _hccn_parse as p
 
 IP_CASES = [
-    ("reference", "ipaddr:192.168.100.101\nnetmask:255.255.255.0\n",
-     {"address": "192.168.100.101", "netmask": "255.255.255.0",
-      "ips": [{"address": "192.168.100.101", "netmask": "255.255.255.0"}]}),
-    ("padded", "  ipaddr : 10.0.0.5  \r\nnetmask:   255.255.0.0 \n",
-     {"address": "10.0.0.5", "netmask": "255.255.0.0", "ips": [{"address": "10.0.0.5", "netmask": "255.255.0.0"}]}),
-    ("several pairs", "ipaddr:192.168.1.10\nnetmask:255.255.255.0\nipaddr:10.1.1.10\nnetmask:255.0.0.0\n",
-     {"address": "192.168.1.10", "netmask": "255.255.255.0",
-      "ips": [{"address": "192.168.1.10", "netmask": "255.255.255.0"},
-              {"address": "10.1.1.10", "netmask": "255.0.0.0"}]}),
+    (
+        "reference",
+        "ipaddr:192.168.100.101\nnetmask:255.255.255.0\n",
+        {"address": "192.168.100.101", "netmask": "255.255.255.0", "ips": [{"address": "192.168.100.101", "netmask": "255.255.255.0"}]},
+    ),
+    (
+        "padded",
+        "  ipaddr : 10.0.0.5  \r\nnetmask:   255.255.0.0 \n",
+        {"address": "10.0.0.5", "netmask": "255.255.0.0", "ips": [{"address": "10.0.0.5", "netmask": "255.255.0.0"}]},
+    ),
+    (
+        "several pairs",
+        "ipaddr:192.168.1.10\nnetmask:255.255.255.0\nipaddr:10.1.1.10\nnetmask:255.0.0.0\n",
+        {
+            "address": "192.168.1.10",
+            "netmask": "255.255.255.0",
+            "ips": [{"address": "192.168.1.10", "netmask": "255.255.255.0"}, {"address": "10.1.1.10", "netmask": "255.0.0.0"}],
+        },
+    ),
     ("unset address", "ipaddr:0.0.0.0\nnetmask:0.0.0.0\n", {"address": "", "netmask": "", "ips": []}),
-    ("upper-case key", "IPADDR:1.2.3.4\nNETMASK:255.255.255.255\n",
-     {"address": "1.2.3.4", "netmask": "255.255.255.255", "ips": [{"address": "1.2.3.4", "netmask": "255.255.255.255"}]}),
+    (
+        "upper-case key",
+        "IPADDR:1.2.3.4\nNETMASK:255.255.255.255\n",
+        {"address": "1.2.3.4", "netmask": "255.255.255.255", "ips": [{"address": "1.2.3.4", "netmask": "255.255.255.255"}]},
+    ),
 ]
 
 
@@ -45,14 +58,16 @@ SIMPLE_CASES = [
     (p.parse_link, "link status:down \n", "DOWN"),
     (p.parse_mac, "mac addr: 78:B4:6A:00:01:02\n", "78:b4:6a:00:01:02"),
     (p.parse_mac, "mac addr:78-b4-6a-00-01-02\n", "78:b4:6a:00:01:02"),
-    (p.parse_tls,
-     "dev_id:0, tls switch[0](0:disable, 1:enable), tls preconfigured[1](0:non-preset, 1:preset), "
-     "tls alarm time threshold[60]days\n",
-     {"tls_switch": False, "tls_preconfigured": True, "tls_alarm_days": 60}),
-    (p.parse_tls,
-     "dev_id:7, tls switch[1](0:disable, 1:enable), tls preconfigured[0](0:non-preset, 1:preset), "
-     "tls alarm time threshold[ 30 ]days\n",
-     {"tls_switch": True, "tls_preconfigured": False, "tls_alarm_days": 30}),
+    (
+        p.parse_tls,
+        "dev_id:0, tls switch[0](0:disable, 1:enable), tls preconfigured[1](0:non-preset, 1:preset), tls alarm time threshold[60]days\n",
+        {"tls_switch": False, "tls_preconfigured": True, "tls_alarm_days": 60},
+    ),
+    (
+        p.parse_tls,
+        "dev_id:7, tls switch[1](0:disable, 1:enable), tls preconfigured[0](0:non-preset, 1:preset), tls alarm time threshold[ 30 ]days\n",
+        {"tls_switch": True, "tls_preconfigured": False, "tls_alarm_days": 30},
+    ),
 ]
 
 

@@ -75,8 +75,13 @@ def test_run_turns_oserror_into_rc_127():
 
 def test_getters_map_unset_states_to_empty_values():
     base = (HCCN, "-i", "5")
-    client = tool({base + ("-ip", "-g"): NO_IP, base + ("-gateway", "-g"): NO_GATEWAY,
-                   base + ("-netdetect", "-g"): (0, "netdetect address: 0.0.0.0\n", "")})
+    client = tool(
+        {
+            base + ("-ip", "-g"): NO_IP,
+            base + ("-gateway", "-g"): NO_GATEWAY,
+            base + ("-netdetect", "-g"): (0, "netdetect address: 0.0.0.0\n", ""),
+        }
+    )
     assert client.get_ip(5) == {"address": "", "netmask": "", "ips": []}
     assert client.get_gateway(5) == ""
     assert client.get_netdetect(5) == ""
@@ -84,15 +89,21 @@ def test_getters_map_unset_states_to_empty_values():
 
 def test_getters_return_typed_values():
     base = (HCCN, "-i", "1")
-    client = tool({
-        base + ("-ip", "-g"): (0, "ipaddr:192.168.101.101\nnetmask:255.255.255.0\n", ""),
-        base + ("-gateway", "-g"): (0, "default gateway:192.168.101.1, Iface:eth1\n", ""),
-        base + ("-net_health", "-g"): (0, "net health status: Receive timeout\n", ""),
-        base + ("-link", "-g"): (0, "link status: DOWN\n", ""),
-        base + ("-mac", "-g"): (0, "mac addr: AA:BB:CC:DD:EE:01\n", ""),
-        base + ("-tls", "-g"): (0, "dev_id:1, tls switch[1](0:disable, 1:enable), tls preconfigured[1](0:non-preset, "
-                                   "1:preset), tls alarm time threshold[60]days\n", ""),
-    })
+    client = tool(
+        {
+            base + ("-ip", "-g"): (0, "ipaddr:192.168.101.101\nnetmask:255.255.255.0\n", ""),
+            base + ("-gateway", "-g"): (0, "default gateway:192.168.101.1, Iface:eth1\n", ""),
+            base + ("-net_health", "-g"): (0, "net health status: Receive timeout\n", ""),
+            base + ("-link", "-g"): (0, "link status: DOWN\n", ""),
+            base + ("-mac", "-g"): (0, "mac addr: AA:BB:CC:DD:EE:01\n", ""),
+            base + ("-tls", "-g"): (
+                0,
+                "dev_id:1, tls switch[1](0:disable, 1:enable), tls preconfigured[1](0:non-preset, "
+                "1:preset), tls alarm time threshold[60]days\n",
+                "",
+            ),
+        }
+    )
     assert client.get_ip(1)["address"] == "192.168.101.101"
     assert client.get_gateway(1) == "192.168.101.1"
     assert client.get_net_health(1) == "Receive timeout"

@@ -7,24 +7,30 @@ import pytest
 from ansible_collections.ascend.cluster.plugins.module_utils._job_command import check_argv, split_command
 
 
-@pytest.mark.parametrize("command, argv", [
-    ("bash train_1p.sh --data_path=/data", ["bash", "train_1p.sh", "--data_path=/data"]),
-    ("python3 'my train.py' --lr \"0.1 0.2\"", ["python3", "my train.py", "--lr", "0.1 0.2"]),
-    ("/opt/bin/train", ["/opt/bin/train"]),  # one word that is not a bare interpreter is a command
-    ("echo $HOME; rm -rf /", ["echo", "$HOME;", "rm", "-rf", "/"]),  # never a shell: words only
-])
+@pytest.mark.parametrize(
+    "command, argv",
+    [
+        ("bash train_1p.sh --data_path=/data", ["bash", "train_1p.sh", "--data_path=/data"]),
+        ("python3 'my train.py' --lr \"0.1 0.2\"", ["python3", "my train.py", "--lr", "0.1 0.2"]),
+        ("/opt/bin/train", ["/opt/bin/train"]),  # one word that is not a bare interpreter is a command
+        ("echo $HOME; rm -rf /", ["echo", "$HOME;", "rm", "-rf", "/"]),  # never a shell: words only
+    ],
+)
 def test_split(command, argv):
     assert split_command(command) == argv
 
 
-@pytest.mark.parametrize("command, message", [
-    ("'unbalanced", "cannot split the training command \"'unbalanced\": No closing quotation"),
-    ("", "the training command is empty: set train_command"),
-    ("   ", "the training command is empty"),
-    ("bash", "the training command is only 'bash', which would exit at once"),
-    ("/usr/bin/python3", "write -e 'train_command=\"/usr/bin/python3 train.sh ...\"'"),
-    ("torchrun", "your shell removed the quotes and Ansible kept only the first word"),
-])
+@pytest.mark.parametrize(
+    "command, message",
+    [
+        ("'unbalanced", "cannot split the training command \"'unbalanced\": No closing quotation"),
+        ("", "the training command is empty: set train_command"),
+        ("   ", "the training command is empty"),
+        ("bash", "the training command is only 'bash', which would exit at once"),
+        ("/usr/bin/python3", "write -e 'train_command=\"/usr/bin/python3 train.sh ...\"'"),
+        ("torchrun", "your shell removed the quotes and Ansible kept only the first word"),
+    ],
+)
 def test_refused(command, message):
     with pytest.raises(ValueError) as info:
         split_command(command)

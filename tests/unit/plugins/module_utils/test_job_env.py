@@ -7,8 +7,14 @@ import pytest
 from ansible_collections.ascend.cluster.plugins.module_utils._job_env import aoe_conflicts, aoe_env, rank_env
 
 RANK = {
-    "rank_id": 3, "device_id": 3, "rank_size": 16, "local_rank": 3, "local_count": 8,
-    "rank_table_path": "/etc/ascend/rank_table.json", "master_addr": "10.0.0.1", "master_port": 29500,
+    "rank_id": 3,
+    "device_id": 3,
+    "rank_size": 16,
+    "local_rank": 3,
+    "local_count": 8,
+    "rank_table_path": "/etc/ascend/rank_table.json",
+    "master_addr": "10.0.0.1",
+    "master_port": 29500,
     "host_ip": "10.0.0.1",
 }
 BANK = "/var/lib/ascend-cluster/tune_bank"
@@ -29,8 +35,7 @@ def test_no_bank_no_aoe_variables():
 
 def test_tuning_run_gets_aoe_mode_and_bank_next_to_rank_zero_preset():
     env = rank_env("mindspore", dict(RANK, rank_id=0, device_id=0, local_rank=0), 120, tune_bank_path=BANK, aoe_mode=4)
-    assert (env["AOE_MODE"], env["TUNE_BANK_PATH"], env["RANK_ID"], env["DEVICE_ID"], env["RANK_SIZE"]) == (
-        "4", BANK, "0", "0", "16")
+    assert (env["AOE_MODE"], env["TUNE_BANK_PATH"], env["RANK_ID"], env["DEVICE_ID"], env["RANK_SIZE"]) == ("4", BANK, "0", "0", "16")
 
 
 def test_users_own_tune_bank_path_passes_when_the_launcher_sets_none():
@@ -44,8 +49,11 @@ def test_equal_user_value_is_no_conflict():
 
 
 def test_conflicting_tune_bank_path_is_refused_not_overridden():
-    with pytest.raises(ValueError, match=r"TUNE_BANK_PATH=/elsewhere in the job's environment conflicts with "
-                                         r"TUNE_BANK_PATH=/var/lib/ascend-cluster/tune_bank set by the launcher"):
+    with pytest.raises(
+        ValueError,
+        match=r"TUNE_BANK_PATH=/elsewhere in the job's environment conflicts with "
+        r"TUNE_BANK_PATH=/var/lib/ascend-cluster/tune_bank set by the launcher",
+    ):
         rank_env("mindspore", RANK, 120, {"TUNE_BANK_PATH": "/elsewhere"}, tune_bank_path=BANK)
 
 

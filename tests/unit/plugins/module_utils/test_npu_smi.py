@@ -86,12 +86,15 @@ def test_davinci_devices(tmp_path):
     assert n.davinci_devices(str(tmp_path / "missing")) == []
 
 
-@pytest.mark.parametrize("table,expected", [
-    (INFO_TABLE_910B, "910B"),
-    (INFO_TABLE_A3, "A3"),  # "Ascend910" alone reads as 910A; two chips per NPU make it A3
-    (INFO_TABLE_910B.replace("910B3  ", "910A   "), "910A"),
-    (INFO_TABLE_910B.replace("910B3  ", "Atlas9X"), None),
-])
+@pytest.mark.parametrize(
+    "table,expected",
+    [
+        (INFO_TABLE_910B, "910B"),
+        (INFO_TABLE_A3, "A3"),  # "Ascend910" alone reads as 910A; two chips per NPU make it A3
+        (INFO_TABLE_910B.replace("910B3  ", "910A   "), "910A"),
+        (INFO_TABLE_910B.replace("910B3  ", "Atlas9X"), None),
+    ],
+)
 def test_chip_model(table, expected):
     assert n.chip_model(n.parse_info_table(table)) == expected
 

@@ -44,8 +44,11 @@ class FakeDevices(FakeModule):
         dev = self.state[device]
         if mode == "-g":
             if option == "-ip":
-                return (0, "ipaddr:%s\nnetmask:%s\n" % (dev["address"], dev["netmask"]), "") if dev["address"] else (
-                    13, "", "Get ipconf failed, because no ip was preset there!\n")
+                return (
+                    (0, "ipaddr:%s\nnetmask:%s\n" % (dev["address"], dev["netmask"]), "")
+                    if dev["address"]
+                    else (13, "", "Get ipconf failed, because no ip was preset there!\n")
+                )
             if option == "-gateway":
                 if not dev["gateway"]:
                     return 2, "", "Get gateway failed, because no gateway was preset there!\n"
@@ -90,8 +93,7 @@ def test_fresh_devices_get_the_seed_plan():
     result, module = configure(seed_server0(), {d: {} for d in range(8)})
     assert result["changed"] is True
     assert module.sets() == [
-        "-i %d -ip -s address 192.168.%d.%d netmask 255.255.255.0" % (d, 100 + d % 4, 101 if d < 4 else 100)
-        for d in range(8)
+        "-i %d -ip -s address 192.168.%d.%d netmask 255.255.255.0" % (d, 100 + d % 4, 101 if d < 4 else 100) for d in range(8)
     ]
     assert module.state[3]["address"] == "192.168.103.101" and module.state[7]["address"] == "192.168.103.100"
     assert [d["changes"] for d in result["devices"]] == [["ip"]] * 8

@@ -41,15 +41,24 @@ def test_fresh_and_configured_devices(tmp_path):
     transcript = npu_smi_transcript([0, 1])
     transcript.update(device_answers(0))  # fresh: nothing set
     transcript.update(device_answers(1, **dict(CONFIGURED, ip="192.168.101.101", gateway="192.168.101.1")))
-    conf = write_conf(tmp_path, "address_1=192.168.101.101\nnetmask_1=255.255.255.0\ngateway_1=192.168.101.1\n"
-                                "netdetect_1=192.168.100.1\n")
+    conf = write_conf(tmp_path, "address_1=192.168.101.101\nnetmask_1=255.255.255.0\ngateway_1=192.168.101.1\nnetdetect_1=192.168.100.1\n")
     facts, module = gather({"hccn_conf": conf}, transcript, {"hccn_tool": HCCN, "npu-smi": NPU_SMI})
     assert facts["source"] == "hccn_tool" and facts["chip"] == "910B" and facts["chip_name"] == "910B3"
     assert facts["device_count"] == 2 and facts["device_list_source"] == "npu-smi"
     fresh, configured = facts["devices"]
     assert fresh == {
-        "device_id": 0, "device_ip": "", "netmask": "", "ips": [], "gateway": "", "netdetect": "",
-        "net_health": "Init", "link": "UP", "error": None, "conf": {}, "stale_conf": False, "stale_keys": [],
+        "device_id": 0,
+        "device_ip": "",
+        "netmask": "",
+        "ips": [],
+        "gateway": "",
+        "netdetect": "",
+        "net_health": "Init",
+        "link": "UP",
+        "error": None,
+        "conf": {},
+        "stale_conf": False,
+        "stale_keys": [],
     }
     assert configured["device_ip"] == "192.168.101.101" and configured["gateway"] == "192.168.101.1"
     assert configured["net_health"] == "Success" and configured["stale_conf"] is False
@@ -102,8 +111,11 @@ def test_missing_conf_skips_cross_check_with_warning():
 
 
 def test_conf_fallback_when_hccn_tool_missing(tmp_path):
-    conf = write_conf(tmp_path, "address_1=10.0.0.2\nnetmask_1=255.255.255.0\nnetdetect_1=0.0.0.0\n"
-                                "address_0=10.0.0.1\nnetmask_0=255.255.255.0\ngateway_0=10.0.0.254\n")
+    conf = write_conf(
+        tmp_path,
+        "address_1=10.0.0.2\nnetmask_1=255.255.255.0\nnetdetect_1=0.0.0.0\n"
+        "address_0=10.0.0.1\nnetmask_0=255.255.255.0\ngateway_0=10.0.0.254\n",
+    )
     facts, module = gather({"hccn_conf": conf}, {}, bins={})
     assert facts["source"] == "hccn_conf" and facts["hccn_tool"] is None
     assert facts["device_list_source"] == "hccn.conf"
@@ -158,8 +170,10 @@ def test_old_driver_without_tls_fails_with_hint():
 def test_gather_tls_and_mac():
     transcript = device_answers(0, **CONFIGURED)
     transcript[(HCCN, "-i", "0", "-tls", "-g")] = (
-        0, "dev_id:0, tls switch[0](0:disable, 1:enable), tls preconfigured[1](0:non-preset, 1:preset), "
-           "tls alarm time threshold[60]days\n", "")
+        0,
+        "dev_id:0, tls switch[0](0:disable, 1:enable), tls preconfigured[1](0:non-preset, 1:preset), tls alarm time threshold[60]days\n",
+        "",
+    )
     transcript[(HCCN, "-i", "0", "-mac", "-g")] = (0, "mac addr: 78:b4:6a:00:00:00\n", "")
     facts, dummy = gather({"devices": [0], "gather": ["tls", "mac"]}, transcript)
     dev = facts["devices"][0]
@@ -179,8 +193,10 @@ def test_npu_smi_failure_falls_back_to_davinci(tmp_path):
     devdir = tmp_path / "dev"
     devdir.mkdir()
     (devdir / "davinci4").write_text("")
-    transcript = {(NPU_SMI, "info", "-l"): (1, "", "dcmi module initialize failed\n"),
-                  (NPU_SMI, "info"): (1, "", "dcmi module initialize failed\n")}
+    transcript = {
+        (NPU_SMI, "info", "-l"): (1, "", "dcmi module initialize failed\n"),
+        (NPU_SMI, "info"): (1, "", "dcmi module initialize failed\n"),
+    }
     transcript.update(device_answers(4))
     facts, dummy = gather({"dev_dir": str(devdir)}, transcript, {"hccn_tool": HCCN, "npu-smi": NPU_SMI})
     assert facts["device_list_source"] == "/dev/davinci" and [d["device_id"] for d in facts["devices"]] == [4]
@@ -194,15 +210,18 @@ def test_unparseable_npu_smi_list_fails_with_raw():
     assert "garbage" in info.value.msg
 
 
-@pytest.mark.parametrize("params,needle", [
-    ({"parallel": 0}, "parallel must be 1 or more"),
-    ({"timeout": 0}, "timeout must be 1 second or more"),
-    ({"devices": [0, 16]}, "devices [16] out of range"),
-    ({"devices": [-1]}, "out of range"),
-    ({"devices": [1, 1]}, "more than once"),
-    ({"hccn_tool": "/nonexistent/hccn_tool"}, "hccn_tool=/nonexistent/hccn_tool is not an executable file"),
-    ({"npu_smi": "/nonexistent/npu-smi"}, "npu_smi=/nonexistent/npu-smi is not an executable file"),
-])
+@pytest.mark.parametrize(
+    "params,needle",
+    [
+        ({"parallel": 0}, "parallel must be 1 or more"),
+        ({"timeout": 0}, "timeout must be 1 second or more"),
+        ({"devices": [0, 16]}, "devices [16] out of range"),
+        ({"devices": [-1]}, "out of range"),
+        ({"devices": [1, 1]}, "more than once"),
+        ({"hccn_tool": "/nonexistent/hccn_tool"}, "hccn_tool=/nonexistent/hccn_tool is not an executable file"),
+        ({"npu_smi": "/nonexistent/npu-smi"}, "npu_smi=/nonexistent/npu-smi is not an executable file"),
+    ],
+)
 def test_bad_option_values(params, needle):
     with pytest.raises(FactsError) as info:
         gather(params, {})
