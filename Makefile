@@ -6,7 +6,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: all link venv torch-venv test test-python test-unit test-testbed sanity lint demo bench build clean
+.PHONY: all link venv torch-venv system-packages test test-python test-unit test-testbed sanity lint demo bench build clean
+
+# pytest-xdist workers for the suites whose tests are independent (every simulated cluster and test bed
+# has its own directory and prefix). More workers than the 2 cores pay off: playbook tests mostly wait.
+XDIST ?= 4
 
 all: test
 
@@ -29,19 +33,25 @@ $(TORCH_STAMP):
 
 torch-venv: $(TORCH_STAMP)
 
-## make test: everything CI runs (python tests incl. the multi-host test bed, sanity, lint)
-test: test-python sanity lint
+## Debian packages the test bed (sshd, ping, ufw) and sanity (shellcheck) need; the missing ones are
+## installed quietly (as root), or make stops with one line naming the command to run.
+DEBIAN_PACKAGES := openssh-server openssh-client iproute2 iputils-ping shellcheck ufw procps python3-venv
+system-packages:
+	@bash tests/setup/debian-packages.sh $(DEBIAN_PACKAGES)
 
-## make test-python: all pytest suites (the test bed ones need root and netns)
-test-python: $(STAMP) $(TORCH_STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+## make test: everything CI runs, set-up included (Debian packages, venvs): every test tier, sanity, lint
+test: system-packages test-python sanity lint
 
-## make test-unit: the fast suites only (no test bed)
+## make test-python: every pytest tier (tests/unit, simulator, integration, testbed; the bed needs root)
+test-python: $(STAMP) $(TORCH_STAMP) | system-packages
+	$(BIN)/python -m pytest -n $(XDIST) $(PYTEST_ARGS)
+
+## make test-unit: tests/unit only (pure Python, seconds)
 test-unit: $(STAMP)
-	$(BIN)/python -m pytest -m "not testbed" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
 
-test-testbed: $(STAMP) $(TORCH_STAMP)
-	$(BIN)/python -m pytest -m testbed $(PYTEST_ARGS)
+test-testbed: $(STAMP) $(TORCH_STAMP) | system-packages
+	$(BIN)/python -m pytest -n $(XDIST) tests/testbed $(PYTEST_ARGS)
 
 sanity: $(STAMP)
 	VENV_BIN=$(abspath $(BIN)) bash tests/sanity/run.sh

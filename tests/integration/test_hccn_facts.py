@@ -146,7 +146,6 @@ def test_a3_server_sixteen_devices(sim_cluster):
     assert all(d["device_ip"] and d["link"] == "UP" for d in facts["devices"])
 
 
-@pytest.mark.playbook
 def test_playbook_sets_facts(sim_cluster, tmp_path):
     server = sim_cluster(servers=1).servers[0]
     server.fault("link", "--device", "4", "--down")

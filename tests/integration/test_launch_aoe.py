@@ -21,7 +21,6 @@ from tests.helpers.runs import read_env_log
 from .conftest import SIM_INVENTORY
 from .test_launch_playbooks import launch_vars
 
-pytestmark = pytest.mark.playbook
 
 TRAIN = REPO_ROOT / "playbooks" / "train.yml"
 TUNER = REPO_ROOT / "examples" / "train" / "aoe_tuner.sh"

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 from tests.helpers.ansible_cli import run_playbook
 
 from .conftest import SIM_INVENTORY
-
-pytestmark = pytest.mark.playbook
 
 
 def device_ips(server):

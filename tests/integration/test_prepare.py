@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 from tests.helpers.ansible_cli import run_playbook
 
 from .conftest import SIM_INVENTORY
 
-pytestmark = pytest.mark.playbook
 
 PREPARE = "playbooks/prepare.yml"
 PLAN = {

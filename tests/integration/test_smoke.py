@@ -180,7 +180,6 @@ def summary_rows(res):
     return rows
 
 
-@pytest.mark.playbook
 @pytest.mark.parametrize("framework, np, checks", [("mindspore", 16, 7), ("pytorch", 16, 10), ("mindspore_legacy", 8, 7)])
 def test_healthy_cluster_all_ranks_ok(sim_cluster, framework, np, checks):
     cluster = sim_cluster()
@@ -202,7 +201,6 @@ def test_healthy_cluster_all_ranks_ok(sim_cluster, framework, np, checks):
     assert f"{_smoke.VERDICT} " in (job / f"device_{np - 1}" / "train.log").read_text()
 
 
-@pytest.mark.playbook
 def test_a_faulted_device_is_named_and_fails_the_run(sim_cluster):
     cluster = sim_cluster()
     cluster["server1"].fault("link", "--device", "3", "--down")
@@ -226,7 +224,6 @@ def test_a_faulted_device_is_named_and_fails_the_run(sim_cluster):
     assert "smoke check: 1 finding(s): health server1 device 3 rank 11: link DOWN" in res.stdout
 
 
-@pytest.mark.playbook
 def test_a_wrong_rank_environment_names_every_failing_rank_and_check(sim_cluster):
     cluster = sim_cluster()
     # server1's ranks all get ASCEND_DEVICE_ID=7: only rank 15 (device 7) is right
@@ -244,7 +241,6 @@ def test_a_wrong_rank_environment_names_every_failing_rank_and_check(sim_cluster
     assert "rank server1 device 2 rank 10: device_id: table device 2, DEVICE_ID=2, ASCEND_DEVICE_ID=7" in res.stdout
 
 
-@pytest.mark.playbook
 def test_an_impossible_np_fails_clearly_before_anything_starts(sim_cluster):
     cluster = sim_cluster()
     res = run_playbook(SMOKE, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=17))
@@ -256,7 +252,6 @@ def test_an_impossible_np_fails_clearly_before_anything_starts(sim_cluster):
     assert not (cluster.root / "runs").exists()
 
 
-@pytest.mark.playbook
 def test_an_unreadable_server_and_check_mode(sim_cluster):
     cluster = sim_cluster()
     # --check: facts, health and the table are worked out, nothing is launched or written
@@ -275,7 +270,6 @@ def test_an_unreadable_server_and_check_mode(sim_cluster):
     assert [r["result"] for r in rows if r["stage"] == "rank"] == ["OK"] * 8
 
 
-@pytest.mark.playbook
 def test_a_held_device_fails_the_launch_row_with_the_holder(sim_cluster):
     cluster = sim_cluster()
     with cluster["server1"].hold(3) as squatter:

@@ -16,8 +16,6 @@ from tests.helpers.ansible_cli import run_adhoc, run_playbook
 from tests.testbed.bedlib.layout import GUARD_NET
 from tests.testbed.harness import Bed, bed_cli, bed_status, leftovers, net_health, unique_prefix, wait_health
 
-pytestmark = pytest.mark.testbed
-
 
 def _read_or_none(path: Path) -> bytes | None:
     return path.read_bytes() if path.exists() else None

@@ -15,7 +15,6 @@ from tests.firewalld_standin import standin_host
 from tests.helpers.ansible_cli import run_playbook
 from tests.testbed.harness import Bed, unique_prefix
 
-pytestmark = pytest.mark.testbed
 
 PLAY = """\
 - name: Settle the firewall

@@ -21,7 +21,6 @@ from tests.helpers.collection import REPO_ROOT
 from tests.helpers.procs import alive, pids_with_argv, wait_for
 from tests.helpers.runs import rank_states, read_env_log
 
-pytestmark = pytest.mark.testbed
 
 TRAIN = REPO_ROOT / "playbooks" / "train.yml"
 STOP = REPO_ROOT / "playbooks" / "stop.yml"
