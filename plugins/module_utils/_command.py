@@ -24,13 +24,11 @@ TIMEOUT_RC = 124
 _DRAIN_S = 5
 
 
-def _text(data):
-    # type: (bytes | None) -> str
+def _text(data: bytes | None) -> str:
     return (data or b"").decode("utf-8", errors="replace")
 
 
-def run(argv, timeout=None):
-    # type: (list, float | None) -> tuple
+def run(argv: list, timeout: float | None = None) -> tuple:
     """``(rc, stdout, stderr)`` of ``argv``; rc ``TIMEOUT_RC`` when it had to be stopped (with
     what it had printed until then: callers say what the timeout means).
 

@@ -41,8 +41,7 @@ SET_HINTS = (
 class ConfigError(Exception):
     """Stop the module: ``msg`` says what to fix, ``details`` holds raw output and partial results."""
 
-    def __init__(self, msg, **details):
-        # type: (str, object) -> None
+    def __init__(self, msg: str, **details: object) -> None:
         self.msg = msg
         self.details = details
         super().__init__(msg)
@@ -52,14 +51,12 @@ class ConfigError(Exception):
 READS = (("ip", "get_ip"), ("gateway", "get_gateway"), ("netdetect", "get_netdetect"))
 
 
-def reads_for(wanted):
-    # type: (dict) -> tuple
+def reads_for(wanted: dict) -> tuple:
     """The reads one wanted device needs: always ``ip``; gateway/netdetect only when managed."""
     return ("ip",) + tuple(name for name, _getter in READS[1:] if wanted[name])
 
 
-def read_devices(tool, reads, parallel, when):
-    # type: (_hccn_tool.HccnTool, dict, int, str) -> dict
+def read_devices(tool: _hccn_tool.HccnTool, reads: dict, parallel: int, when: str) -> dict:
     """``{device: {address, netmask[, gateway][, netdetect]}}`` (``""`` when unset), every read concurrent.
 
     ``reads`` maps each device to the reads it needs (see :func:`reads_for`). Raises ConfigError
@@ -68,7 +65,7 @@ def read_devices(tool, reads, parallel, when):
     getters = dict(READS)
     tasks = [(device, name) for device in sorted(reads) for name in reads[device]]
     answers = _hccn_tool.pool_map(lambda task: getattr(tool, getters[task[1]])(task[0]), tasks, parallel)
-    states = dict((device, {}) for device in reads)  # type: dict
+    states: dict = dict((device, {}) for device in reads)
     for (device, name), value in zip(tasks, answers):
         if isinstance(value, ParseError):
             raise ConfigError(
@@ -92,8 +89,7 @@ def read_devices(tool, reads, parallel, when):
     return states
 
 
-def wanted_state(wanted, current):
-    # type: (dict, dict) -> dict
+def wanted_state(wanted: dict, current: dict) -> dict:
     """The state the device should end in, for the fields that were read (the managed ones)."""
     state = dict(current)
     for field in current:
@@ -102,8 +98,7 @@ def wanted_state(wanted, current):
     return state
 
 
-def plan_device(wanted, current):
-    # type: (dict, dict) -> list
+def plan_device(wanted: dict, current: dict) -> list:
     """The ``(phase, hccn_tool args)`` steps that take one device from ``current`` to ``wanted``."""
     steps = []
     ip_changes = (wanted["address"], wanted["netmask"]) != (current["address"], current["netmask"])
@@ -116,14 +111,12 @@ def plan_device(wanted, current):
     return steps
 
 
-def phases_of(steps):
-    # type: (list) -> list
+def phases_of(steps: list) -> list:
     """The phase names of a device's steps, in order."""
     return [step[0] for step in steps]
 
 
-def ip_waves(moving, current):
-    # type: (dict, dict) -> list
+def ip_waves(moving: dict, current: dict) -> list:
     """Order address changes so none takes an address another device still holds.
 
     ``moving`` maps device -> wanted address for devices whose address changes; ``current`` maps
@@ -147,8 +140,7 @@ def ip_waves(moving, current):
     return waves
 
 
-def _hint(stderr):
-    # type: (str) -> str
+def _hint(stderr: str) -> str:
     lowered = stderr.lower()
     for text, hint in SET_HINTS:
         if text.lower() in lowered:
@@ -164,8 +156,7 @@ class Configurator:
         self.tool = tool
         self.params = module.params
 
-    def validate(self):
-        # type: () -> list
+    def validate(self) -> list:
         if self.params["parallel"] < 1:
             raise ConfigError("parallel must be 1 or more (got %d)" % self.params["parallel"])
         if self.params["timeout"] < 1:
@@ -173,10 +164,9 @@ class Configurator:
         try:
             return check_devices(self.params["devices"], MAX_DEVICE_ID)
         except IpCheckError as exc:
-            raise ConfigError("the wanted device IP settings are wrong, nothing was changed: %s" % exc, problems=exc.problems)
+            raise ConfigError("the wanted device IP settings are wrong, nothing was changed: %s" % exc, problems=exc.problems) from exc
 
-    def run(self):
-        # type: () -> dict
+    def run(self) -> dict:
         wanted = self.validate()
         ids = [w["device_id"] for w in wanted]
         parallel = self.params["parallel"]
@@ -212,13 +202,12 @@ class Configurator:
             },
         }
 
-    def apply(self, plans, waves, results):
-        # type: (dict, list, dict) -> None
+    def apply(self, plans: dict, waves: list, results: dict) -> None:
         """Run the steps phase by phase; on the first refused set, stop and report what was done."""
         batches = [[(d, plans[d][0][1]) for d in wave] for wave in waves]
         for phase in PHASES[1:]:
             batches.append([(d, step[1]) for d in sorted(plans) for step in plans[d] if step[0] == phase])
-        done = []  # type: list
+        done: list = []
         for batch in batches:
             answers = _hccn_tool.pool_map(lambda item: self.tool.query(item[0], item[1]), batch, self.params["parallel"])
             failed = None
@@ -242,8 +231,7 @@ class Configurator:
                     stderr=error.result.stderr,
                 )
 
-    def read_back(self, wanted, reads, results):
-        # type: (list, dict, dict) -> dict
+    def read_back(self, wanted: list, reads: dict, results: dict) -> dict:
         """Re-read the changed devices; ConfigError when one does not report a wanted value."""
         after = read_devices(self.tool, reads, self.params["parallel"], "reading back after the change")
         wrong = []

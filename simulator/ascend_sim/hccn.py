@@ -9,6 +9,8 @@ Hot path: get commands import nothing beyond ``_rt`` (posix, marshal) and never 
 fabric mode. Set commands import ``store``/``conf`` (json, fcntl) lazily.
 """
 
+from __future__ import annotations
+
 import sys
 
 from ._rt import UNSET_IP, SimError, getenv, ip_to_int, load, mask_prefix, read_fabric, state_dir
@@ -166,7 +168,7 @@ def _valid_host_ip(text):
     if value is None:
         return None
     first = value >> 24
-    if first == 0 or first == 127 or first >= 224:
+    if first in {0, 127} or first >= 224:
         return None
     return value
 
@@ -237,8 +239,7 @@ def _reach(state, dev_id, dev, target, check_tls):
     return "Success"
 
 
-def net_health(state, dev_id, dev, now=None):
-    # type: (dict, str, dict, float | None) -> str
+def net_health(state: dict, dev_id: str, dev: dict, now: float | None = None) -> str:
     forced = (dev.get("faults") or {}).get("health")
     if forced:
         return forced
@@ -608,8 +609,7 @@ class Context:
             self.dev = self.state["devices"][self.dev_id]
 
 
-def run(argv, sdir, out, no_latency=False, state=None):
-    # type: (list, str, Out, bool, dict | None) -> int
+def run(argv: list, sdir: str, out: Out, no_latency: bool = False, state: dict | None = None) -> int:
     """Execute one hccn_tool command line (without argv[0]); return the exit status.
 
     ``state``: the already loaded state of ``sdir`` (answers.py renders many get commands of one).
@@ -673,8 +673,7 @@ def run(argv, sdir, out, no_latency=False, state=None):
         return exc.rc
 
 
-def main(argv=None, default_state=None):
-    # type: (list | None, str | None) -> int
+def main(argv: list | None = None, default_state: str | None = None) -> int:
     """Entry point of ``bin/hccn_tool`` and of the wrappers ``ascend-sim install`` writes."""
     if argv is None:
         argv = sys.argv[1:]

@@ -6,6 +6,8 @@
 --reload; --get-default-zone. Exit 252 (NOT_RUNNING) while the service is stopped.
 """
 
+from __future__ import annotations
+
 import os
 import re
 import sys

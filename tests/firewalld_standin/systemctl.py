@@ -7,6 +7,8 @@ systemctl's exit codes (is-active: 0 active, 3 inactive; is-enabled: 0 enabled, 
 unknown unit: 4 for is-active, 1 "not-found" for is-enabled). Any other unit is refused.
 """
 
+from __future__ import annotations
+
 import os
 import sys
 
