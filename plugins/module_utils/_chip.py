@@ -13,7 +13,7 @@ import re
 class ChipProfile:
     """Facts about one chip generation, taken from the reference (section 1 and 3)."""
 
-    def __init__(self, name: str, max_device_id: int, rank_table_version: str, hccs_rings: tuple, soc_name: str) -> None:
+    def __init__(self, name: str, max_device_id: int, rank_table_version: str, hccs_rings: tuple | None, soc_name: str) -> None:
         self.name = name
         self.max_device_id = max_device_id
         self.rank_table_version = rank_table_version

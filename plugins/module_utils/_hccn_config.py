@@ -17,9 +17,14 @@ Runs on target hosts: Python 3.8+, stdlib only.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ansible_collections.ascend.cluster.plugins.module_utils import _chip, _hccn_tool
 from ansible_collections.ascend.cluster.plugins.module_utils._hccn_parse import ParseError
 from ansible_collections.ascend.cluster.plugins.module_utils._ip_check import FIELDS, IpCheckError, check_devices
+
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_DEVICE_ID = max(profile.max_device_id for profile in _chip.CHIPS.values())
 PHASES = ("ip", "gateway", "netdetect")
@@ -41,7 +46,7 @@ SET_HINTS = (
 class ConfigError(Exception):
     """Stop the module: ``msg`` says what to fix, ``details`` holds raw output and partial results."""
 
-    def __init__(self, msg: str, **details: object) -> None:
+    def __init__(self, msg: str, **details: Any) -> None:
         self.msg = msg
         self.details = details
         super().__init__(msg)
@@ -210,9 +215,10 @@ class Configurator:
         done: list = []
         for batch in batches:
             answers = _hccn_tool.pool_map(lambda item: self.tool.query(item[0], item[1]), batch, self.params["parallel"])
-            failed = None
+            # query() only raises HccnError (it parses nothing), so an answer is stdout or one.
+            failed: tuple[int, _hccn_tool.HccnError] | None = None
             for (device, args), answer in zip(batch, answers):
-                if isinstance(answer, Exception):
+                if isinstance(answer, _hccn_tool.HccnError):
                     failed = failed or (device, answer)
                 else:
                     done.append(" ".join(self.tool.command(device, args)))

@@ -11,9 +11,13 @@ Runs on target hosts: Python 3.8+, stdlib only.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _chip, _hccn_conf, _hccn_tool, _npu_smi
 from ansible_collections.ascend.cluster.plugins.module_utils._hccn_parse import ParseError
+
+if TYPE_CHECKING:
+    from typing import Any
 
 # query name -> HccnTool getter. The first five are always gathered; the rest via `gather`.
 BASE_QUERIES = ("ip", "gateway", "netdetect", "net_health", "link")
@@ -33,7 +37,7 @@ MAX_DEVICE_ID = max(profile.max_device_id for profile in _chip.CHIPS.values())
 class FactsError(Exception):
     """Stop the module: ``msg`` says what to fix, ``details`` carries raw cmd/rc/stdout/stderr."""
 
-    def __init__(self, msg: str, **details: object) -> None:
+    def __init__(self, msg: str, **details: Any) -> None:
         self.msg = msg
         self.details = details
         super().__init__(msg)

@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _command
 from ansible_collections.ascend.cluster.plugins.module_utils import _hccn_parse as parse
+
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable
 
 DEFAULT_PATH = "/usr/local/Ascend/driver/tools/hccn_tool"
 DEFAULT_TIMEOUT = 30
@@ -89,7 +93,9 @@ def classify(result: HccnResult) -> HccnError | None:
 class HccnTool:
     """Client for one ``hccn_tool`` binary on this host."""
 
-    def __init__(self, module: object, binary: str, timeout: int = DEFAULT_TIMEOUT, runner: object = None) -> None:
+    def __init__(
+        self, module: _command.BinFinder, binary: str, timeout: int = DEFAULT_TIMEOUT, runner: _command.Runner | None = None
+    ) -> None:
         self.module = module
         self.binary = binary
         self.timeout = timeout
@@ -164,7 +170,7 @@ class HccnTool:
         return self._get(device, ["-mac", "-g"], parse.parse_mac, "")
 
 
-def pool_map(func: object, items: list, parallel: int) -> list:
+def pool_map(func: Callable[[Any], Any], items: Iterable, parallel: int) -> list:
     """``[func(item), or the HccnError / ParseError it raised]`` for every item, in order.
 
     Runs on a thread pool of at most ``parallel`` workers: hccn_tool calls are slow on real
@@ -184,7 +190,7 @@ def pool_map(func: object, items: list, parallel: int) -> list:
         return list(pool.map(guarded, items))
 
 
-def find_binary(module: object, explicit: str | None = None) -> str | None:
+def find_binary(module: _command.BinFinder, explicit: str | None = None) -> str | None:
     """Path of hccn_tool: ``explicit`` if given (None if not executable), else PATH, else DEFAULT_PATH."""
     if explicit:
         if os.sep not in explicit:

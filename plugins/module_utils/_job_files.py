@@ -20,6 +20,10 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 JOB_FILE = "job.json"
 GATE_FILE = "gate"
@@ -56,7 +60,7 @@ def write_json(path: str, data: object) -> None:
         raise
 
 
-def read_json(path: str, default: object = None) -> object:
+def read_json(path: str, default: Any = None) -> Any:
     """The JSON in ``path``, or ``default`` when it does not exist (or is being replaced)."""
     try:
         with open(path) as handle:

@@ -19,10 +19,14 @@ import fcntl
 import os
 import signal
 import time
+from typing import TYPE_CHECKING
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils._job_control import load_job, rank_states, stop_job
 from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import wait_gone
+
+if TYPE_CHECKING:
+    from typing import Callable
 
 
 def lock_holder(lock_dir: str, device_id: int) -> str | None:
@@ -101,7 +105,7 @@ def kill_stale(busy: list, job_root: str, grace: float) -> list:
     return actions
 
 
-def wait_free(check: object, timeout: float) -> list:
+def wait_free(check: Callable[[], list], timeout: float) -> list:
     """Call ``check()`` (-> busy list) until it is empty or ``timeout`` passes; the last list."""
     deadline = time.time() + timeout
     busy = check()

@@ -181,7 +181,7 @@ def davinci_devices(dev_dir: str = "/dev") -> list:
     return sorted(int(m.group(1)) for m in (_DAVINCI.match(n) for n in names) if m)
 
 
-def find_binary(module: object, explicit: str | None = None) -> str | None:
+def find_binary(module: _command.BinFinder, explicit: str | None = None) -> str | None:
     """Path of npu-smi: ``explicit`` if given (None if not executable), else PATH and INSTALL_DIRS."""
     if explicit:
         if os.sep not in explicit:
@@ -204,7 +204,9 @@ class NpuSmiError(Exception):
 class NpuSmi:
     """Client for one npu-smi binary."""
 
-    def __init__(self, module: object, binary: str, timeout: int = DEFAULT_TIMEOUT, runner: object = None) -> None:
+    def __init__(
+        self, module: _command.BinFinder, binary: str, timeout: int = DEFAULT_TIMEOUT, runner: _command.Runner | None = None
+    ) -> None:
         self.module = module
         self.binary = binary
         self.timeout = timeout

@@ -234,7 +234,7 @@ def do_stop(module: AnsibleModule) -> dict:
         if not any(r["state"] in ("staged", "running", "pending") for r in before):
             if p["job_id"] == "all":
                 continue
-        outcome = {"stopped": [], "killed": []}
+        outcome: dict[str, list] = {"stopped": [], "killed": []}
         if not module.check_mode:
             outcome = control.stop_job(p["job_root"], job, p["grace"], p["reason"])
         results.append(dict(job_id=job["job_id"], ranks=control.rank_states(p["job_root"], job), **outcome))

@@ -75,7 +75,7 @@ def fabric_key(sdir: str) -> str:
 
 def read_fabric(fabric_dir: str) -> list:
     """Every host published in ``fabric_dir`` (list of dicts), unreadable entries skipped."""
-    hosts = []
+    hosts: list[dict] = []
     try:
         names = posix.listdir(fabric_dir)
     except OSError:

@@ -601,10 +601,10 @@ def do_fault(args):
             items = []
             for i in ids:
                 dev = state["devices"][i]
+                value = ip_to_int(dev.get("ip") or "")
                 if args.address:
                     wrong = args.address
-                elif dev.get("ip"):
-                    value = ip_to_int(dev["ip"])
+                elif value is not None:
                     wrong = "%d.%d.%d.%d" % (value >> 24, (value >> 16) & 255, (value >> 8) & 255, ((value & 255) + 100) % 254 + 1)
                 else:
                     wrong = "198.18.255.%d" % (int(i) + 1)

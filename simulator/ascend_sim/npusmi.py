@@ -39,7 +39,7 @@ RULE_DOUBLE = "+" + "=" * 27 + "+" + "=" * 15 + "+" + "=" * 52 + "+"
 def _npus(state):
     """[(npu id, [(chip index, device id), ...])] in NPU order."""
     per_npu = CHIP_INFO[state["chip"]][1]
-    npus = {}
+    npus: dict[int, list[tuple[int, int]]] = {}
     for dev in sorted(int(i) for i in state["devices"]):
         npus.setdefault(dev // per_npu, []).append((dev % per_npu, dev))
     return sorted(npus.items())
@@ -104,7 +104,7 @@ def processes(state: dict, sdir: str, proc_root: str = "/proc") -> dict:
     bed = state.get("mode") == "bed"
     own_ns = _netns("self") if bed else None
     own_state = os.path.realpath(sdir)
-    held = {}
+    held: dict[int, list[tuple]] = {}
     try:
         pids = [p for p in os.listdir(proc_root) if p.isdigit()]
     except OSError:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
@@ -154,7 +154,7 @@ def test_open_ports_starts_firewalld_and_opens_saved_and_running_ports(fw_bed, p
     standin_host.install(
         fw_bed, "h1", active=False, enabled=False, permanent={"public": [], "trusted": ["22/tcp"]}, runtime={"public": [], "trusted": []}
     )
-    extra = {
+    extra: dict[str, Any] = {
         "ascend_firewall_backend": "firewalld",
         "ascend_firewall_mode": "open_ports",
         "ascend_firewall_firewalld_zone": "trusted",

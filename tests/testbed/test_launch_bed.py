@@ -13,6 +13,7 @@ import signal
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -133,7 +134,7 @@ def test_np8_runs_four_ranks_on_each_server(launch_bed):
     assert res.rc == 0, str(res)
     ranks = states(launch_bed, "np8")
     assert sorted(ranks) == list(range(8)) and all(s["rc"] == 0 for s in ranks.values())
-    placed = {}
+    placed: dict[str, Any] = {}
     for rank in range(8):
         env = read_env_log(root / "runs" / "np8" / f"device_{rank}" / "env.log")
         placed.setdefault(env["HCCL_IF_IP"], []).append(env["DEVICE_ID"])

@@ -33,6 +33,7 @@ import json
 import os
 import socket
 import sys
+from typing import Any
 
 VERDICT = "ASCEND_RANK_CHECK_VERDICT"
 FRAMEWORKS = ("mindspore", "tensorflow", "pytorch", "mindspore_legacy")
@@ -86,7 +87,7 @@ def load_table(path):
     ranks = []
     for device, server_id, rank_id in raw:
         try:
-            entry = {
+            entry: dict[str, Any] = {
                 "rank_id": int(rank_id),
                 "device_id": int(device.get("device_id")),
                 "device_ip": str(device.get("device_ip") or ""),

@@ -132,7 +132,7 @@ class Layout:
     # -- addresses --------------------------------------------------------------------------
     @property
     def mgmt_network(self) -> ipaddress.IPv4Network:
-        return ipaddress.ip_network(f"198.18.{self.mgmt_index}.0/24")
+        return ipaddress.IPv4Network(f"198.18.{self.mgmt_index}.0/24")
 
     @property
     def mgmt_gateway(self) -> ipaddress.IPv4Address:
@@ -148,7 +148,7 @@ class Layout:
         One /24 per device index keeps each host's NICs in different subnets, like the
         910A "SMP" plan, so replies always leave through the NIC that was asked.
         """
-        return ipaddress.ip_address(f"198.19.{self.check_device(device)}.{self.host_index(host)}")
+        return ipaddress.IPv4Address(f"198.19.{self.check_device(device)}.{self.host_index(host)}")
 
     # -- files ------------------------------------------------------------------------------
     @property
