@@ -7,6 +7,7 @@ STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
 .PHONY: all link venv torch-venv test test-python test-unit test-testbed sanity lint demo bench build clean
+.PHONY: ruff mypy
 
 all: test
 
@@ -30,7 +31,7 @@ $(TORCH_STAMP):
 torch-venv: $(TORCH_STAMP)
 
 ## make test: everything CI runs (python tests incl. the multi-host test bed, sanity, lint)
-test: test-python sanity lint
+test: ruff mypy test-python sanity lint
 
 ## make test-python: all pytest suites (the test bed ones need root and netns)
 test-python: $(STAMP) $(TORCH_STAMP)
@@ -50,6 +51,15 @@ sanity: $(STAMP)
 COLLECTIONS := $(abspath build/collections)
 link: $(STAMP)
 	$(BIN)/python -c 'import sys; sys.path.insert(0, "."); from tests.helpers.collection import ensure_collection_link as e; e()'
+
+## make ruff: lint and format check of all Python (config: ruff.toml)
+ruff: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+## make mypy: type check of plugins/, the simulator, tests/ and bench/ (config: mypy.ini)
+mypy: link
+	$(BIN)/mypy
 
 lint: link
 	PATH=$(abspath $(BIN)):$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) $(BIN)/ansible-lint --offline --profile production
