@@ -78,7 +78,7 @@ def time_module(server: dict, runs: int, devices: int, cpu: list | None = None, 
     """Wall seconds of each run; CPU seconds (module + every hccn_tool/npu-smi it ran) go to ``cpu``."""
     env = {"PATH": server["bin_dir"] + os.pathsep + os.environ.get("PATH", ""), "ASCEND_SIM_STATE": server["state_dir"]}
     times = []
-    for _ in range(runs):
+    for dummy in range(runs):
         start, start_cpu = time.monotonic(), children_cpu()
         result = run_module("hccn_facts", dict(args, hccn_conf=server["hccn_conf"]), env=env)
         times.append(time.monotonic() - start)

@@ -217,7 +217,7 @@ class NpuSmi:
         cmd = [self.binary] + list(args)
         # `info` always prints something: rc 0 with no output at all is not an answer (seen under
         # load with run_command, ansible/ansible#51393), so ask once more before believing it.
-        for _ in range(2):
+        for dummy in range(2):
             try:
                 rc, out, err = self.runner(cmd, timeout=self.timeout)
             except OSError as exc:

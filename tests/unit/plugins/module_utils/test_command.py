@@ -48,7 +48,7 @@ def test_a_hung_call_is_stopped_with_everything_it_started(tmp_path):
     rc, out, err = _command.run(["sh", "-c", script, "sh", str(pidfile)], timeout=0.5)
     assert (rc, out, err) == (_command.TIMEOUT_RC, "partial\n", "raw\n")
     grandchild = int(pidfile.read_text())
-    for _ in range(100):  # the kill is synchronous; reaping by init may lag a little
+    for dummy in range(100):  # the kill is synchronous; reaping by init may lag a little
         if _gone(grandchild):
             break
         time.sleep(0.05)

@@ -69,7 +69,7 @@ def test_fresh_and_configured_devices(tmp_path):
 
 def test_link_down_and_health_with_spaces():
     transcript = device_answers(3, link="DOWN", health="Receive timeout", **CONFIGURED)
-    facts, _ = gather({"devices": [3]}, transcript)
+    facts, dummy = gather({"devices": [3]}, transcript)
     dev = facts["devices"][0]
     assert (dev["link"], dev["net_health"], dev["error"]) == ("DOWN", "Receive timeout", None)
     assert facts["device_list_source"] == "devices option"
@@ -80,7 +80,7 @@ def test_link_down_and_health_with_spaces():
 def test_device_error_is_reported_per_device(answer):
     transcript = device_answers(0, **CONFIGURED)
     transcript.update(failing_device(1, answer))
-    facts, _ = gather({"devices": [0, 1]}, transcript)
+    facts, dummy = gather({"devices": [0, 1]}, transcript)
     ok, bad = facts["devices"]
     assert ok["error"] is None and ok["device_ip"] == "192.168.100.101"
     assert bad["error"] == answer[2].strip()
@@ -90,14 +90,14 @@ def test_device_error_is_reported_per_device(answer):
 def test_one_failing_query_keeps_the_others():
     transcript = device_answers(2, **CONFIGURED)
     transcript[(HCCN, "-i", "2", "-net_health", "-g")] = EXEC_FAILED
-    facts, _ = gather({"devices": [2]}, transcript)
+    facts, dummy = gather({"devices": [2]}, transcript)
     dev = facts["devices"][0]
     assert dev["error"] == "Command execute failed!" and dev["net_health"] is None and dev["link"] == "UP"
 
 
 def test_stale_conf_detected(tmp_path):
     conf = write_conf(tmp_path, "address_0=192.168.100.5\nnetmask_0=255.255.255.0\naddress_0=192.168.100.7\n")
-    facts, _ = gather({"devices": [0], "hccn_conf": conf}, device_answers(0, **CONFIGURED))
+    facts, dummy = gather({"devices": [0], "hccn_conf": conf}, device_answers(0, **CONFIGURED))
     dev = facts["devices"][0]
     assert dev["stale_conf"] is True
     assert dev["stale_keys"] == ["address", "gateway", "netdetect"]
@@ -105,7 +105,7 @@ def test_stale_conf_detected(tmp_path):
 
 
 def test_missing_conf_skips_cross_check_with_warning():
-    facts, _ = gather({"devices": [0]}, device_answers(0, **CONFIGURED))
+    facts, dummy = gather({"devices": [0]}, device_answers(0, **CONFIGURED))
     assert facts["devices"][0]["stale_conf"] is False
     assert any("cross-check skipped" in w for w in facts["warnings"])
 
@@ -133,7 +133,7 @@ def test_conf_fallback_uses_davinci_nodes_for_the_list(tmp_path):
     devdir.mkdir()
     for name in ("davinci0", "davinci1", "davinci_manager"):
         (devdir / name).write_text("")
-    facts, _ = gather({"hccn_conf": conf, "dev_dir": str(devdir)}, {}, bins={})
+    facts, dummy = gather({"hccn_conf": conf, "dev_dir": str(devdir)}, {}, bins={})
     assert facts["device_list_source"] == "/dev/davinci"
     assert [(d["device_id"], d["device_ip"]) for d in facts["devices"]] == [(0, "10.0.0.1"), (1, "")]
 
@@ -159,7 +159,7 @@ def test_unparseable_answer_fails_with_raw_text():
 
 
 def test_old_driver_without_tls_fails_with_hint():
-    facts, _ = gather({"devices": [0]}, device_answers(0))
+    facts, dummy = gather({"devices": [0]}, device_answers(0))
     assert "tls_switch" not in facts["devices"][0]
     with pytest.raises(FactsError) as info:
         gather({"devices": [0], "gather": ["tls"]}, device_answers(0))
@@ -175,7 +175,7 @@ def test_gather_tls_and_mac():
         "",
     )
     transcript[(HCCN, "-i", "0", "-mac", "-g")] = (0, "mac addr: 78:b4:6a:00:00:00\n", "")
-    facts, _ = gather({"devices": [0], "gather": ["tls", "mac"]}, transcript)
+    facts, dummy = gather({"devices": [0], "gather": ["tls", "mac"]}, transcript)
     dev = facts["devices"][0]
     assert (dev["tls_switch"], dev["tls_preconfigured"], dev["tls_alarm_days"], dev["mac"]) == (False, True, 60, "78:b4:6a:00:00:00")
 
@@ -198,7 +198,7 @@ def test_npu_smi_failure_falls_back_to_davinci(tmp_path):
         (NPU_SMI, "info"): (1, "", "dcmi module initialize failed\n"),
     }
     transcript.update(device_answers(4))
-    facts, _ = gather({"dev_dir": str(devdir)}, transcript, {"hccn_tool": HCCN, "npu-smi": NPU_SMI})
+    facts, dummy = gather({"dev_dir": str(devdir)}, transcript, {"hccn_tool": HCCN, "npu-smi": NPU_SMI})
     assert facts["device_list_source"] == "/dev/davinci" and [d["device_id"] for d in facts["devices"]] == [4]
     assert any("dcmi module initialize failed" in w for w in facts["warnings"])
 
@@ -233,9 +233,9 @@ def test_calls_run_concurrently_and_bounded():
     for dev in range(8):
         transcript.update(device_answers(dev))
     start = time.monotonic()
-    _, module = gather({"devices": list(range(8)), "parallel": 10}, transcript, delay=0.05)
+    dummy, module = gather({"devices": list(range(8)), "parallel": 10}, transcript, delay=0.05)
     elapsed = time.monotonic() - start
     assert module.max_active == 10
     assert elapsed < 40 * 0.05 / 2  # 40 calls at 50 ms: sequential would take 2 s
-    _, module = gather({"devices": [0, 1], "parallel": 1}, transcript)
+    dummy, module = gather({"devices": [0, 1], "parallel": 1}, transcript)
     assert module.max_active == 1
