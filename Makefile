@@ -7,6 +7,7 @@ STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
 .PHONY: all link venv torch-venv system-packages test test-python test-unit test-testbed sanity lint demo bench build clean
+.PHONY: ruff mypy
 
 # pytest-xdist workers for the suites whose tests are independent (every simulated cluster and test bed
 # has its own directory and prefix). More workers than the 2 cores pay off: playbook tests mostly wait.
@@ -40,7 +41,7 @@ system-packages:
 	@bash tests/setup/debian-packages.sh $(DEBIAN_PACKAGES)
 
 ## make test: everything CI runs, set-up included (Debian packages, venvs): every test tier, sanity, lint
-test: system-packages test-python sanity lint
+test: system-packages ruff mypy test-python sanity lint
 
 ## make test-python: every pytest tier (tests/unit, simulator, integration, testbed; the bed needs root)
 test-python: $(STAMP) $(TORCH_STAMP) | system-packages
@@ -60,6 +61,15 @@ sanity: $(STAMP)
 COLLECTIONS := $(abspath build/collections)
 link: $(STAMP)
 	$(BIN)/python -c 'import sys; sys.path.insert(0, "."); from tests.helpers.collection import ensure_collection_link as e; e()'
+
+## make ruff: lint and format check of all Python (config: ruff.toml)
+ruff: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+## make mypy: type check of plugins/, the simulator, tests/ and bench/ (config: mypy.ini)
+mypy: link
+	$(BIN)/mypy
 
 lint: link
 	PATH=$(abspath $(BIN)):$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) $(BIN)/ansible-lint --offline --profile production

@@ -153,14 +153,14 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
-        opts = dict(OPTIONS)
+        opts: dict[str, Any] = dict(OPTIONS)
         unknown = set(self._task.args) - set(opts)
         if unknown:
             raise AnsibleActionFail(f"unknown options: {', '.join(sorted(unknown))}")
         opts.update(self._task.args)
         if not opts["job_id"] or not opts["controller_dir"]:
             raise AnsibleActionFail("job_id and controller_dir are required")
-        server = opts["server"] or task_vars.get("inventory_hostname")
+        server: str = opts["server"] or task_vars["inventory_hostname"]
         job_dir = os.path.join(os.path.expanduser(opts["controller_dir"]), opts["job_id"])
         remote_job_dir = posixpath.join(opts["job_root"], opts["job_id"])
         hosts_dir = os.path.join(job_dir, "hosts")
@@ -183,7 +183,7 @@ class ActionModule(ActionBase):
                 next_full = time.time() + float(opts["full_poll_interval"])
                 polled = self._poll(poll_args, task_vars)
                 if polled.get("failed"):
-                    failure = {
+                    failure: dict[str, Any] = {
                         "server": server,
                         "rank_id": -1,
                         "device_id": -1,

@@ -15,7 +15,7 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._rank_table_formats
 def rank_entries(table: Any, server_id: str | None = None) -> list:
     """Flatten any supported rank table into rank-ordered entries (optionally one server's)."""
     _version, servers = parse(table, resolve_chip(None))
-    entries = [
+    entries: list[dict[str, Any]] = [
         {
             "rank_id": device.rank_id,
             "device_id": device.device_id,

@@ -13,8 +13,7 @@ import re
 class ChipProfile:
     """Facts about one chip generation, taken from the reference (section 1 and 3)."""
 
-    def __init__(self, name, max_device_id, rank_table_version, hccs_rings, soc_name):
-        # type: (str, int, str, tuple, str) -> None
+    def __init__(self, name: str, max_device_id: int, rank_table_version: str, hccs_rings: tuple | None, soc_name: str) -> None:
         self.name = name
         self.max_device_id = max_device_id
         self.rank_table_version = rank_table_version
@@ -55,14 +54,12 @@ _ALIASES = {
 }
 
 
-def chip_names():
-    # type: () -> list
+def chip_names() -> list:
     """Canonical chip names, for documentation and error messages."""
     return sorted(CHIPS)
 
 
-def normalize_chip(name):
-    # type: (str) -> str
+def normalize_chip(name: str) -> str:
     """Return the canonical chip name for ``name`` or raise ValueError saying which are known."""
     key = re.sub(r"[\s-]", "", str(name)).lower()
     if key.upper() in CHIPS:
@@ -79,7 +76,6 @@ def normalize_chip(name):
     raise ValueError("unknown chip %r: use one of %s (aliases: A2 for 910B, 910 for 910A)" % (name, ", ".join(chip_names())))
 
 
-def get_chip(name):
-    # type: (str) -> ChipProfile
+def get_chip(name: str) -> ChipProfile:
     """Return the ChipProfile for ``name`` (any alias); ValueError when unknown."""
     return CHIPS[normalize_chip(name)]

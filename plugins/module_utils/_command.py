@@ -17,6 +17,19 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # types only: nothing here runs, so the 3.8 floor does not apply
+    from typing import Callable, Protocol
+
+    # ``run`` itself, or a fake with its shape: ``runner(argv, timeout=...) -> (rc, stdout, stderr)``.
+    Runner = Callable[..., tuple[int, str, str]]
+
+    class BinFinder(Protocol):
+        """What the tool clients need of an AnsibleModule (tests hand in a fake one)."""
+
+        def get_bin_path(self, arg: str, /, required: bool = ..., opt_dirs: list[str] | None = ...) -> str | None: ...
+
 
 # rc of a call stopped at its timeout (the value coreutils `timeout` uses).
 TIMEOUT_RC = 124
@@ -24,13 +37,11 @@ TIMEOUT_RC = 124
 _DRAIN_S = 5
 
 
-def _text(data):
-    # type: (bytes | None) -> str
+def _text(data: bytes | None) -> str:
     return (data or b"").decode("utf-8", errors="replace")
 
 
-def run(argv, timeout=None):
-    # type: (list, float | None) -> tuple
+def run(argv: list, timeout: float | None = None) -> tuple[int, str, str]:
     """``(rc, stdout, stderr)`` of ``argv``; rc ``TIMEOUT_RC`` when it had to be stopped (with
     what it had printed until then: callers say what the timeout means).
 

@@ -27,10 +27,9 @@ CROSS_CHECKED = (
 )
 
 
-def parse_conf(text):
-    # type: (str) -> dict
+def parse_conf(text: str) -> dict:
     """``{device_id: {key: value}}``; comments, blank and malformed lines are ignored; last wins."""
-    devices = {}  # type: dict
+    devices: dict = {}
     for line in text.splitlines():
         if not line.strip() or line.lstrip().startswith("#"):
             continue
@@ -40,8 +39,7 @@ def parse_conf(text):
     return devices
 
 
-def read_conf(path):
-    # type: (str) -> dict | None
+def read_conf(path: str) -> dict | None:
     """Parsed content of ``path``, or None when the file does not exist (OSError otherwise)."""
     try:
         with open(path) as handle:
@@ -50,20 +48,17 @@ def read_conf(path):
         return None
 
 
-def _address(value):
-    # type: (str | None) -> str
+def _address(value: str | None) -> str:
     value = (value or "").strip()
     return "" if value == UNSET_ADDRESS else value
 
 
-def facts_from_conf(conf):
-    # type: (dict) -> dict
+def facts_from_conf(conf: dict) -> dict:
     """The device facts the file claims for one device: device_ip, netmask, gateway, netdetect."""
     return dict((fact, _address(conf.get(key))) for fact, key in CROSS_CHECKED)
 
 
-def stale_keys(device_facts, conf):
-    # type: (dict, dict) -> list
+def stale_keys(device_facts: dict, conf: dict) -> list:
     """hccn.conf keys whose value differs from what the device reports (unset == missing == 0.0.0.0).
 
     Facts the device could not report (None) are not compared.

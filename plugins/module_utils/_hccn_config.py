@@ -17,9 +17,14 @@ Runs on target hosts: Python 3.8+, stdlib only.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ansible_collections.ascend.cluster.plugins.module_utils import _chip, _hccn_tool
 from ansible_collections.ascend.cluster.plugins.module_utils._hccn_parse import ParseError
 from ansible_collections.ascend.cluster.plugins.module_utils._ip_check import FIELDS, IpCheckError, check_devices
+
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_DEVICE_ID = max(profile.max_device_id for profile in _chip.CHIPS.values())
 PHASES = ("ip", "gateway", "netdetect")
@@ -41,8 +46,7 @@ SET_HINTS = (
 class ConfigError(Exception):
     """Stop the module: ``msg`` says what to fix, ``details`` holds raw output and partial results."""
 
-    def __init__(self, msg, **details):
-        # type: (str, object) -> None
+    def __init__(self, msg: str, **details: Any) -> None:
         self.msg = msg
         self.details = details
         super().__init__(msg)
@@ -52,14 +56,12 @@ class ConfigError(Exception):
 READS = (("ip", "get_ip"), ("gateway", "get_gateway"), ("netdetect", "get_netdetect"))
 
 
-def reads_for(wanted):
-    # type: (dict) -> tuple
+def reads_for(wanted: dict) -> tuple:
     """The reads one wanted device needs: always ``ip``; gateway/netdetect only when managed."""
     return ("ip",) + tuple(name for name, _getter in READS[1:] if wanted[name])
 
 
-def read_devices(tool, reads, parallel, when):
-    # type: (_hccn_tool.HccnTool, dict, int, str) -> dict
+def read_devices(tool: _hccn_tool.HccnTool, reads: dict, parallel: int, when: str) -> dict:
     """``{device: {address, netmask[, gateway][, netdetect]}}`` (``""`` when unset), every read concurrent.
 
     ``reads`` maps each device to the reads it needs (see :func:`reads_for`). Raises ConfigError
@@ -68,7 +70,7 @@ def read_devices(tool, reads, parallel, when):
     getters = dict(READS)
     tasks = [(device, name) for device in sorted(reads) for name in reads[device]]
     answers = _hccn_tool.pool_map(lambda task: getattr(tool, getters[task[1]])(task[0]), tasks, parallel)
-    states = dict((device, {}) for device in reads)  # type: dict
+    states: dict = dict((device, {}) for device in reads)
     for (device, name), value in zip(tasks, answers):
         if isinstance(value, ParseError):
             raise ConfigError(
@@ -92,8 +94,7 @@ def read_devices(tool, reads, parallel, when):
     return states
 
 
-def wanted_state(wanted, current):
-    # type: (dict, dict) -> dict
+def wanted_state(wanted: dict, current: dict) -> dict:
     """The state the device should end in, for the fields that were read (the managed ones)."""
     state = dict(current)
     for field in current:
@@ -102,8 +103,7 @@ def wanted_state(wanted, current):
     return state
 
 
-def plan_device(wanted, current):
-    # type: (dict, dict) -> list
+def plan_device(wanted: dict, current: dict) -> list:
     """The ``(phase, hccn_tool args)`` steps that take one device from ``current`` to ``wanted``."""
     steps = []
     ip_changes = (wanted["address"], wanted["netmask"]) != (current["address"], current["netmask"])
@@ -116,14 +116,12 @@ def plan_device(wanted, current):
     return steps
 
 
-def phases_of(steps):
-    # type: (list) -> list
+def phases_of(steps: list) -> list:
     """The phase names of a device's steps, in order."""
     return [step[0] for step in steps]
 
 
-def ip_waves(moving, current):
-    # type: (dict, dict) -> list
+def ip_waves(moving: dict, current: dict) -> list:
     """Order address changes so none takes an address another device still holds.
 
     ``moving`` maps device -> wanted address for devices whose address changes; ``current`` maps
@@ -147,8 +145,7 @@ def ip_waves(moving, current):
     return waves
 
 
-def _hint(stderr):
-    # type: (str) -> str
+def _hint(stderr: str) -> str:
     lowered = stderr.lower()
     for text, hint in SET_HINTS:
         if text.lower() in lowered:
@@ -164,8 +161,7 @@ class Configurator:
         self.tool = tool
         self.params = module.params
 
-    def validate(self):
-        # type: () -> list
+    def validate(self) -> list:
         if self.params["parallel"] < 1:
             raise ConfigError("parallel must be 1 or more (got %d)" % self.params["parallel"])
         if self.params["timeout"] < 1:
@@ -173,10 +169,9 @@ class Configurator:
         try:
             return check_devices(self.params["devices"], MAX_DEVICE_ID)
         except IpCheckError as exc:
-            raise ConfigError("the wanted device IP settings are wrong, nothing was changed: %s" % exc, problems=exc.problems)
+            raise ConfigError("the wanted device IP settings are wrong, nothing was changed: %s" % exc, problems=exc.problems) from exc
 
-    def run(self):
-        # type: () -> dict
+    def run(self) -> dict:
         wanted = self.validate()
         ids = [w["device_id"] for w in wanted]
         parallel = self.params["parallel"]
@@ -212,18 +207,18 @@ class Configurator:
             },
         }
 
-    def apply(self, plans, waves, results):
-        # type: (dict, list, dict) -> None
+    def apply(self, plans: dict, waves: list, results: dict) -> None:
         """Run the steps phase by phase; on the first refused set, stop and report what was done."""
         batches = [[(d, plans[d][0][1]) for d in wave] for wave in waves]
         for phase in PHASES[1:]:
             batches.append([(d, step[1]) for d in sorted(plans) for step in plans[d] if step[0] == phase])
-        done = []  # type: list
+        done: list = []
         for batch in batches:
             answers = _hccn_tool.pool_map(lambda item: self.tool.query(item[0], item[1]), batch, self.params["parallel"])
-            failed = None
+            # query() only raises HccnError (it parses nothing), so an answer is stdout or one.
+            failed: tuple[int, _hccn_tool.HccnError] | None = None
             for (device, args), answer in zip(batch, answers):
-                if isinstance(answer, Exception):
+                if isinstance(answer, _hccn_tool.HccnError):
                     failed = failed or (device, answer)
                 else:
                     done.append(" ".join(self.tool.command(device, args)))
@@ -242,8 +237,7 @@ class Configurator:
                     stderr=error.result.stderr,
                 )
 
-    def read_back(self, wanted, reads, results):
-        # type: (list, dict, dict) -> dict
+    def read_back(self, wanted: list, reads: dict, results: dict) -> dict:
         """Re-read the changed devices; ConfigError when one does not report a wanted value."""
         after = read_devices(self.tool, reads, self.params["parallel"], "reading back after the change")
         wrong = []

@@ -11,9 +11,13 @@ Runs on target hosts: Python 3.8+, stdlib only.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _chip, _hccn_conf, _hccn_tool, _npu_smi
 from ansible_collections.ascend.cluster.plugins.module_utils._hccn_parse import ParseError
+
+if TYPE_CHECKING:
+    from typing import Any
 
 # query name -> HccnTool getter. The first five are always gathered; the rest via `gather`.
 BASE_QUERIES = ("ip", "gateway", "netdetect", "net_health", "link")
@@ -33,15 +37,13 @@ MAX_DEVICE_ID = max(profile.max_device_id for profile in _chip.CHIPS.values())
 class FactsError(Exception):
     """Stop the module: ``msg`` says what to fix, ``details`` carries raw cmd/rc/stdout/stderr."""
 
-    def __init__(self, msg, **details):
-        # type: (str, object) -> None
+    def __init__(self, msg: str, **details: Any) -> None:
         self.msg = msg
         self.details = details
         super().__init__(msg)
 
 
-def query_devices(tool, devices, queries, parallel):
-    # type: (_hccn_tool.HccnTool, list, tuple, int) -> dict
+def query_devices(tool: _hccn_tool.HccnTool, devices: list, queries: tuple, parallel: int) -> dict:
     """Run every (device, query) pair on a bounded thread pool.
 
     Returns ``{(device, query): value or HccnError}`` for per-device outcomes; raises FactsError
@@ -75,10 +77,9 @@ def query_devices(tool, devices, queries, parallel):
     return answers
 
 
-def device_from_answers(device, answers, queries, conf):
-    # type: (int, dict, tuple, dict | None) -> dict
+def device_from_answers(device: int, answers: dict, queries: tuple, conf: dict | None) -> dict:
     """One ``devices`` entry from the device's answers, cross-checked against its hccn.conf keys."""
-    entry = {
+    entry: dict = {
         "device_id": device,
         "device_ip": None,
         "netmask": None,
@@ -88,7 +89,7 @@ def device_from_answers(device, answers, queries, conf):
         "net_health": None,
         "link": None,
         "error": None,
-    }  # type: dict
+    }
     for query in queries:
         value = answers[(device, query)]
         if isinstance(value, _hccn_tool.HccnError):
@@ -105,8 +106,7 @@ def device_from_answers(device, answers, queries, conf):
     return entry
 
 
-def _cross_check(entry, conf):
-    # type: (dict, dict | None) -> None
+def _cross_check(entry: dict, conf: dict | None) -> None:
     if conf is None:  # no hccn.conf to compare with
         entry.update(conf={}, stale_conf=False, stale_keys=[])
         return
@@ -115,19 +115,17 @@ def _cross_check(entry, conf):
     entry.update(conf=own, stale_conf=bool(keys), stale_keys=keys)
 
 
-def device_from_conf(device, conf):
-    # type: (int, dict) -> dict
+def device_from_conf(device: int, conf: dict) -> dict:
     """One ``devices`` entry from hccn.conf alone (fallback when hccn_tool is missing)."""
     own = conf.get(device, {})
-    entry = {"device_id": device, "net_health": None, "link": None, "error": None}  # type: dict
+    entry: dict = {"device_id": device, "net_health": None, "link": None, "error": None}
     entry.update(_hccn_conf.facts_from_conf(own))
     entry["ips"] = [{"address": entry["device_ip"], "netmask": entry["netmask"]}] if entry["device_ip"] else []
     entry.update(conf=own, stale_conf=False, stale_keys=[])
     return entry
 
 
-def validate_params(params):
-    # type: (dict) -> None
+def validate_params(params: dict) -> None:
     """Checks the argument spec cannot express (ranges, duplicates)."""
     if params["parallel"] < 1:
         raise FactsError("parallel must be 1 or more (got %d)" % params["parallel"])
@@ -158,15 +156,13 @@ class Gatherer:
         self.params = module.params
         # How hccn_tool / npu-smi are run (None: _command.run); tests hand in a fake one.
         self.runner = runner
-        self.warnings = []  # type: list
-        self.table = None  # type: list | None
+        self.warnings: list = []
+        self.table: list | None = None
 
-    def warn(self, msg):
-        # type: (str) -> None
+    def warn(self, msg: str) -> None:
         self.warnings.append(msg)
 
-    def find_tools(self):
-        # type: () -> tuple
+    def find_tools(self) -> tuple:
         hccn = _hccn_tool.find_binary(self.module, self.params["hccn_tool"])
         if self.params["hccn_tool"] and hccn is None:
             raise FactsError(
@@ -181,8 +177,7 @@ class Gatherer:
             )
         return hccn, npu
 
-    def read_conf(self):
-        # type: () -> dict | None
+    def read_conf(self) -> dict | None:
         path = self.params["hccn_conf"]
         try:
             return _hccn_conf.read_conf(path)
@@ -190,8 +185,7 @@ class Gatherer:
             self.warn("cannot read %s (%s): hccn.conf cross-check skipped" % (path, exc))
             return None
 
-    def discover(self, npu_smi):
-        # type: (str | None) -> tuple
+    def discover(self, npu_smi: str | None) -> tuple:
         """(device ids, where they came from); keeps the npu-smi table (chip model) in self.table."""
         table = None
         npus = None
@@ -222,8 +216,7 @@ class Gatherer:
             return _npu_smi.device_ids(npus, table), "npu-smi"
         return _npu_smi.davinci_devices(self.params["dev_dir"]), "/dev/davinci"
 
-    def gather(self):
-        # type: () -> dict
+    def gather(self) -> dict:
         validate_params(self.params)
         hccn, npu = self.find_tools()
         conf = self.read_conf()

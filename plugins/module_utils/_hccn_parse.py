@@ -50,15 +50,13 @@ _TLS = re.compile(
 class ParseError(ValueError):
     """``hccn_tool`` printed something this parser does not understand; ``raw`` holds it."""
 
-    def __init__(self, what, raw):
-        # type: (str, str) -> None
+    def __init__(self, what: str, raw: str) -> None:
         self.what = what
         self.raw = raw
         super().__init__("cannot parse %s from hccn_tool output %r" % (what, raw))
 
 
-def normalize_address(value, what, raw):
-    # type: (str, str, str) -> str
+def normalize_address(value: str, what: str, raw: str) -> str:
     """Return ``value`` stripped, ``""`` for unset (empty or 0.0.0.0); ParseError if not IPv4."""
     value = (value or "").strip()
     if value in ("", UNSET_ADDRESS):
@@ -68,14 +66,13 @@ def normalize_address(value, what, raw):
     return value
 
 
-def parse_ip(raw):
-    # type: (str) -> dict
+def parse_ip(raw: str) -> dict:
     """Parse ``-ip -g``: ``ipaddr:X`` / ``netmask:Y`` lines, possibly several pairs.
 
     Returns ``{"address": first address, "netmask": its netmask, "ips": [{"address", "netmask"}, ...]}``.
     A netmask line attaches to the latest address that has none yet.
     """
-    ips = []  # type: list
+    ips: list = []
     seen_any = False
     for line in raw.splitlines():
         match = _IPADDR_LINE.match(line)
@@ -96,8 +93,7 @@ def parse_ip(raw):
     return {"address": primary["address"], "netmask": primary["netmask"], "ips": ips}
 
 
-def parse_gateway(raw):
-    # type: (str) -> dict
+def parse_gateway(raw: str) -> dict:
     """Parse ``-gateway -g``: ``default gateway:X, Iface:ethN`` -> ``{"gateway", "iface"}``."""
     match = _GATEWAY.search(raw)
     if not match:
@@ -108,8 +104,7 @@ def parse_gateway(raw):
     }
 
 
-def parse_netdetect(raw):
-    # type: (str) -> str
+def parse_netdetect(raw: str) -> str:
     """Parse ``-netdetect -g`` (``netdetect addr: X`` or ``netdetect address: X``); ``""`` when unset."""
     match = _NETDETECT.search(raw)
     if not match:
@@ -117,8 +112,7 @@ def parse_netdetect(raw):
     return normalize_address(match.group("value"), "netdetect address", raw)
 
 
-def parse_net_health(raw):
-    # type: (str) -> str
+def parse_net_health(raw: str) -> str:
     """Parse ``-net_health -g``: the raw status string (``Success``, ``Receive timeout``, ...)."""
     match = _NET_HEALTH.search(raw)
     if not match:
@@ -126,8 +120,7 @@ def parse_net_health(raw):
     return re.sub(r"\s+", " ", match.group("value"))
 
 
-def parse_link(raw):
-    # type: (str) -> str
+def parse_link(raw: str) -> str:
     """Parse ``-link -g``: ``"UP"`` or ``"DOWN"``."""
     match = _LINK.search(raw)
     if not match or match.group("value").upper() not in ("UP", "DOWN"):
@@ -135,8 +128,7 @@ def parse_link(raw):
     return match.group("value").upper()
 
 
-def parse_mac(raw):
-    # type: (str) -> str
+def parse_mac(raw: str) -> str:
     """Parse ``-mac -g``: the MAC address, lower case with colons."""
     match = _MAC.search(raw)
     if not match:
@@ -144,8 +136,7 @@ def parse_mac(raw):
     return match.group("value").lower().replace("-", ":")
 
 
-def parse_tls(raw):
-    # type: (str) -> dict
+def parse_tls(raw: str) -> dict:
     """Parse ``-tls -g`` -> ``{"tls_switch": bool, "tls_preconfigured": bool, "tls_alarm_days": int}``."""
     match = _TLS.search(raw)
     if not match:

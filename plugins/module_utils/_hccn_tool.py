@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _command
 from ansible_collections.ascend.cluster.plugins.module_utils import _hccn_parse as parse
+
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable
 
 DEFAULT_PATH = "/usr/local/Ascend/driver/tools/hccn_tool"
 DEFAULT_TIMEOUT = 30
@@ -43,8 +47,7 @@ ERROR_TABLE = (
 class HccnResult:
     """The raw answer of one ``hccn_tool`` call."""
 
-    def __init__(self, cmd, rc, stdout, stderr):
-        # type: (list, int, str, str) -> None
+    def __init__(self, cmd: list, rc: int, stdout: str, stderr: str) -> None:
         self.cmd = cmd
         self.rc = rc
         self.stdout = stdout
@@ -57,21 +60,18 @@ class HccnResult:
 class HccnError(Exception):
     """A call that did not return data; ``kind`` says what it means (UNSET, DEVICE, USAGE, MISSING)."""
 
-    def __init__(self, kind, result, reason):
-        # type: (str, HccnResult, str) -> None
+    def __init__(self, kind: str, result: HccnResult, reason: str) -> None:
         self.kind = kind
         self.result = result
         self.reason = reason
         super().__init__(reason)
 
     @property
-    def stderr(self):
-        # type: () -> str
+    def stderr(self) -> str:
         return self.result.stderr.strip()
 
 
-def classify(result):
-    # type: (HccnResult) -> HccnError | None
+def classify(result: HccnResult) -> HccnError | None:
     """Map rc/stderr to an outcome: None for success, else an HccnError saying what it means."""
     if result.rc == 0:
         return None
@@ -93,22 +93,21 @@ def classify(result):
 class HccnTool:
     """Client for one ``hccn_tool`` binary on this host."""
 
-    def __init__(self, module, binary, timeout=DEFAULT_TIMEOUT, runner=None):
-        # type: (object, str, int, object) -> None
+    def __init__(
+        self, module: _command.BinFinder, binary: str, timeout: int = DEFAULT_TIMEOUT, runner: _command.Runner | None = None
+    ) -> None:
         self.module = module
         self.binary = binary
         self.timeout = timeout
         # ``runner(argv, timeout=...) -> (rc, stdout, stderr)``; tests hand in a fake one.
         self.runner = runner or _command.run
 
-    def command(self, device, args):
-        # type: (int | None, list) -> list
+    def command(self, device: int | None, args: list) -> list:
         """The argument list for ``hccn_tool -i <device> <args>`` (``-a`` when device is None)."""
         target = ["-a"] if device is None else ["-i", str(int(device))]
         return [self.binary] + target + [str(a) for a in args]
 
-    def run(self, device, args):
-        # type: (int | None, list) -> HccnResult
+    def run(self, device: int | None, args: list) -> HccnResult:
         """Run one call and return its raw answer; never raises for a failing command."""
         cmd = self.command(device, args)
         try:
@@ -117,8 +116,7 @@ class HccnTool:
             return HccnResult(cmd, 127, "", "%s: %s" % (self.binary, exc))
         return HccnResult(cmd, rc, out or "", err or "")
 
-    def query(self, device, args):
-        # type: (int | None, list) -> str
+    def query(self, device: int | None, args: list) -> str:
         """Run a get command and return stdout, or raise the classified HccnError."""
         result = self.run(device, args)
         error = classify(result)
@@ -143,44 +141,36 @@ class HccnTool:
             raise error
         return parser(result.stdout)
 
-    def get_ip(self, device):
-        # type: (int) -> dict
+    def get_ip(self, device: int) -> dict:
         """``{"address", "netmask", "ips"}``; empty values when no IP was ever set."""
         return self._get(device, ["-ip", "-g"], parse.parse_ip, {"address": "", "netmask": "", "ips": []})
 
-    def get_gateway(self, device):
-        # type: (int) -> str
+    def get_gateway(self, device: int) -> str:
         """The default gateway, ``""`` when none is set (rc 2, a normal state)."""
         return self._get(device, ["-gateway", "-g"], parse.parse_gateway, {"gateway": "", "iface": ""})["gateway"]
 
-    def get_netdetect(self, device):
-        # type: (int) -> str
+    def get_netdetect(self, device: int) -> str:
         """The netdetect address, ``""`` when unset (``0.0.0.0``)."""
         return self._get(device, ["-netdetect", "-g"], parse.parse_netdetect, "")
 
-    def get_net_health(self, device):
-        # type: (int) -> str
+    def get_net_health(self, device: int) -> str:
         """The raw `net health status` value (``Success``, ``Init``, ``Receive timeout``, ...)."""
         return self._get(device, ["-net_health", "-g"], parse.parse_net_health, "")
 
-    def get_link(self, device):
-        # type: (int) -> str
+    def get_link(self, device: int) -> str:
         """``"UP"`` or ``"DOWN"``."""
         return self._get(device, ["-link", "-g"], parse.parse_link, "")
 
-    def get_tls(self, device):
-        # type: (int) -> dict
+    def get_tls(self, device: int) -> dict:
         """``{"tls_switch", "tls_preconfigured", "tls_alarm_days"}``."""
         return self._get(device, ["-tls", "-g"], parse.parse_tls, {})
 
-    def get_mac(self, device):
-        # type: (int) -> str
+    def get_mac(self, device: int) -> str:
         """The device NIC's MAC address."""
         return self._get(device, ["-mac", "-g"], parse.parse_mac, "")
 
 
-def pool_map(func, items, parallel):
-    # type: (object, list, int) -> list
+def pool_map(func: Callable[[Any], Any], items: Iterable, parallel: int) -> list:
     """``[func(item), or the HccnError / ParseError it raised]`` for every item, in order.
 
     Runs on a thread pool of at most ``parallel`` workers: hccn_tool calls are slow on real
@@ -200,8 +190,7 @@ def pool_map(func, items, parallel):
         return list(pool.map(guarded, items))
 
 
-def find_binary(module, explicit=None):
-    # type: (object, str | None) -> str | None
+def find_binary(module: _command.BinFinder, explicit: str | None = None) -> str | None:
     """Path of hccn_tool: ``explicit`` if given (None if not executable), else PATH, else DEFAULT_PATH."""
     if explicit:
         if os.sep not in explicit:
@@ -211,6 +200,5 @@ def find_binary(module, explicit=None):
     return found or None
 
 
-def _is_executable(path):
-    # type: (str) -> bool
+def _is_executable(path: str) -> bool:
     return os.path.isfile(path) and os.access(path, os.X_OK)

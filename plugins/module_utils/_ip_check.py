@@ -26,33 +26,29 @@ OPTIONAL_FIELDS = ("gateway", "netdetect")
 class IpCheckError(ValueError):
     """One or more wanted values are wrong; ``problems`` lists every one of them."""
 
-    def __init__(self, problems):
-        # type: (list) -> None
+    def __init__(self, problems: list) -> None:
         self.problems = problems
         super().__init__("; ".join(problems))
 
 
-def _ipv4(value, what):
-    # type: (object, str) -> ipaddress.IPv4Address
+def _ipv4(value: object, what: str) -> ipaddress.IPv4Address:
     text = "" if value is None else str(value).strip()
     try:
         return ipaddress.IPv4Address(text)
     except ValueError:
-        raise ValueError("%s %r is not an IPv4 address (write it as a.b.c.d)" % (what, value))
+        raise ValueError("%s %r is not an IPv4 address (write it as a.b.c.d)" % (what, value)) from None
 
 
-def normalize_netmask(value):
-    # type: (object) -> str
+def normalize_netmask(value: object) -> str:
     """Dotted netmask for ``255.255.255.0``, ``24`` or ``/24``; ValueError when it is not a netmask."""
     text = "" if value is None else str(value).strip().lstrip("/")
     try:
         return str(ipaddress.IPv4Network("0.0.0.0/%s" % text).netmask)
     except ValueError:
-        raise ValueError("netmask %r is not a netmask (use 255.255.255.0 or a prefix length such as 24)" % (value,))
+        raise ValueError("netmask %r is not a netmask (use 255.255.255.0 or a prefix length such as 24)" % (value,)) from None
 
 
-def _unicast_problem(addr):
-    # type: (ipaddress.IPv4Address) -> str | None
+def _unicast_problem(addr: ipaddress.IPv4Address) -> str | None:
     if addr.is_unspecified or int(addr) >> 24 == 0:
         return "is in 0.0.0.0/8 (not a usable address)"
     if addr.is_loopback:
@@ -64,14 +60,13 @@ def _unicast_problem(addr):
     return None
 
 
-def check_device(entry):
-    # type: (dict) -> tuple
+def check_device(entry: dict) -> tuple:
     """Normalize one wanted device ``{device_id, address, netmask, gateway, netdetect}``.
 
     Returns ``(normalized entry, problems)``; gateway/netdetect ``""`` mean "leave as is".
     """
     where = "device %s" % entry.get("device_id")
-    problems = []  # type: list
+    problems: list = []
     out = {"device_id": entry.get("device_id")}
     try:
         address = _ipv4(entry.get("address"), "address")
@@ -107,8 +102,7 @@ def check_device(entry):
     return out, problems
 
 
-def _check_target(where, field, value, address, net):
-    # type: (str, str, ipaddress.IPv4Address, ipaddress.IPv4Address, ipaddress.IPv4Network) -> list
+def _check_target(where: str, field: str, value: ipaddress.IPv4Address, address: ipaddress.IPv4Address, net: ipaddress.IPv4Network) -> list:
     problems = []
     if value.is_unspecified:
         return ["%s: %s 0.0.0.0 is not an address; leave %s empty to keep the device's value" % (where, field, field)]
@@ -128,13 +122,12 @@ def _check_target(where, field, value, address, net):
     return problems
 
 
-def check_devices(entries, max_device_id):
-    # type: (list, int) -> list
+def check_devices(entries: list, max_device_id: int) -> list:
     """Normalize every wanted device of this host; IpCheckError listing all problems if any."""
-    problems = []  # type: list
+    problems: list = []
     normalized = []
-    seen_ids = set()  # type: set
-    owners = {}  # type: dict
+    seen_ids: set = set()
+    owners: dict = {}
     for entry in entries:
         device = entry.get("device_id")
         if not isinstance(device, int) or isinstance(device, bool) or not 0 <= device <= max_device_id:

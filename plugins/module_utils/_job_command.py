@@ -16,8 +16,7 @@ import shlex
 LONE_INTERPRETERS = frozenset(("bash", "sh", "dash", "zsh", "python", "python3", "torchrun", "msrun"))
 
 
-def check_argv(argv):
-    # type: (list) -> list
+def check_argv(argv: list) -> list:
     """``argv`` if it is a runnable training command, else ValueError saying what to fix."""
     if not argv:
         raise ValueError("the training command is empty: set train_command")
@@ -30,11 +29,10 @@ def check_argv(argv):
     return argv
 
 
-def split_command(command):
-    # type: (str) -> list
+def split_command(command: str) -> list:
     """The argument list of ``command`` (never run by a shell), or ValueError saying what to fix."""
     try:
         argv = shlex.split(command)
     except ValueError as exc:
-        raise ValueError("cannot split the training command %r: %s" % (command, exc))
+        raise ValueError("cannot split the training command %r: %s" % (command, exc)) from exc
     return check_argv(argv)

@@ -30,8 +30,7 @@ class JobError(Exception):
     """The job cannot be found or used; the message says what to do."""
 
 
-def tail(path, lines):
-    # type: (str, int) -> list
+def tail(path: str, lines: int) -> list:
     """The last ``lines`` lines of a text file ([] when missing)."""
     try:
         with open(path, "rb") as handle:
@@ -44,8 +43,7 @@ def tail(path, lines):
     return data.splitlines()[-lines:] if lines > 0 else []
 
 
-def record_job(job_root, job):
-    # type: (str, dict) -> str
+def record_job(job_root: str, job: dict) -> str:
     """Write ``job.json`` (fresh gate/abort) and the ``latest`` pointer; returns the job dir."""
     directory = files.job_dir(job_root, job["job_id"])
     if not os.path.isdir(directory):
@@ -63,8 +61,7 @@ def record_job(job_root, job):
     return directory
 
 
-def load_job(job_root, job_id):
-    # type: (str, str) -> dict
+def load_job(job_root: str, job_id: str) -> dict:
     resolved = files.resolve_job_id(job_root, job_id)
     if not resolved:
         raise JobError("no training job recorded under %s on this host (nothing launched here yet)" % job_root)
@@ -77,8 +74,7 @@ def load_job(job_root, job_id):
     return job
 
 
-def _classify(state, aborted):
-    # type: (dict | None, bool) -> str
+def _classify(state: dict | None, aborted: bool) -> str:
     if not state:
         return "pending"
     phase = state.get("phase")
@@ -100,8 +96,7 @@ def _classify(state, aborted):
     return "failed"
 
 
-def rank_states(job_root, job, tail_lines=0, tail_failed=0):
-    # type: (str, dict, int, int) -> list
+def rank_states(job_root: str, job: dict, tail_lines: int = 0, tail_failed: int = 0) -> list:
     """One dict per local rank: ids, ``state``, ``rc``, times, pids, log path, log tail.
 
     The tail has ``tail_lines`` lines, or ``tail_failed`` for failed ranks when that is larger.
@@ -138,8 +133,7 @@ def rank_states(job_root, job, tail_lines=0, tail_failed=0):
     return ranks
 
 
-def wait_staged(job_root, job, timeout):
-    # type: (str, dict, float) -> list
+def wait_staged(job_root: str, job: dict, timeout: float) -> list:
     """Block until every local rank is staged (or any ended/failed, or ``timeout``); the states."""
     deadline = time.time() + timeout
     while True:
@@ -149,13 +143,11 @@ def wait_staged(job_root, job, timeout):
         time.sleep(0.05)
 
 
-def open_gate(job_root, job, start_at):
-    # type: (str, dict, float) -> None
+def open_gate(job_root: str, job: dict, start_at: float) -> None:
     files.write_json(os.path.join(files.job_dir(job_root, job["job_id"]), files.GATE_FILE), {"start_at": start_at})
 
 
-def stop_job(job_root, job, grace, reason="stop requested"):
-    # type: (str, dict, float, str) -> dict
+def stop_job(job_root: str, job: dict, grace: float, reason: str = "stop requested") -> dict:
     """Stop every local rank of ``job``: abort the gate, TERM then KILL each rank's process group.
 
     Waits for the runners too (they record the exit code and release the device locks).
@@ -183,8 +175,7 @@ def stop_job(job_root, job, grace, reason="stop requested"):
     }
 
 
-def first_failure(ranks):
-    # type: (list) -> dict | None
+def first_failure(ranks: list) -> dict | None:
     """The failed rank that ended first (by its recorded end time), or None."""
     failed = [r for r in ranks if r["state"] == "failed"]
     if not failed:

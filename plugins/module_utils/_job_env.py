@@ -31,8 +31,7 @@ FRAMEWORKS = tuple(sorted(PRESETS))
 AOE_MODES = (2, 4)
 
 
-def aoe_env(tune_bank_path=None, aoe_mode=None):
-    # type: (str | None, int | None) -> dict
+def aoe_env(tune_bank_path: str | None = None, aoe_mode: int | str | None = None) -> dict:
     """The AOE variables the launcher adds (reference section 5).
 
     ``tune_bank_path`` is ``TUNE_BANK_PATH``: the directory the gradient tuner writes
@@ -49,8 +48,7 @@ def aoe_env(tune_bank_path=None, aoe_mode=None):
     return env
 
 
-def aoe_conflicts(extra, tune_bank_path=None, aoe_mode=None):
-    # type: (dict | None, str | None, int | None) -> list
+def aoe_conflicts(extra: dict | None, tune_bank_path: str | None = None, aoe_mode: int | str | None = None) -> list:
     """Variables in ``extra`` that would silently replace the launcher's AOE values.
 
     The user's own ``TUNE_BANK_PATH`` / ``AOE_MODE`` is passed through as is when the launcher sets
@@ -58,17 +56,24 @@ def aoe_conflicts(extra, tune_bank_path=None, aoe_mode=None):
     training read, somewhere the launcher did not check). One message per conflict.
     """
     ours = aoe_env(tune_bank_path, aoe_mode)
+    extra = extra or {}
     problems = []
     for name in sorted(ours):
-        if name in (extra or {}) and str(extra[name]) != ours[name]:
+        if name in extra and str(extra[name]) != ours[name]:
             problems.append(
                 "%s=%s in the job's environment conflicts with %s=%s set by the launcher" % (name, extra[name], name, ours[name])
             )
     return problems
 
 
-def rank_env(framework, rank, connect_timeout, extra=None, tune_bank_path=None, aoe_mode=None):
-    # type: (str, dict, int, dict | None, str | None, int | None) -> dict
+def rank_env(
+    framework: str,
+    rank: dict,
+    connect_timeout: int,
+    extra: dict | None = None,
+    tune_bank_path: str | None = None,
+    aoe_mode: int | None = None,
+) -> dict:
     """The variables one rank gets.
 
     ``rank`` holds ``rank_id``, ``device_id``, ``rank_size``, ``local_rank``, ``local_count``,

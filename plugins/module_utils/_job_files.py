@@ -20,6 +20,10 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 JOB_FILE = "job.json"
 GATE_FILE = "gate"
@@ -30,23 +34,19 @@ ENV_LOG = "env.log"
 TRAIN_LOG = "train.log"
 
 
-def job_dir(job_root, job_id):
-    # type: (str, str) -> str
+def job_dir(job_root: str, job_id: str) -> str:
     return os.path.join(job_root, job_id)
 
 
-def rank_dir(run_dir, rank_id):
-    # type: (str, int) -> str
+def rank_dir(run_dir: str, rank_id: int) -> str:
     return os.path.join(run_dir, "device_%d" % int(rank_id))
 
 
-def lock_path(lock_dir, device_id):
-    # type: (str, int) -> str
+def lock_path(lock_dir: str, device_id: int) -> str:
     return os.path.join(lock_dir, "device_%d.lock" % int(device_id))
 
 
-def write_json(path, data):
-    # type: (str, object) -> None
+def write_json(path: str, data: object) -> None:
     """Write JSON atomically (temp file in the same directory, then rename)."""
     directory = os.path.dirname(path) or "."
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
@@ -60,8 +60,7 @@ def write_json(path, data):
         raise
 
 
-def read_json(path, default=None):
-    # type: (str, object) -> object
+def read_json(path: str, default: Any = None) -> Any:
     """The JSON in ``path``, or ``default`` when it does not exist (or is being replaced)."""
     try:
         with open(path) as handle:
@@ -70,8 +69,7 @@ def read_json(path, default=None):
         return default
 
 
-def resolve_job_id(job_root, job_id):
-    # type: (str, str) -> str | None
+def resolve_job_id(job_root: str, job_id: str) -> str | None:
     """``latest`` -> the id in ``<job_root>/latest``; other ids unchanged; None when unknown."""
     if job_id != "latest":
         return job_id
@@ -82,8 +80,7 @@ def resolve_job_id(job_root, job_id):
         return None
 
 
-def list_jobs(job_root):
-    # type: (str) -> list
+def list_jobs(job_root: str) -> list:
     """Ids of every job recorded under ``job_root``, oldest first."""
     try:
         names = os.listdir(job_root)

@@ -19,14 +19,17 @@ import fcntl
 import os
 import signal
 import time
+from typing import TYPE_CHECKING
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils._job_control import load_job, rank_states, stop_job
 from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import wait_gone
 
+if TYPE_CHECKING:
+    from typing import Callable
 
-def lock_holder(lock_dir, device_id):
-    # type: (str, int) -> str | None
+
+def lock_holder(lock_dir: str, device_id: int) -> str | None:
     """Who holds the device's lock (the text the holder wrote), or None when it is free."""
     path = files.lock_path(lock_dir, device_id)
     try:
@@ -45,8 +48,7 @@ def lock_holder(lock_dir, device_id):
         os.close(fd)
 
 
-def job_holders(job_root, devices):
-    # type: (str, list) -> list
+def job_holders(job_root: str, devices: list) -> list:
     """``[{"job_id", "rank_id", "device_id", "pid"}]`` for recorded ranks still alive on ``devices``."""
     held = []
     for job_id in files.list_jobs(job_root):
@@ -62,8 +64,7 @@ def job_holders(job_root, devices):
     return held
 
 
-def find_busy(devices, lock_dir, job_root, npu_processes):
-    # type: (list, str, str, list) -> list
+def find_busy(devices: list, lock_dir: str, job_root: str, npu_processes: list) -> list:
     """Every reason a selected device is not free: ``[{"device_id", "source", "detail", ...}]``."""
     busy = []
     for proc in npu_processes:
@@ -82,8 +83,7 @@ def find_busy(devices, lock_dir, job_root, npu_processes):
     return sorted(busy, key=lambda b: (b["device_id"], b["source"]))
 
 
-def kill_stale(busy, job_root, grace):
-    # type: (list, str, float) -> list
+def kill_stale(busy: list, job_root: str, grace: float) -> list:
     """Stop what ``find_busy`` found: our jobs via ``stop_job``, other processes TERM then KILL."""
     actions = []
     for job_id in sorted(set(b["job_id"] for b in busy if b["source"] == "job")):
@@ -105,8 +105,7 @@ def kill_stale(busy, job_root, grace):
     return actions
 
 
-def wait_free(check, timeout):
-    # type: (object, float) -> list
+def wait_free(check: Callable[[], list], timeout: float) -> list:
     """Call ``check()`` (-> busy list) until it is empty or ``timeout`` passes; the last list."""
     deadline = time.time() + timeout
     busy = check()

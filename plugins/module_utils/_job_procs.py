@@ -14,8 +14,7 @@ import time
 POLL_S = 0.05
 
 
-def _zombie(pid):
-    # type: (int) -> bool
+def _zombie(pid: int) -> bool:
     """True when ``pid`` has exited and only waits to be reaped by its parent (Linux /proc)."""
     try:
         with open("/proc/%d/stat" % pid) as handle:
@@ -24,8 +23,7 @@ def _zombie(pid):
         return False
 
 
-def pid_alive(pid):
-    # type: (int | None) -> bool
+def pid_alive(pid: int | None) -> bool:
     """True when a process ``pid`` exists and has not exited (a zombie counts as gone)."""
     if not pid:
         return False
@@ -38,8 +36,7 @@ def pid_alive(pid):
     return not _zombie(int(pid))
 
 
-def group_alive(pgid):
-    # type: (int | None) -> bool
+def group_alive(pgid: int | None) -> bool:
     """True while any process of the group ``pgid`` exists."""
     if not pgid:
         return False
@@ -52,16 +49,14 @@ def group_alive(pgid):
     return True
 
 
-def _signal_group(pgid, signum):
-    # type: (int, int) -> None
+def _signal_group(pgid: int, signum: int) -> None:
     try:
         os.killpg(int(pgid), signum)
     except (ProcessLookupError, PermissionError):
         pass
 
 
-def kill_groups(pgids, grace=None):
-    # type: (list, float | None) -> dict
+def kill_groups(pgids: list, grace: float | None = None) -> dict:
     """TERM every group; after ``grace`` seconds KILL those still alive.
 
     Returns ``{"terminated": [...], "killed": [...]}`` (the groups that needed SIGKILL are in
@@ -85,8 +80,7 @@ def kill_groups(pgids, grace=None):
     return {"terminated": live, "killed": remaining}
 
 
-def kill_group(pgid, signum=signal.SIGTERM, grace=None):
-    # type: (int, int, float | None) -> None
+def kill_group(pgid: int, signum: int = signal.SIGTERM, grace: float | None = None) -> None:
     """Send ``signum`` to one group; with ``grace``, SIGKILL it if it outlives that."""
     if signum != signal.SIGTERM:
         _signal_group(pgid, signum)
@@ -94,8 +88,7 @@ def kill_group(pgid, signum=signal.SIGTERM, grace=None):
     kill_groups([pgid], grace)
 
 
-def wait_gone(pids, timeout):
-    # type: (list, float) -> list
+def wait_gone(pids: list, timeout: float) -> list:
     """Wait up to ``timeout`` s for ``pids`` to exit; the ones still alive."""
     deadline = time.time() + timeout
     remaining = [p for p in pids if pid_alive(p)]

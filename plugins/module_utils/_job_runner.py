@@ -40,8 +40,7 @@ class DeviceBusy(Exception):
     """The device's lock is held by another rank (of this or another job)."""
 
 
-def take_device_lock(lock_dir, device_id, holder):
-    # type: (str, int, str) -> int
+def take_device_lock(lock_dir: str, device_id: int, holder: str) -> int:
     """Lock ``device_<id>.lock`` (non-blocking) and write ``holder`` into it; returns the fd.
 
     Raises :class:`DeviceBusy` naming the current holder when the lock is taken.
@@ -57,14 +56,13 @@ def take_device_lock(lock_dir, device_id, holder):
             raise
         current = os.read(fd, 4096).decode("utf-8", "replace").strip()
         os.close(fd)
-        raise DeviceBusy("device %d is locked (%s) by %s" % (int(device_id), path, current or "another process"))
+        raise DeviceBusy("device %d is locked (%s) by %s" % (int(device_id), path, current or "another process")) from exc
     os.ftruncate(fd, 0)
     os.write(fd, holder.encode("utf-8"))
     return fd
 
 
-def command_argv(argv, set_env):
-    # type: (list, str | None) -> list
+def command_argv(argv: list, set_env: str | None) -> list:
     """The argv to exec: ``argv`` itself, or wrapped so that ``set_env`` is sourced first."""
     if set_env and os.path.isfile(set_env):
         return ["bash", "-c", SOURCE_THEN_EXEC, "ascend-set-env", set_env] + list(argv)
@@ -74,35 +72,31 @@ def command_argv(argv, set_env):
 class RankRunner:
     """Runs one rank; ``p`` is the ``training_rank`` module's parameters."""
 
-    def __init__(self, p):
-        # type: (dict) -> None
+    def __init__(self, p: dict) -> None:
         self.p = p
         self.dir = files.rank_dir(p["run_dir"], p["rank_id"])
         self.job_dir = files.job_dir(p["job_root"], p["job_id"])
-        self.state = {
+        self.state: dict = {
             "job_id": p["job_id"],
             "rank_id": p["rank_id"],
             "device_id": p["device_id"],
             "runner_pid": os.getpid(),
             "log": os.path.join(self.dir, files.TRAIN_LOG),
-        }  # type: dict
-        self.child = None  # type: subprocess.Popen | None
+        }
+        self.child: subprocess.Popen | None = None
         self.stop_requested = False
 
-    def save(self, **changes):
-        # type: (...) -> dict
+    def save(self, **changes) -> dict:
         self.state.update(changes)
         files.write_json(os.path.join(self.dir, files.STATE_FILE), self.state)
         return self.state
 
-    def _on_signal(self, signum, _frame):
-        # type: (int, object) -> None
+    def _on_signal(self, signum: int, _frame: object) -> None:
         self.stop_requested = True
         if self.child is not None and self.child.poll() is None:
             kill_group(self.child.pid, signal.SIGTERM)
 
-    def environment(self):
-        # type: () -> dict
+    def environment(self) -> dict:
         p = self.p
         env = dict(os.environ)
         rank = dict(
@@ -122,8 +116,7 @@ class RankRunner:
         env.update(rank_env(p["framework"], rank, p["connect_timeout"], p["env"], p.get("tune_bank_path"), p.get("aoe_mode")))
         return env
 
-    def stage(self):
-        # type: () -> int
+    def stage(self) -> int:
         """Working directory, env.log, device lock, state ``staged``; returns the lock fd."""
         if self.p["umask"] is not None:
             os.umask(int(self.p["umask"], 8))
@@ -138,8 +131,7 @@ class RankRunner:
         self.save(phase="staged")
         return lock_fd
 
-    def wait_gate(self):
-        # type: () -> float | None
+    def wait_gate(self) -> float | None:
         """Block until the gate opens; the start time, or None if aborted / timed out (state saved)."""
         gate = os.path.join(self.job_dir, files.GATE_FILE)
         deadline = time.time() + self.p["gate_timeout"]
@@ -155,12 +147,10 @@ class RankRunner:
                 return None
             time.sleep(GATE_POLL_S)
 
-    def aborted(self):
-        # type: () -> bool
+    def aborted(self) -> bool:
         return self.stop_requested or os.path.exists(os.path.join(self.job_dir, files.ABORT_FILE))
 
-    def start(self, start_at, lock_fd):
-        # type: (float, int) -> None
+    def start(self, start_at: float, lock_fd: int) -> None:
         while True:
             if self.aborted():
                 self.save(phase="aborted", ended=time.time())
@@ -193,8 +183,7 @@ class RankRunner:
         if self.aborted():  # stopped while the command was being started
             kill_group(self.child.pid, signal.SIGTERM)
 
-    def wait(self):
-        # type: () -> None
+    def wait(self) -> None:
         if self.child is None:
             return
         limit = self.state["started"] + self.p["max_runtime"]
@@ -211,8 +200,7 @@ class RankRunner:
         if (rc != 0 or timed_out) and not os.path.exists(os.path.join(self.job_dir, files.ABORT_FILE)):
             self.stop_siblings("rank %d failed (rc=%s)" % (self.p["rank_id"], rc))
 
-    def stop_siblings(self, reason):
-        # type: (str) -> None
+    def stop_siblings(self, reason: str) -> None:
         """Local fail-fast: this rank failed, stop the job's other ranks on this server right away.
 
         The controller's watchers stop the other servers; doing this server here saves a poll.
@@ -230,8 +218,7 @@ class RankRunner:
                 groups.append(state["pgid"])
         kill_groups(groups, self.p["kill_grace"])
 
-    def run(self):
-        # type: () -> dict
+    def run(self) -> dict:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGHUP, self._on_signal)
         try:

@@ -31,18 +31,16 @@ _DAVINCI = re.compile(r"^davinci(\d+)$")
 class NpuSmiParseError(ValueError):
     """npu-smi printed something we do not understand; ``raw`` holds it."""
 
-    def __init__(self, what, raw):
-        # type: (str, str) -> None
+    def __init__(self, what: str, raw: str) -> None:
         self.what = what
         self.raw = raw
         super().__init__("cannot parse %s from npu-smi output %r" % (what, raw))
 
 
-def parse_info_list(raw):
-    # type: (str) -> list
+def parse_info_list(raw: str) -> list:
     """Parse ``npu-smi info -l`` -> ``[{"npu_id": int, "chip_count": int}, ...]`` in printed order."""
     total = _TOTAL.search(raw)
-    npus = []  # type: list
+    npus: list = []
     for line in raw.splitlines():
         match = _NPU_ID.match(line)
         if match:
@@ -58,20 +56,18 @@ def parse_info_list(raw):
     return npus
 
 
-def _cells(line):
-    # type: (str) -> list
+def _cells(line: str) -> list:
     return [cell.strip() for cell in line.strip().strip("|").split("|")]
 
 
-def parse_info_table(raw):
-    # type: (str) -> list
+def parse_info_table(raw: str) -> list:
     """Parse the ``npu-smi info`` box table -> one dict per NPU.
 
     ``{"npu_id", "name", "health", "chips": [{"chip_id", "phy_id", "bus_id"}]}``; ``phy_id`` is
     None unless the table has a ``Chip  Phy-ID`` column (A3 boards). The process section is skipped.
     """
-    npus = []  # type: list
-    current = None  # type: dict | None
+    npus: list = []
+    current: dict | None = None
     for line in raw.splitlines():
         if not line.lstrip().startswith("|"):
             continue
@@ -98,8 +94,7 @@ def parse_info_table(raw):
     return npus
 
 
-def device_ids(npu_list, table=None):
-    # type: (list, list | None) -> list
+def device_ids(npu_list: list, table: list | None = None) -> list:
     """Physical device ids (the ``hccn_tool -i`` numbers), sorted.
 
     The table's ``Phy-ID`` column wins when present. Otherwise one device per NPU id, or, when an
@@ -119,8 +114,7 @@ def device_ids(npu_list, table=None):
     return sorted(ids)
 
 
-def chip_name(table):
-    # type: (list) -> str | None
+def chip_name(table: list) -> str | None:
     """The ``Name`` column of the first NPU (all NPUs of a server are the same model)."""
     for npu in table:
         if npu.get("name"):
@@ -128,8 +122,7 @@ def chip_name(table):
     return None
 
 
-def chip_model(table):
-    # type: (list) -> str | None
+def chip_model(table: list) -> str | None:
     """Canonical chip (``_chip`` names) from the table, or None when the name is unknown.
 
     A3 boards print the generic name ``Ascend910`` (which alone reads as 910A), but they are the
@@ -152,8 +145,7 @@ _PROC_HEADER = re.compile(r"process\s+id", re.IGNORECASE)
 _PROC_ROW = re.compile(r"^\|\s*(\d+)(?:\s+(\d+))?\s*\|\s*(\d+)\s*\|\s*([^|]*?)\s*\|")
 
 
-def parse_npu_processes(raw):
-    # type: (str) -> list
+def parse_npu_processes(raw: str) -> list:
     """Rows of ``npu-smi info``'s process section -> ``[{"device_id", "chip_id", "pid", "name"}]``.
 
     The section starts at the header row naming ``Process id``; ``No running processes found in
@@ -180,8 +172,7 @@ def parse_npu_processes(raw):
     return rows
 
 
-def davinci_devices(dev_dir="/dev"):
-    # type: (str) -> list
+def davinci_devices(dev_dir: str = "/dev") -> list:
     """Device ids from ``/dev/davinciN`` nodes (not ``davinci_manager``), sorted; [] if none."""
     try:
         names = os.listdir(dev_dir)
@@ -190,8 +181,7 @@ def davinci_devices(dev_dir="/dev"):
     return sorted(int(m.group(1)) for m in (_DAVINCI.match(n) for n in names) if m)
 
 
-def find_binary(module, explicit=None):
-    # type: (object, str | None) -> str | None
+def find_binary(module: _command.BinFinder, explicit: str | None = None) -> str | None:
     """Path of npu-smi: ``explicit`` if given (None if not executable), else PATH and INSTALL_DIRS."""
     if explicit:
         if os.sep not in explicit:
@@ -203,8 +193,7 @@ def find_binary(module, explicit=None):
 class NpuSmiError(Exception):
     """npu-smi failed; carries the command and its raw output."""
 
-    def __init__(self, cmd, rc, stdout, stderr):
-        # type: (list, int, str, str) -> None
+    def __init__(self, cmd: list, rc: int, stdout: str, stderr: str) -> None:
         self.cmd = cmd
         self.rc = rc
         self.stdout = stdout
@@ -215,16 +204,16 @@ class NpuSmiError(Exception):
 class NpuSmi:
     """Client for one npu-smi binary."""
 
-    def __init__(self, module, binary, timeout=DEFAULT_TIMEOUT, runner=None):
-        # type: (object, str, int, object) -> None
+    def __init__(
+        self, module: _command.BinFinder, binary: str, timeout: int = DEFAULT_TIMEOUT, runner: _command.Runner | None = None
+    ) -> None:
         self.module = module
         self.binary = binary
         self.timeout = timeout
         # ``runner(argv, timeout=...) -> (rc, stdout, stderr)``; tests hand in a fake one.
         self.runner = runner or _command.run
 
-    def run(self, args):
-        # type: (list) -> str
+    def run(self, args: list) -> str:
         cmd = [self.binary] + list(args)
         # `info` always prints something: rc 0 with no output at all is not an answer (seen under
         # load with run_command, ansible/ansible#51393), so ask once more before believing it.
@@ -232,17 +221,15 @@ class NpuSmi:
             try:
                 rc, out, err = self.runner(cmd, timeout=self.timeout)
             except OSError as exc:
-                raise NpuSmiError(cmd, 127, "", str(exc))
+                raise NpuSmiError(cmd, 127, "", str(exc)) from exc
             if rc != 0 or (out or "").strip() or (err or "").strip():
                 break
         if rc != 0:
             raise NpuSmiError(cmd, rc, out or "", err or "")
         return out or ""
 
-    def info_list(self):
-        # type: () -> list
+    def info_list(self) -> list:
         return parse_info_list(self.run(["info", "-l"]))
 
-    def info_table(self):
-        # type: () -> list
+    def info_table(self) -> list:
         return parse_info_table(self.run(["info"]))

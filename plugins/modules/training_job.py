@@ -175,8 +175,7 @@ ARGS = dict(
 REQUIRED_IF = [("state", "record", ["run_dir", "job_id"]), ("state", "gate", ["start_at"])]
 
 
-def npu_processes(module):
-    # type: (AnsibleModule) -> list
+def npu_processes(module: AnsibleModule) -> list:
     binary = find_binary(module, module.params["npu_smi"])
     if binary is None:
         module.warn("npu-smi not found: leftover processes are checked through job records and locks only")
@@ -188,8 +187,7 @@ def npu_processes(module):
         return []
 
 
-def do_preflight(module):
-    # type: (AnsibleModule) -> dict
+def do_preflight(module: AnsibleModule) -> dict:
     p = module.params
     devices = list(p["devices"])
 
@@ -217,8 +215,7 @@ def do_preflight(module):
     return dict(changed=True, busy=[], freed=busy, actions=actions)
 
 
-def do_stop(module):
-    # type: (AnsibleModule) -> dict
+def do_stop(module: AnsibleModule) -> dict:
     p = module.params
     if p["job_id"] == "latest" and files.resolve_job_id(p["job_root"], "latest") is None:
         return dict(
@@ -237,7 +234,7 @@ def do_stop(module):
         if not any(r["state"] in ("staged", "running", "pending") for r in before):
             if p["job_id"] == "all":
                 continue
-        outcome = {"stopped": [], "killed": []}
+        outcome: dict[str, list] = {"stopped": [], "killed": []}
         if not module.check_mode:
             outcome = control.stop_job(p["job_root"], job, p["grace"], p["reason"])
         results.append(dict(job_id=job["job_id"], ranks=control.rank_states(p["job_root"], job), **outcome))
@@ -247,8 +244,7 @@ def do_stop(module):
     return dict(changed=changed, **results[0])
 
 
-def main():
-    # type: () -> None
+def main() -> None:
     module = AnsibleModule(argument_spec=ARGS, required_if=REQUIRED_IF, supports_check_mode=True)
     p = module.params
     state = p["state"]
@@ -286,7 +282,7 @@ def main():
             module.exit_json(changed=True, job_id=job["job_id"], start_at=p["start_at"])
         ranks = control.rank_states(p["job_root"], job, p["tail_lines"], p["tail_failed"])
         failed = control.first_failure(ranks)
-        stopped = []  # type: list
+        stopped: list = []
         if state == "poll" and failed and p["stop_on_failure"] and not module.check_mode:
             reason = "rank %d failed (rc=%s)" % (failed["rank_id"], failed["rc"])
             stopped = control.stop_job(p["job_root"], job, p["grace"], reason)["stopped"]

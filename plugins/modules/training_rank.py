@@ -200,8 +200,7 @@ ARGS = dict(
 )
 
 
-def main():
-    # type: () -> None
+def main() -> None:
     module = AnsibleModule(
         argument_spec=ARGS, supports_check_mode=False, mutually_exclusive=[("argv", "command")], required_one_of=[("argv", "command")]
     )

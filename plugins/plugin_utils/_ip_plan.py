@@ -29,7 +29,7 @@ from typing import Any
 try:
     import netaddr
 except ImportError:  # the filters then fail with an install hint, like community.general's do
-    netaddr = None
+    netaddr = None  # type: ignore[assignment]  # the optional-import idiom: None means not installed
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import device_id_of, resolve_chip
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
@@ -246,7 +246,7 @@ class _Checker:
             return None
         net = netaddr.IPNetwork(f"{addr}/{mask}")
         self.address(where, addr, net)
-        entry = {"device_id": device, "address": str(addr), "netmask": mask, "gateway": "", "netdetect": ""}
+        entry: dict[str, Any] = {"device_id": device, "address": str(addr), "netmask": mask, "gateway": "", "netdetect": ""}
         for field in ("gateway", "netdetect"):
             value = raw.get(field)
             if value is None or str(value).strip() == "":
@@ -295,9 +295,9 @@ class _Checker:
                 self.problems.append(f"address {address} is planned {len(owners)} times: {', '.join(owners)}")
         for host, entries in plan.items():
             for entry in entries:
-                owners = self.owners.get(entry["gateway"])
-                if owners:
-                    self.problems.append(f"{host} device {entry['device_id']}: gateway {entry['gateway']} is the address of {owners[0]}")
+                holders = self.owners.get(entry["gateway"])
+                if holders:
+                    self.problems.append(f"{host} device {entry['device_id']}: gateway {entry['gateway']} is the address of {holders[0]}")
 
     def smp(self, host: str, entries: list[dict[str, Any]]) -> None:
         nets = {e["device_id"]: netaddr.IPNetwork(f"{e['address']}/{e['netmask']}").cidr for e in entries}

@@ -167,12 +167,14 @@ def health_report(
     seen_by: dict[int, list[str]] = {}
     for i, (host, dev) in enumerate(devices):
         culprit = owner.get(dev.get("netdetect") or "")
+        problem = found[i]
+        culprit_problem = found[culprit] if culprit is not None else None
         if (
-            found[i]
-            and found[i][0] in UNREACHED + ("Socket fail",)
+            problem
+            and problem[0] in UNREACHED + ("Socket fail",)
             and culprit is not None
-            and found[culprit]
-            and found[culprit][0] in ROOT_CAUSES
+            and culprit_problem
+            and culprit_problem[0] in ROOT_CAUSES
         ):
             seen_by.setdefault(culprit, []).append(f"{host} device {dev.get('device_id')}")
             found[i] = ("target down", "")

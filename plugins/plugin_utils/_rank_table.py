@@ -106,7 +106,7 @@ def read_servers(servers: Any, profile: ChipProfile | None, order: str = "server
     if order == "server_id":
         result.sort(key=lambda s: s.server_id)
     if by_super_pod:
-        first_seen = {}
+        first_seen: dict[str, int] = {}
         for index, server in enumerate(result):
             first_seen.setdefault(server.super_pod_id, index)
         result.sort(key=lambda s: first_seen[s.super_pod_id])  # stable: order kept inside a pod

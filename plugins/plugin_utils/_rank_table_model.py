@@ -17,7 +17,7 @@ from typing import Sequence
 try:
     import netaddr
 except ImportError:  # reported when an address needs it, like community.general does
-    netaddr = None
+    netaddr = None  # type: ignore[assignment]  # the optional-import idiom: None means not installed
 
 from ansible_collections.ascend.cluster.plugins.module_utils._chip import ChipProfile
 from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import check_hccs_layout

@@ -112,7 +112,7 @@ def smoke_summary(
     if isinstance(stages, (str, Mapping)) or not isinstance(stages, Sequence):
         raise ClusterSpecError("stages must be a list of {stage, server, ok, detail}")
     rows = [_stage_row(stage, i) for i, stage in enumerate(stages)]
-    job = []
+    job: list[dict[str, Any]] = []
     for index, rank in enumerate(ranks or []):
         if not isinstance(rank, Mapping) or not {"server", "device", "rank"} <= set(rank):
             raise ClusterSpecError(f"rank entry {index} needs server, device and rank: {rank!r}")

@@ -7,6 +7,8 @@ modules (``posix``, ``marshal``) at module level - even ``os`` (with ``stat``, `
 ``state.json`` and fall back to ``json`` only when the cache is missing or stale (hand edits).
 """
 
+from __future__ import annotations
+
 import marshal
 import posix
 
@@ -24,15 +26,13 @@ class SimError(Exception):
     """A problem of the simulator itself (not an hccn_tool error): printed as ``ascend-sim: ...``."""
 
 
-def state_dir(default=None):
-    # type: (str | None) -> str
+def state_dir(default: str | None = None) -> str:
     """The state directory: ``$ASCEND_SIM_STATE``, else the wrapper's default, else /etc/ascend-sim."""
     env = posix.environ.get(b"ASCEND_SIM_STATE")
     return (env.decode("utf-8", "surrogateescape") if env else None) or default or DEFAULT_STATE_DIR
 
 
-def getenv(name):
-    # type: (str) -> str | None
+def getenv(name: str) -> str | None:
     value = posix.environ.get(name.encode("ascii"))
     return value.decode("utf-8", "surrogateescape") if value is not None else None
 
@@ -42,8 +42,7 @@ def _stat_key(path):
     return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
-def load(sdir):
-    # type: (str) -> dict
+def load(sdir: str) -> dict:
     """Return the state dict of ``sdir`` without taking a lock (writers replace files atomically)."""
     jpath = sdir + "/" + STATE_FILE
     try:
@@ -52,7 +51,7 @@ def load(sdir):
         raise SimError(
             "no simulator state in %s: run `ascend-sim init --state %s --chip 910B` first "
             "(or point ASCEND_SIM_STATE at an initialised state directory)" % (sdir, sdir)
-        )
+        ) from None
     try:
         with open(sdir + "/" + CACHE_FILE, "rb") as f:
             cached_key, data = marshal.load(f)
@@ -66,8 +65,7 @@ def load(sdir):
         return json.load(f)
 
 
-def fabric_key(sdir):
-    # type: (str) -> str
+def fabric_key(sdir: str) -> str:
     """File name (without suffix) under which a state directory publishes itself in a fabric."""
     import os
 
@@ -75,10 +73,9 @@ def fabric_key(sdir):
     return real.strip("/").replace("/", "_") or "root"
 
 
-def read_fabric(fabric_dir):
-    # type: (str) -> list
+def read_fabric(fabric_dir: str) -> list:
     """Every host published in ``fabric_dir`` (list of dicts), unreadable entries skipped."""
-    hosts = []
+    hosts: list[dict] = []
     try:
         names = posix.listdir(fabric_dir)
     except OSError:
@@ -98,8 +95,7 @@ def read_fabric(fabric_dir):
 # IPv4 helpers (the ``ipaddress`` module is too slow to import on the hot path)
 
 
-def ip_to_int(text):
-    # type: (str) -> int | None
+def ip_to_int(text: str) -> int | None:
     """Dotted quad to int, or None when it is not exactly what inet_pton(AF_INET) accepts."""
     parts = text.split(".")
     if len(parts) != 4:
@@ -115,13 +111,11 @@ def ip_to_int(text):
     return value
 
 
-def int_to_ip(value):
-    # type: (int) -> str
+def int_to_ip(value: int) -> str:
     return "%d.%d.%d.%d" % ((value >> 24) & 255, (value >> 16) & 255, (value >> 8) & 255, value & 255)
 
 
-def mask_prefix(mask):
-    # type: (int) -> int | None
+def mask_prefix(mask: int) -> int | None:
     """Prefix length of a contiguous netmask, None when the mask is not contiguous."""
     inverted = (~mask) & 0xFFFFFFFF
     if inverted & (inverted + 1):
@@ -129,16 +123,14 @@ def mask_prefix(mask):
     return 32 - inverted.bit_length()
 
 
-def same_subnet(a, b, mask):
-    # type: (str, str, str) -> bool
+def same_subnet(a: str, b: str, mask: str) -> bool:
     ai, bi, mi = ip_to_int(a), ip_to_int(b), ip_to_int(mask)
     if ai is None or bi is None or mi is None:
         return False
     return (ai & mi) == (bi & mi)
 
 
-def in_net(ip, net, prefix):
-    # type: (str, str, int) -> bool
+def in_net(ip: str, net: str, prefix: int) -> bool:
     """True when ``ip`` lies in ``net/prefix``."""
     ii, ni = ip_to_int(ip), ip_to_int(net)
     if ii is None or ni is None:
@@ -151,6 +143,5 @@ def in_net(ip, net, prefix):
 GUARD_NET = ("198.18.0.0", 15)
 
 
-def guarded(ip):
-    # type: (str) -> bool
+def guarded(ip: str) -> bool:
     return in_net(ip, GUARD_NET[0], GUARD_NET[1])

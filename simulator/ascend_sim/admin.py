@@ -1,5 +1,7 @@
 """``ascend-sim``: set up, inspect and break simulated Ascend hosts (see docs/simulator.md)."""
 
+from __future__ import annotations
+
 import argparse
 import json
 import os
@@ -33,8 +35,7 @@ HEALTH_CHOICES = (
 TOOLS = ("hccn_tool", "npu-smi")
 
 
-def chip_name(text):
-    # type: (str) -> str
+def chip_name(text: str) -> str:
     if text in PROFILES:
         return text
     key = text.strip().lower()
@@ -57,7 +58,7 @@ def _device_ids(chip, devices, device_ids):
         try:
             ids = sorted({int(x) for x in device_ids.split(",") if x.strip() != ""})
         except ValueError:
-            raise SimError("--device-ids takes comma-separated integers, e.g. 0,1,2,3")
+            raise SimError("--device-ids takes comma-separated integers, e.g. 0,1,2,3") from None
     else:
         count = default_count if devices is None else devices
         if not 1 <= count <= max_count:
@@ -258,8 +259,7 @@ sys.exit(main(None, state or None))
 """
 
 
-def write_wrapper(bin_dir, tool, python, sdir):
-    # type: (str, str, str, str | None) -> str
+def write_wrapper(bin_dir: str, tool: str, python: str, sdir: str | None) -> str:
     if " " in python or len(python) > 120:
         raise SimError("the interpreter path %r cannot go into a #! line; pass --python PATH" % python)
     if tool == "hccn_tool":
@@ -601,10 +601,10 @@ def do_fault(args):
             items = []
             for i in ids:
                 dev = state["devices"][i]
+                value = ip_to_int(dev.get("ip") or "")
                 if args.address:
                     wrong = args.address
-                elif dev.get("ip"):
-                    value = ip_to_int(dev["ip"])
+                elif value is not None:
                     wrong = "%d.%d.%d.%d" % (value >> 24, (value >> 16) & 255, (value >> 8) & 255, ((value & 255) + 100) % 254 + 1)
                 else:
                     wrong = "198.18.255.%d" % (int(i) + 1)
@@ -761,8 +761,7 @@ def build_parser():
     return p
 
 
-def main(argv=None):
-    # type: (list | None) -> int
+def main(argv: list | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not hasattr(args, "quiet"):
         args.quiet = False

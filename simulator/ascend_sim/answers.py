@@ -21,6 +21,8 @@ without NUL bytes, because the wrapper reproduces them line by line with shell b
 file per device (not per command) keeps a state write at ~20 small files.
 """
 
+from __future__ import annotations
+
 import math
 import os
 import shutil
@@ -34,8 +36,7 @@ FALLBACK_RC = 254  # the wrapper's private "not answered, run the simulator" sta
 STATIC = ("-ip", "-gateway", "-netdetect", "-mac", "-tls")
 
 
-def commands(state):
-    # type: (dict) -> tuple
+def commands(state: dict) -> tuple:
     """The get commands whose answer is a pure function of the state file in this mode."""
     if state.get("mode") == "bed":
         return STATIC  # bed mode: -link -g reads the real interface's sysfs
@@ -46,8 +47,7 @@ def _lines_ok(text):
     return "\0" not in text and (text == "" or text.endswith("\n"))
 
 
-def render_one(sdir, state, dev_id, cmd, latency):
-    # type: (str, dict, str, str, str) -> str | None
+def render_one(sdir: str, state: dict, dev_id: str, cmd: str, latency: str) -> str | None:
     """The answer record of ``hccn_tool -i dev_id cmd -g``, or None when it cannot be cached."""
     from . import hccn
 
@@ -89,8 +89,7 @@ def _drop_link(sdir):
         pass
 
 
-def render(sdir):
-    # type: (str) -> bool
+def render(sdir: str) -> bool:
     """Render a new generation for the current state of ``sdir``; caller holds the writer lock.
 
     Returns False (and removes the ``answers`` link, so every call runs the simulator) when the
@@ -135,8 +134,7 @@ def render(sdir):
     return True
 
 
-def ensure(sdir):
-    # type: (str) -> None
+def ensure(sdir: str) -> None:
     """Render when the state has no answers yet (a state written before the fast path existed)."""
     if not os.path.lexists(os.path.join(sdir, LINK)):
         render(sdir)

@@ -6,6 +6,8 @@ with ``ip addr flush/add``; link state comes from sysfs; reachability from a rea
 198.18.0.0/15 (RFC 2544 benchmarking range) on an interface.
 """
 
+from __future__ import annotations
+
 import os
 
 from ._rt import GUARD_NET, SimError, guarded
@@ -13,8 +15,7 @@ from ._rt import GUARD_NET, SimError, guarded
 SYS_NET = os.environ.get("ASCEND_SIM_SYSFS_NET", "/sys/class/net")
 
 
-def ifname(dev_id):
-    # type: (str) -> str
+def ifname(dev_id: str) -> str:
     return "eth%d" % int(dev_id)
 
 
@@ -26,8 +27,7 @@ def _read(path):
         return None
 
 
-def link_up(dev_id):
-    # type: (str) -> bool
+def link_up(dev_id: str) -> bool:
     """UP when the interface exists, has carrier and its operstate is up (or unknown)."""
     base = os.path.join(SYS_NET, ifname(dev_id))
     carrier = _read(os.path.join(base, "carrier"))
@@ -41,16 +41,15 @@ def _run(argv):
     import subprocess
 
     try:
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=10, check=False)
+        proc = subprocess.run(argv, capture_output=True, timeout=10, check=False)
     except FileNotFoundError:
-        raise SimError("bed mode needs `%s` on PATH (install iproute2 / iputils-ping)" % argv[0])
+        raise SimError("bed mode needs `%s` on PATH (install iproute2 / iputils-ping)" % argv[0]) from None
     except subprocess.TimeoutExpired:
         return 124, b"", b"timeout"
     return proc.returncode, proc.stdout, proc.stderr
 
 
-def check_guard(address):
-    # type: (str) -> None
+def check_guard(address: str) -> None:
     if not guarded(address):
         raise SimError(
             "refusing to configure %s: in bed mode the simulator only puts addresses from %s/%d on real "
@@ -58,8 +57,7 @@ def check_guard(address):
         )
 
 
-def apply_address(dev_id, address, prefix):
-    # type: (str, str, int) -> None
+def apply_address(dev_id: str, address: str, prefix: int) -> None:
     """Replace the IPv4 addresses of ethN with ``address/prefix`` (guarded)."""
     check_guard(address)
     name = ifname(dev_id)
@@ -71,8 +69,7 @@ def apply_address(dev_id, address, prefix):
         raise SimError("`ip addr add %s/%d dev %s` failed: %s" % (address, prefix, name, err.decode("utf-8", "replace").strip()))
 
 
-def set_link(dev_id, up):
-    # type: (str, bool) -> None
+def set_link(dev_id: str, up: bool) -> None:
     """``ip link set ethN up|down`` (used by link faults in bed mode)."""
     name = ifname(dev_id)
     rc, _out, err = _run(["ip", "link", "set", "dev", name, "up" if up else "down"])
@@ -80,8 +77,7 @@ def set_link(dev_id, up):
         raise SimError("`ip link set dev %s` failed: %s" % (name, err.decode("utf-8", "replace").strip()))
 
 
-def ping(dev_id, target):
-    # type: (str, str) -> bool
+def ping(dev_id: str, target: str) -> bool:
     """One real ICMP echo from ethN; True when it was answered."""
     rc, _out, _err = _run(["ping", "-c", "1", "-W", "1", "-I", ifname(dev_id), target])
     return rc == 0

@@ -5,14 +5,15 @@ file, deletes the existing line of each key it writes and appends the new line a
 the order of keys drifts. The file is kept at mode 0640.
 """
 
+from __future__ import annotations
+
 import fcntl
 import os
 
 CONF_MODE = 0o640
 
 
-def _key_of(line):
-    # type: (str) -> str
+def _key_of(line: str) -> str:
     return line.split("=", 1)[0].strip()
 
 
@@ -41,8 +42,7 @@ def _rewrite(path, edit):
         os.close(fd)  # releases the flock
 
 
-def set_keys(path, items):
-    # type: (str, list) -> None
+def set_keys(path: str, items: list) -> None:
     """For each ``(key, value)`` in order: delete the key's line(s), append ``key=value``."""
 
     def edit(lines):
@@ -54,14 +54,12 @@ def set_keys(path, items):
     _rewrite(path, edit)
 
 
-def delete_keys(path, keys):
-    # type: (str, list) -> None
+def delete_keys(path: str, keys: list) -> None:
     drop = set(keys)
     _rewrite(path, lambda lines: [line for line in lines if _key_of(line) not in drop])
 
 
-def read(path):
-    # type: (str) -> dict
+def read(path: str) -> dict:
     """The conf file as a dict (later lines win), {} when it does not exist."""
     values = {}
     try:
@@ -77,8 +75,7 @@ def read(path):
     return values
 
 
-def ensure(path):
-    # type: (str) -> None
+def ensure(path: str) -> None:
     """Create an empty conf file (mode 0640) if there is none."""
     parent = os.path.dirname(path)
     if parent:

@@ -9,9 +9,11 @@ Hot path: get commands import nothing beyond ``_rt`` (posix, marshal) and never 
 fabric mode. Set commands import ``store``/``conf`` (json, fcntl) lazily.
 """
 
+from __future__ import annotations
+
 import sys
 
-from ._rt import UNSET_IP, SimError, getenv, ip_to_int, load, mask_prefix, read_fabric, state_dir
+from ._rt import UNSET_IP, SimError, getenv, ip_to_int, load, mask_prefix, read_fabric, same_subnet, state_dir
 
 # --- exit codes (internal code & 0xFF) -------------------------------------------------------
 RC_MAJOR_TYPE = 1  # 0x1001
@@ -160,18 +162,18 @@ def _link_up(state, dev_id, dev):
     return True
 
 
-def _valid_host_ip(text):
+def _valid_host_ip(text: str) -> int | None:
     """What hccn_tool accepts as a device address: a unicast, non-loopback dotted quad."""
     value = ip_to_int(text)
     if value is None:
         return None
     first = value >> 24
-    if first == 0 or first == 127 or first >= 224:
+    if first in {0, 127} or first >= 224:
         return None
     return value
 
 
-def _valid_netmask(text):
+def _valid_netmask(text: str) -> int | None:
     value = ip_to_int(text)
     if value is None or value == 0 or mask_prefix(value) is None:
         return None
@@ -218,10 +220,9 @@ def _reach(state, dev_id, dev, target, check_tls):
 
         return "Success" if bed.ping(dev_id, target) else "Receive timeout"
     mask = dev.get("netmask") or "255.255.255.255"
-    m = ip_to_int(mask)
     if target == dev.get("gateway"):
         return "Success"  # the switch's gateway interface answers while our link is up
-    same = m is not None and (ip_to_int(own_ip) & m) == ((ip_to_int(target) or 0) & m)
+    same = same_subnet(own_ip, target, mask)
     if not same and not dev.get("gateway"):
         return "Receive timeout"  # no route off the subnet
     found = _find_target(state, target)
@@ -237,8 +238,7 @@ def _reach(state, dev_id, dev, target, check_tls):
     return "Success"
 
 
-def net_health(state, dev_id, dev, now=None):
-    # type: (dict, str, dict, float | None) -> str
+def net_health(state: dict, dev_id: str, dev: dict, now: float | None = None) -> str:
     forced = (dev.get("faults") or {}).get("health")
     if forced:
         return forced
@@ -285,17 +285,18 @@ def _cmd_ip(ctx, args):
 
 def _set_ip(ctx, address, netmask):
     ctx.device_call()
-    addr_int = ip_to_int(address)
-    mask_int = ip_to_int(netmask)
-    if addr_int is not None:
+    parsed = ip_to_int(address)
+    if parsed is not None:
         # conflict checks come first in the real tool (other devices, then the vNIC range)
         lo, hi = (8, 16) if int(ctx.dev_id) >= 8 else (0, 8)
         for other_id, other in ctx.state["devices"].items():
             if other_id != ctx.dev_id and lo <= int(other_id) < hi and other.get("ip") == address:
                 raise HccnError(RC_IP_CONFLICT, "The ip address configured is conflicted!")
-        if (addr_int & 0xFFFFFF00) == 0xC0A80100:  # 192.168.1.0/24: host side of the device vNIC
+        if (parsed & 0xFFFFFF00) == 0xC0A80100:  # 192.168.1.0/24: host side of the device vNIC
             raise HccnError(RC_IP_CONFLICT, "The ip address configured is conflicted!")
-    if _valid_host_ip(address) is None or _valid_netmask(netmask) is None:
+    addr_int, mask_int = _valid_host_ip(address), _valid_netmask(netmask)
+    prefix = None if mask_int is None else mask_prefix(mask_int)
+    if addr_int is None or mask_int is None or prefix is None:
         raise HccnError(RC_IP_INVALID, "The ip address you configured is invalid!")
     host_mask = ~mask_int & 0xFFFFFFFF
     if host_mask > 1 and (addr_int & host_mask) in (0, host_mask):  # network or broadcast address
@@ -322,7 +323,7 @@ def _set_ip(ctx, address, netmask):
 
     ctx.update(change)
     if bed_mode:
-        bed.apply_address(ctx.dev_id, address, mask_prefix(mask_int))
+        bed.apply_address(ctx.dev_id, address, prefix)
     from . import conf
 
     key = ctx.dev_id
@@ -348,8 +349,7 @@ def _cmd_gateway(ctx, args):
         dev = ctx.dev
         if not dev.get("ip"):
             raise HccnError(RC_NO_IPCONF, "Get ipconf failed, because no ip was preset there!")
-        mask = ip_to_int(dev["netmask"])
-        if (ip_to_int(dev["ip"]) & mask) != (ip_to_int(gateway) & mask):
+        if not same_subnet(dev["ip"], gateway, dev["netmask"]):
             raise HccnError(RC_GW_SEGMENT, "The segment of configured gateway doesn't match that of the configured ip adress!")
 
         def change(state):
@@ -517,18 +517,18 @@ def _recover(ctx, dev_ids):
         for dev_id in dev_ids:
             dev = state["devices"][dev_id]
             address, netmask = values.get("address_%s" % dev_id), values.get("netmask_%s" % dev_id)
-            if address and netmask and _valid_host_ip(address) is not None and _valid_netmask(netmask) is not None:
+            mask_int = _valid_netmask(netmask) if address and netmask else None
+            prefix = None if mask_int is None else mask_prefix(mask_int)
+            if address and netmask and _valid_host_ip(address) is not None and prefix is not None:
                 dev["ip"], dev["netmask"] = address, netmask
-                bed_apply.append((dev_id, address, mask_prefix(ip_to_int(netmask))))
+                bed_apply.append((dev_id, address, prefix))
             netdetect = values.get("netdetect_%s" % dev_id)
             if netdetect and ip_to_int(netdetect) is not None and netdetect != dev.get("netdetect"):
                 dev["netdetect"] = netdetect
                 dev["netdetect_at"] = now
             gateway = values.get("gateway_%s" % dev_id)
-            if gateway and dev.get("ip") and ip_to_int(gateway) is not None:
-                mask = ip_to_int(dev["netmask"])
-                if (ip_to_int(gateway) & mask) == (ip_to_int(dev["ip"]) & mask):
-                    dev["gateway"] = gateway
+            if gateway and dev.get("ip") and ip_to_int(gateway) is not None and same_subnet(gateway, dev["ip"], dev["netmask"]):
+                dev["gateway"] = gateway
 
     ctx.update(change)
     if ctx.state.get("mode") == "bed":
@@ -608,8 +608,7 @@ class Context:
             self.dev = self.state["devices"][self.dev_id]
 
 
-def run(argv, sdir, out, no_latency=False, state=None):
-    # type: (list, str, Out, bool, dict | None) -> int
+def run(argv: list, sdir: str, out: Out, no_latency: bool = False, state: dict | None = None) -> int:
     """Execute one hccn_tool command line (without argv[0]); return the exit status.
 
     ``state``: the already loaded state of ``sdir`` (answers.py renders many get commands of one).
@@ -673,8 +672,7 @@ def run(argv, sdir, out, no_latency=False, state=None):
         return exc.rc
 
 
-def main(argv=None, default_state=None):
-    # type: (list | None, str | None) -> int
+def main(argv: list | None = None, default_state: str | None = None) -> int:
     """Entry point of ``bin/hccn_tool`` and of the wrappers ``ascend-sim install`` writes."""
     if argv is None:
         argv = sys.argv[1:]

@@ -9,6 +9,8 @@ bed mode, it shares the caller's network namespace, and in fabric mode its
 ``ASCEND_SIM_STATE`` (default /etc/ascend-sim) is the caller's state directory.
 """
 
+from __future__ import annotations
+
 import os
 import sys
 
@@ -37,14 +39,13 @@ RULE_DOUBLE = "+" + "=" * 27 + "+" + "=" * 15 + "+" + "=" * 52 + "+"
 def _npus(state):
     """[(npu id, [(chip index, device id), ...])] in NPU order."""
     per_npu = CHIP_INFO[state["chip"]][1]
-    npus = {}
+    npus: dict[int, list[tuple[int, int]]] = {}
     for dev in sorted(int(i) for i in state["devices"]):
         npus.setdefault(dev // per_npu, []).append((dev % per_npu, dev))
     return sorted(npus.items())
 
 
-def info_list(state):
-    # type: (dict) -> str
+def info_list(state: dict) -> str:
     npus = _npus(state)
     lines = ["%-31s: %d" % ("Total Count", len(npus)), ""]
     for npu, chips in npus:
@@ -97,14 +98,13 @@ def _netns(pid):
         return None
 
 
-def processes(state, sdir, proc_root="/proc"):
-    # type: (dict, str, str) -> dict
+def processes(state: dict, sdir: str, proc_root: str = "/proc") -> dict:
     """{device id: [(pid, name, memory MB), ...]} of the processes holding this host's devices."""
     me = os.getpid()
     bed = state.get("mode") == "bed"
     own_ns = _netns("self") if bed else None
     own_state = os.path.realpath(sdir)
-    held = {}
+    held: dict[int, list[tuple]] = {}
     try:
         pids = [p for p in os.listdir(proc_root) if p.isdigit()]
     except OSError:
@@ -142,8 +142,7 @@ def _usage(used, total, width):
     return ("%-5s/ %s" % (used, total)).ljust(width)
 
 
-def info_table(state, held):
-    # type: (dict, dict) -> str
+def info_table(state: dict, held: dict) -> str:
     chip = state["chip"]
     name, per_npu, hbm_total, version = CHIP_INFO[chip]
     version = state.get("npu_smi_version") or version
@@ -192,8 +191,7 @@ def info_table(state, held):
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None, default_state=None):
-    # type: (list | None, str | None) -> int
+def main(argv: list | None = None, default_state: str | None = None) -> int:
     """Entry point of ``bin/npu-smi`` and of the installed wrappers."""
     if argv is None:
         argv = sys.argv[1:]

@@ -4,6 +4,8 @@ Writers (set commands, ``ascend-sim``) serialise on ``state.lock``; readers neve
 they read is replaced atomically with ``os.replace``.
 """
 
+from __future__ import annotations
+
 import fcntl
 import json
 import marshal
@@ -17,8 +19,7 @@ STATE_VERSION = 1
 MARSHAL_VERSION = 4
 
 
-def _atomic_write(path, data, mode=0o644):
-    # type: (str, bytes, int) -> None
+def _atomic_write(path: str, data: bytes, mode: int = 0o644) -> None:
     tmp = "%s.tmp.%d" % (path, os.getpid())
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
@@ -43,18 +44,16 @@ def locked(sdir):
         os.close(fd)
 
 
-def read_json(sdir):
-    # type: (str) -> dict
+def read_json(sdir: str) -> dict:
     path = os.path.join(sdir, STATE_FILE)
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
     except FileNotFoundError:
-        raise SimError("no simulator state in %s: run `ascend-sim init --state %s --chip 910B` first" % (sdir, sdir))
+        raise SimError("no simulator state in %s: run `ascend-sim init --state %s --chip 910B` first" % (sdir, sdir)) from None
 
 
-def write(sdir, state):
-    # type: (str, dict) -> None
+def write(sdir: str, state: dict) -> None:
     """Replace state.json, its marshal cache, the fabric entry, then the answers. Caller holds ``locked``."""
     from . import answers
 
@@ -65,8 +64,7 @@ def write(sdir, state):
     answers.render(sdir)
 
 
-def publish(sdir, state):
-    # type: (str, dict) -> None
+def publish(sdir: str, state: dict) -> None:
     """Publish this host's device IPs, links and TLS switches in its fabric (fabric mode only)."""
     if state.get("mode") != "fabric" or not state.get("fabric"):
         return
@@ -84,8 +82,7 @@ def publish(sdir, state):
     _atomic_write(os.path.join(fabric, fabric_key(sdir) + FABRIC_SUFFIX), marshal.dumps(entry, MARSHAL_VERSION))
 
 
-def unpublish(sdir, state):
-    # type: (str, dict) -> None
+def unpublish(sdir: str, state: dict) -> None:
     if state.get("mode") == "fabric" and state.get("fabric"):
         try:
             os.unlink(os.path.join(state["fabric"], fabric_key(sdir) + FABRIC_SUFFIX))

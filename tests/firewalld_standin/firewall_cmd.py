@@ -6,12 +6,18 @@
 --reload; --get-default-zone. Exit 252 (NOT_RUNNING) while the service is stopped.
 """
 
+from __future__ import annotations
+
 import os
 import re
 import sys
+from typing import TYPE_CHECKING
 
-sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
-import _standin as s
+if TYPE_CHECKING:  # mypy reads the checkout as packages; at run time this is a script beside _standin.py
+    from tests.firewalld_standin import _standin as s
+else:
+    sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+    import _standin as s
 
 NOT_RUNNING = 252
 INVALID_PORT = 103

@@ -7,11 +7,17 @@ systemctl's exit codes (is-active: 0 active, 3 inactive; is-enabled: 0 enabled, 
 unknown unit: 4 for is-active, 1 "not-found" for is-enabled). Any other unit is refused.
 """
 
+from __future__ import annotations
+
 import os
 import sys
+from typing import TYPE_CHECKING
 
-sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
-import _standin as s
+if TYPE_CHECKING:  # mypy reads the checkout as packages; at run time this is a script beside _standin.py
+    from tests.firewalld_standin import _standin as s
+else:
+    sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+    import _standin as s
 
 
 def main(argv):

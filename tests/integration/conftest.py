@@ -83,7 +83,7 @@ def sim_cluster(tmp_path):
     Servers are named server0..serverN-1 like examples/sim/inventory.yml, so playbook tests run
     that inventory with ``extra_vars=cluster.inventory_vars``.
     """
-    made = []
+    made: list[Any] = []
 
     def make(servers: int = 2, chip: str = "910B", devices: int = 8, preset_ips: bool = True, **options: Any) -> SimCluster:
         root = tmp_path / f"cluster{len(made)}"

@@ -21,7 +21,6 @@ from tests.helpers.runs import read_env_log
 from .conftest import SIM_INVENTORY
 from .test_launch_playbooks import launch_vars
 
-
 TRAIN = REPO_ROOT / "playbooks" / "train.yml"
 TUNER = REPO_ROOT / "examples" / "train" / "aoe_tuner.sh"
 BANK_NAME = "Ascend910B1_gradient_fusion.json"

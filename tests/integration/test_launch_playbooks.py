@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import subprocess
+from typing import Any
 
 import pytest
 
@@ -92,7 +93,7 @@ def test_eight_ranks_per_server_layout(sim_cluster, selection, layout):
     res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=8, ascend_train_env={"STEPS": "1"}, **selection))
     assert res.rc == 0, res
     job = next((cluster.root / "runs").iterdir())
-    per_server = {}
+    per_server: dict[str, Any] = {}
     for rank in range(8):
         env = read_env_log(job / f"device_{rank}" / "env.log")
         per_server.setdefault(env["ASCEND_SIM_STATE"], []).append((env["DEVICE_NUM"], env["DEVICE_ID"]))

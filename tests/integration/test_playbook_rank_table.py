@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-
 from tests.helpers.ansible_cli import run_playbook
 
 from .conftest import SIM_INVENTORY

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import json
 
-
 from tests.helpers.ansible_cli import run_playbook
 
 from .conftest import SIM_INVENTORY
-
 
 PREPARE = "playbooks/prepare.yml"
 PLAN = {

@@ -13,7 +13,6 @@ import pytest
 
 from tests.helpers.ansible_cli import run_playbook
 
-
 SMP_NETS = ["198.18.100.0/24", "198.18.101.0/24", "198.18.102.0/24", "198.18.103.0/24"]
 PLAY = """\
 - name: Device IPs

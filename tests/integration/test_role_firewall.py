@@ -13,7 +13,6 @@ from tests.helpers.ansible_cli import run_playbook
 
 from .conftest import SIM_INVENTORY
 
-
 PLAY = """\
 - name: Settle the firewall
   hosts: ascend

@@ -11,7 +11,6 @@ from tests.helpers.ansible_cli import run_playbook
 
 from .conftest import SIM_INVENTORY
 
-
 PLAY = """\
 - name: Check the parameter plane
   hosts: ascend

@@ -145,7 +145,7 @@ def test_bad_input_is_refused_with_a_message() -> None:
     with pytest.raises(ClusterSpecError, match="no ascend_npu facts"):
         health_report([{"host": "h1"}])
     with pytest.raises(ClusterSpecError, match="list of hosts"):
-        health_report({"h1": {}})
+        health_report({"h1": {}})  # type: ignore[arg-type]  # the wrong type is the point
     with pytest.raises(ClusterSpecError, match="layout 'ring' is unknown"):
         health_report(cluster([dev(0)]), layout="ring")
 

@@ -7,6 +7,8 @@ accepts the same arguments (pip install options and package pins, plus get-pip's
 ``ensurepip``, then lets pip (which reaches the package index as configured) install the pins.
 """
 
+from __future__ import annotations
+
 import subprocess
 import sys
 

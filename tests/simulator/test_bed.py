@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -35,6 +36,9 @@ def bed(tmp_path):
     env = {"ASCEND_SIM_STATE": str(state), "ASCEND_SIM_SYSFS_NET": str(sysfs), "PATH": "%s:%s" % (fake_bin, os.environ["PATH"])}
 
     class Bed:
+        sysfs: Path
+        conf: Path
+
         def hccn(self, *args):
             return run([BIN / "hccn_tool", *args], env=env)
 

@@ -84,6 +84,7 @@ def test_driver_missing_gives_127_and_clear_restores(host, tmp_path):
     bin_dir = tmp_path / "bin"
     sim("-q", "install", "--bin-dir", bin_dir, "--state", host.state)
     shell = shutil.which("sh")
+    assert shell is not None
     env = dict(os.environ, PATH="%s:/usr/bin:/bin" % bin_dir)
     probe = [shell, "-c", "hccn_tool -i 0 -link -g"]
     assert subprocess.run(probe, env=env, capture_output=True, text=True, check=False).stdout == "link status: UP\n"

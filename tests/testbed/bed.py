@@ -21,12 +21,17 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bedlib import lifecycle, net
-from bedlib.layout import CHIPS, LayoutError
-from bedlib.run import BedError
+if TYPE_CHECKING:  # mypy reads the checkout as packages; at run time this is a script beside bedlib/
+    from tests.testbed.bedlib import lifecycle, net
+    from tests.testbed.bedlib.layout import CHIPS, LayoutError
+    from tests.testbed.bedlib.run import BedError
+else:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bedlib import lifecycle, net
+    from bedlib.layout import CHIPS, LayoutError
+    from bedlib.run import BedError
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_PREFIX = os.environ.get("ASCEND_BED_PREFIX", "ab0000")

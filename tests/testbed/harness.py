@@ -10,7 +10,6 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List
 
 BED_PY = Path(__file__).resolve().with_name("bed.py")
 
@@ -49,7 +48,7 @@ class Bed:
     """A running bed as tests see it."""
 
     prefix: str
-    state: Dict = field(default_factory=dict)
+    state: dict = field(default_factory=dict)
 
     @classmethod
     def up(cls, prefix: str, hosts: int, *extra: str) -> Bed:
@@ -64,7 +63,7 @@ class Bed:
         return Path(self.state["inventory"])
 
     @property
-    def hosts(self) -> List[str]:
+    def hosts(self) -> list[str]:
         return sorted(self.state["pids"])
 
     def mgmt_ip(self, host: str) -> str:
@@ -81,7 +80,7 @@ class Bed:
         bed_cli("restore", "--prefix", self.prefix, host, str(device))
 
 
-def leftovers(prefix: str) -> List[str]:
+def leftovers(prefix: str) -> list[str]:
     """Anything of bed ``prefix`` still on this machine: namespaces, links, processes, files."""
     status = bed_status(prefix)
     found = list(status["objects"])

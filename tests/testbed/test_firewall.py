@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
 from tests.firewalld_standin import standin_host
 from tests.helpers.ansible_cli import run_playbook
 from tests.testbed.harness import Bed, unique_prefix
-
 
 PLAY = """\
 - name: Settle the firewall
@@ -153,7 +152,7 @@ def test_open_ports_starts_firewalld_and_opens_saved_and_running_ports(fw_bed, p
     standin_host.install(
         fw_bed, "h1", active=False, enabled=False, permanent={"public": [], "trusted": ["22/tcp"]}, runtime={"public": [], "trusted": []}
     )
-    extra = {
+    extra: dict[str, Any] = {
         "ascend_firewall_backend": "firewalld",
         "ascend_firewall_mode": "open_ports",
         "ascend_firewall_firewalld_zone": "trusted",

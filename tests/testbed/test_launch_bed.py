@@ -13,6 +13,7 @@ import signal
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,6 @@ from tests.helpers.ansible_cli import BIN_DIR, ansible_env, run_playbook
 from tests.helpers.collection import REPO_ROOT
 from tests.helpers.procs import alive, pids_with_argv, wait_for
 from tests.helpers.runs import rank_states, read_env_log
-
 
 TRAIN = REPO_ROOT / "playbooks" / "train.yml"
 STOP = REPO_ROOT / "playbooks" / "stop.yml"
@@ -132,7 +132,7 @@ def test_np8_runs_four_ranks_on_each_server(launch_bed):
     assert res.rc == 0, str(res)
     ranks = states(launch_bed, "np8")
     assert sorted(ranks) == list(range(8)) and all(s["rc"] == 0 for s in ranks.values())
-    placed = {}
+    placed: dict[str, Any] = {}
     for rank in range(8):
         env = read_env_log(root / "runs" / "np8" / f"device_{rank}" / "env.log")
         placed.setdefault(env["HCCL_IF_IP"], []).append(env["DEVICE_ID"])

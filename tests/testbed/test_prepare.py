@@ -13,7 +13,6 @@ import pytest
 from tests.helpers.ansible_cli import run_playbook
 from tests.testbed.harness import PREPARE_VARS, Bed, unique_prefix, wait_health
 
-
 PREPARE = "playbooks/prepare.yml"
 
 

@@ -16,6 +16,7 @@ from tests.helpers.collection import REPO_ROOT
 
 SCRIPT = REPO_ROOT / "roles" / "smoke_check" / "files" / "ascend_rank_check.py"
 _spec = importlib.util.spec_from_file_location("ascend_rank_check", SCRIPT)
+assert _spec is not None and _spec.loader is not None
 rc = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(rc)
 

@@ -26,11 +26,14 @@ check failed, 0 otherwise; ``--report-only`` always exits 0 (the smoke run uses 
 failing rank does not make the launcher stop the others before they report).
 """
 
+from __future__ import annotations
+
 import argparse
 import json
 import os
 import socket
 import sys
+from typing import Any
 
 VERDICT = "ASCEND_RANK_CHECK_VERDICT"
 FRAMEWORKS = ("mindspore", "tensorflow", "pytorch", "mindspore_legacy")
@@ -75,7 +78,7 @@ def load_table(path):
         with open(path) as handle:
             table = json.load(handle)
     except (OSError, ValueError) as exc:
-        raise TableError("cannot read %s: %s" % (path, exc))
+        raise TableError("cannot read %s: %s" % (path, exc)) from exc
     if not isinstance(table, dict):
         raise TableError("%s is not a JSON object" % path)
     if table.get("status") != "completed":
@@ -84,14 +87,14 @@ def load_table(path):
     ranks = []
     for device, server_id, rank_id in raw:
         try:
-            entry = {
+            entry: dict[str, Any] = {
                 "rank_id": int(rank_id),
                 "device_id": int(device.get("device_id")),
                 "device_ip": str(device.get("device_ip") or ""),
                 "server_id": str(server_id or ""),
             }
         except (TypeError, ValueError, AttributeError):
-            raise TableError("malformed device entry %r (server %s)" % (device, server_id))
+            raise TableError("malformed device entry %r (server %s)" % (device, server_id)) from None
         if not entry["server_id"]:
             raise TableError("rank %d has no server_id" % entry["rank_id"])
         ranks.append(entry)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
-from typing import Dict
 
 from .layout import SSH_PORT, Layout
 
@@ -136,7 +135,7 @@ def inventory(layout: Layout) -> str:
             f"      ansible_host: {j(str(layout.mgmt_ip(h)))}\n",
             f"      ascend_bed_host_index: {layout.host_index(h)}\n",
         ]
-    bed_vars: Dict[str, object] = {
+    bed_vars: dict[str, object] = {
         "ansible_user": "root",
         "ansible_port": SSH_PORT,
         "ansible_ssh_private_key_file": str(layout.client_key),
@@ -170,6 +169,6 @@ def ssh_config(layout: Layout) -> str:
     return "".join(out)
 
 
-def known_hosts(layout: Layout, host_keys: Dict[str, str]) -> str:
+def known_hosts(layout: Layout, host_keys: dict[str, str]) -> str:
     """``host_keys`` maps host name to its public key line (``ssh-ed25519 AAAA... comment``)."""
     return "".join(f"{layout.mgmt_ip(h)} {' '.join(host_keys[h].split()[:2])}\n" for h in layout.host_names)

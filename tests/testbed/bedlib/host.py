@@ -9,7 +9,6 @@ import struct
 import subprocess
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
 
 from . import files
 from .layout import SSH_PORT, Layout
@@ -93,7 +92,7 @@ def listening(pid: int, ip: str) -> bool:
     return any(r.split()[1] == want and r.split()[3] == "0A" for r in rows)
 
 
-def wait_ready(layout: Layout, procs: Dict[str, subprocess.Popen], timeout: float = 60.0) -> None:
+def wait_ready(layout: Layout, procs: dict[str, subprocess.Popen], timeout: float = 60.0) -> None:
     """Wait until every host's sshd listens; fail with the host's log if one died."""
     pending = dict(procs)
     deadline = time.monotonic() + timeout
@@ -121,12 +120,12 @@ def is_our_sshd(pid: int, layout: Layout, host: str) -> bool:
     return b"sshd" in cmdline and str(layout.host_dir(host) / "sshd_config").encode() in cmdline
 
 
-def netns_pids(netns: str) -> List[int]:
+def netns_pids(netns: str) -> list[int]:
     proc = run(["ip", "netns", "pids", netns], check=False)
     return [int(p) for p in proc.stdout.split()] if proc.returncode == 0 else []
 
 
-def _signal(pids: List[int], sig: int) -> None:
+def _signal(pids: list[int], sig: int) -> None:
     for pid in pids:
         try:
             os.kill(pid, sig)
@@ -134,7 +133,7 @@ def _signal(pids: List[int], sig: int) -> None:
             pass
 
 
-def stop(layout: Layout, host: str, pid: Optional[int], timeout: float = 5.0) -> None:
+def stop(layout: Layout, host: str, pid: int | None, timeout: float = 5.0) -> None:
     """End the host's recorded sshd, then whatever still runs in its netns (sessions, exec)."""
     if pid and is_our_sshd(pid, layout, host):
         _signal([pid], signal.SIGTERM)

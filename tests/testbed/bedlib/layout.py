@@ -11,7 +11,6 @@ import ipaddress
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List
 
 GUARD_NET = ipaddress.ip_network("198.18.0.0/15")
 MGMT_SUPERNET = ipaddress.ip_network("198.18.0.0/16")
@@ -70,7 +69,7 @@ class Layout:
 
     # -- hosts -----------------------------------------------------------------------------
     @property
-    def host_names(self) -> List[str]:
+    def host_names(self) -> list[str]:
         return [f"h{n}" for n in range(1, self.hosts + 1)]
 
     @staticmethod
@@ -122,7 +121,7 @@ class Layout:
         """Fabric-namespace end of a host's ``eth<device>``; ``cut`` sets it down."""
         return f"{host}e{device}"
 
-    def interface_names(self) -> List[str]:
+    def interface_names(self) -> list[str]:
         names = [self.mgmt_bridge, MGMT_IFACE, FABRIC_BRIDGE]
         for host in self.host_names:
             names.append(self.mgmt_veth(host))
@@ -133,7 +132,7 @@ class Layout:
     # -- addresses --------------------------------------------------------------------------
     @property
     def mgmt_network(self) -> ipaddress.IPv4Network:
-        return ipaddress.ip_network(f"198.18.{self.mgmt_index}.0/24")
+        return ipaddress.IPv4Network(f"198.18.{self.mgmt_index}.0/24")
 
     @property
     def mgmt_gateway(self) -> ipaddress.IPv4Address:
@@ -149,7 +148,7 @@ class Layout:
         One /24 per device index keeps each host's NICs in different subnets, like the
         910A "SMP" plan, so replies always leave through the NIC that was asked.
         """
-        return ipaddress.ip_address(f"198.19.{self.check_device(device)}.{self.host_index(host)}")
+        return ipaddress.IPv4Address(f"198.19.{self.check_device(device)}.{self.host_index(host)}")
 
     # -- files ------------------------------------------------------------------------------
     @property

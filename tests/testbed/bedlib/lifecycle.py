@@ -9,7 +9,7 @@ import shutil
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Dict, Iterator, Optional
+from typing import Iterator
 
 from . import files, host, net
 from .layout import STATE_ROOT, Layout, state_dir
@@ -25,7 +25,7 @@ def locked() -> Iterator[None]:
         yield
 
 
-def load_state(prefix: str) -> Optional[dict]:
+def load_state(prefix: str) -> dict | None:
     path = state_dir(prefix) / "state.json"
     try:
         return json.loads(path.read_text())
@@ -39,13 +39,13 @@ def layout_of(state: dict) -> Layout:
     return Layout(state["prefix"], state["hosts"], state["devices"], state["chip"], state["mgmt_index"])
 
 
-def health(state: dict) -> Dict[str, bool]:
+def health(state: dict) -> dict[str, bool]:
     """Host name -> its recorded sshd is alive and listening."""
     layout = layout_of(state)
     return {h: host.is_our_sshd(pid, layout, h) and host.listening(pid, str(layout.mgmt_ip(h))) for h, pid in state["pids"].items()}
 
 
-def _write_state(layout: Layout, pids: Dict[str, int], repo: Path, with_sim: bool) -> dict:
+def _write_state(layout: Layout, pids: dict[str, int], repo: Path, with_sim: bool) -> dict:
     state = {
         "prefix": layout.prefix,
         "hosts": layout.hosts,
@@ -119,7 +119,7 @@ def down(prefix: str) -> None:
 
 def _down_locked(prefix: str) -> None:
     state = load_state(prefix)
-    pids: Dict[str, int] = state["pids"] if state else {}
+    pids: dict[str, int] = state["pids"] if state else {}
     # Hosts are found by their netns names too, in case state.json was never written.
     hosts = set(pids) | {ns[len(prefix) + 1 :] for ns in net.bed_netns(prefix) if ns != f"{prefix}-fab"}
     layout = Layout.naming(prefix)

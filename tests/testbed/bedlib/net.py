@@ -13,7 +13,6 @@ from __future__ import annotations
 import ipaddress
 import json
 from pathlib import Path
-from typing import List
 
 from .layout import FABRIC_BRIDGE, GUARD_NET, MGMT_IFACE, MGMT_SUPERNET, Layout
 from .run import BedError, in_netns, ip_batch, run
@@ -76,13 +75,13 @@ def free_mgmt_index() -> int:
     raise BedError("every 198.18.X.0/24 management network is in use: bring some beds down")
 
 
-def bed_netns(prefix: str) -> List[str]:
+def bed_netns(prefix: str) -> list[str]:
     """Network namespaces of bed ``prefix`` (found by their unique ``prefix-`` name)."""
     data = json.loads(run(["ip", "-j", "netns", "list"]).stdout or "[]")
     return sorted(ns["name"] for ns in data if ns["name"].startswith(f"{prefix}-"))
 
 
-def bed_links(prefix: str) -> List[str]:
+def bed_links(prefix: str) -> list[str]:
     """Links of bed ``prefix`` in the root namespace (bridge and management veths)."""
     data = json.loads(run(["ip", "-j", "link", "show"]).stdout or "[]")
     return sorted(link["ifname"] for link in data if link["ifname"].startswith(f"{prefix}-"))

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import subprocess
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Sequence
 
 
 class BedError(RuntimeError):
     """Something the operator has to look at; the message says what failed and what to do."""
 
 
-def run(argv: Sequence[str], *, input_text: Optional[str] = None, check: bool = True) -> subprocess.CompletedProcess:
+def run(argv: Sequence[str], *, input_text: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
     """Run ``argv`` (never through a shell); raise :class:`BedError` with its stderr on failure."""
     try:
         proc = subprocess.run(list(argv), input=input_text, capture_output=True, text=True, check=False)
@@ -21,7 +21,7 @@ def run(argv: Sequence[str], *, input_text: Optional[str] = None, check: bool = 
     return proc
 
 
-def ip_batch(lines: Iterable[str], *, netns: Optional[str] = None, force: bool = False) -> subprocess.CompletedProcess:
+def ip_batch(lines: Iterable[str], *, netns: str | None = None, force: bool = False) -> subprocess.CompletedProcess:
     """Run many ``ip`` commands in one process (``ip -batch``), optionally inside ``netns``."""
     argv = ["ip"]
     if netns:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from typing import Any
 
 import pytest
 from ansible.errors import AnsibleFilterError
@@ -37,7 +38,7 @@ def test_built_1_2_table_passes_for_a3():
 
 def test_template2_as_the_cann_manual_writes_it():
     """device_count instead of device_num, pod_name, no server_num, ranks in list order."""
-    table = {
+    table: dict[str, Any] = {
         "status": "completed",
         "group_count": "1",
         "group_list": [

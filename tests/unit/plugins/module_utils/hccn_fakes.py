@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 HCCN = "/usr/local/Ascend/driver/tools/hccn_tool"
 NPU_SMI = "/usr/local/sbin/npu-smi"
@@ -12,7 +13,7 @@ NO_IP = (1, "", "Get ipconf failed, because no ip was preset there!\n")
 INVALID_DEVICE = (4, "", "Get invalid device id.\n")
 EXEC_FAILED = (1, "", "Command execute failed!\n")
 
-DEFAULT_PARAMS = {
+DEFAULT_PARAMS: dict[str, Any] = {
     "hccn_tool": None,
     "npu_smi": None,
     "hccn_conf": "/nonexistent/hccn.conf",

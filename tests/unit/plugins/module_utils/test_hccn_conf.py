@@ -34,7 +34,8 @@ def test_read_conf(tmp_path):
     path = tmp_path / "hccn.conf"
     assert c.read_conf(str(path)) is None
     path.write_text(CONF)
-    assert c.read_conf(str(path))[1]["netmask"] == "255.255.255.0"
+    conf = c.read_conf(str(path))
+    assert conf is not None and conf[1]["netmask"] == "255.255.255.0"
 
 
 DEVICE = {"device_ip": "192.168.100.101", "netmask": "255.255.255.0", "gateway": "", "netdetect": "192.168.100.1"}

@@ -70,7 +70,8 @@ def test_run_turns_oserror_into_rc_127():
 
     result = t.HccnTool(module, HCCN, runner=boom).run(0, ["-ip", "-g"])
     assert result.rc == 127 and "No such file" in result.stderr
-    assert t.classify(result).kind == t.MISSING
+    error = t.classify(result)
+    assert error is not None and error.kind == t.MISSING
 
 
 def test_getters_map_unset_states_to_empty_values():

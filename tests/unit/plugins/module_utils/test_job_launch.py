@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import time
+from typing import Any
 
 import pytest
 
@@ -165,7 +166,7 @@ def test_command_is_never_interpolated_by_a_shell(tmp_path):
 
 
 def test_rank_states_and_first_failure(tmp_path):
-    job = {"job_id": "j", "run_dir": str(tmp_path / "run"), "ranks": [{"rank_id": r, "device_id": r} for r in range(3)]}
+    job: dict[str, Any] = {"job_id": "j", "run_dir": str(tmp_path / "run"), "ranks": [{"rank_id": r, "device_id": r} for r in range(3)]}
     control.record_job(str(tmp_path / "jobs"), job)
     now = time.time()
     for rank, phase, rc, ended in ((0, "exited", 0, now), (1, "exited", 2, now + 1), (2, "exited", 1, now)):
@@ -177,7 +178,8 @@ def test_rank_states_and_first_failure(tmp_path):
     states = control.rank_states(str(tmp_path / "jobs"), control.load_job(str(tmp_path / "jobs"), "latest"), 1, 5)
     assert [s["state"] for s in states] == ["done", "failed", "failed"]
     assert states[0]["tail"] == ["line 29"] and len(states[1]["tail"]) == 5
-    assert control.first_failure(states)["rank_id"] == 2  # ended first
+    first = control.first_failure(states)
+    assert first is not None and first["rank_id"] == 2  # ended first
 
 
 def test_unknown_job_says_what_is_known(tmp_path):
@@ -226,7 +228,7 @@ def test_runner_stages_waits_at_the_gate_and_records_the_exit(tmp_path):
     runner.start()
     job = control.load_job(str(job_root), "j")
     assert control.wait_staged(str(job_root), job, 30)[0]["state"] == "staged"
-    assert lock_holder(str(tmp_path / "locks"), 2).startswith("job j rank 5")
+    assert (lock_holder(str(tmp_path / "locks"), 2) or "").startswith("job j rank 5")
     opened = time.time() + 0.5
     control.open_gate(str(job_root), job, opened)
     runner.join(30)

@@ -61,7 +61,7 @@ def test_device_id_of(value, chip, expected):
 
 @pytest.mark.parametrize("value", [True, -1, "1.5", None, 3.0, "x", 16])
 def test_device_id_of_rejects(value):
-    with pytest.raises(ClusterSpecError, match="^here: device_id"):
+    with pytest.raises(ClusterSpecError, match=r"^here: device_id"):
         device_id_of(value, "here", None)
 
 
