@@ -27,10 +27,6 @@ options:
     description: The job to watch.
     type: str
     required: true
-  job_root:
-    description: Where the job records live on the server.
-    type: str
-    default: /var/lib/ascend-cluster/jobs
   controller_dir:
     description: Controller-side directory of jobs (failure marker, per-server summaries).
     type: str
@@ -49,15 +45,15 @@ options:
   progress_interval:
     description: Seconds between progress lines.
     type: float
-    default: 5.0
-  grace:
-    description: Seconds between TERM and KILL when stopping ranks.
-    type: float
-    default: 3.0
+    default: 10.0
   tail_lines:
     description: Lines of the failing rank's log in the message.
     type: int
     default: 20
+extends_documentation_fragment:
+  - ascend.cluster.tools
+  - ascend.cluster.jobs
+  - ascend.cluster.jobs.grace
 attributes:
   action:
     support: full
