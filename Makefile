@@ -30,7 +30,7 @@ $(TORCH_STAMP):
 torch-venv: $(TORCH_STAMP)
 
 ## make test: everything CI runs (python tests incl. the multi-host test bed, sanity, lint)
-test: test-python sanity lint
+test: test-python sanity lint docs-lint
 
 ## make test-python: all pytest suites (the test bed ones need root and netns)
 test-python: $(STAMP) $(TORCH_STAMP)
@@ -53,6 +53,13 @@ link: $(STAMP)
 
 lint: link
 	PATH=$(abspath $(BIN)):$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) $(BIN)/ansible-lint --offline --profile production
+
+## make docs-lint: the collection's documentation as the docsite builds it (antsibull-docs), run
+## from the ansible_collections/ascend/cluster link that `make link` makes.
+.PHONY: docs-lint
+docs-lint: link
+	cd $(COLLECTIONS)/ansible_collections/ascend/cluster && PATH=$(abspath $(BIN)):$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) \
+		$(abspath $(BIN))/antsibull-docs lint-collection-docs --plugin-docs .
 
 ## make demo: the main job on a simulated 2 x 8 NPU cluster on this machine
 demo: $(STAMP) $(TORCH_STAMP)

@@ -10,7 +10,7 @@ module: training_job
 short_description: Check, record, start, watch and stop a training job on one server
 version_added: 0.1.0
 description:
-  - The target side of the R(ascend.cluster.launch_training,ansible_collections.ascend.cluster.docsite.launch)
+  - The target side of the C(ascend.cluster.launch_training)
     role; every state reads and writes the files the M(ascend.cluster.training_rank) runners keep,
     so it works from any controller, also after the one that launched the job was interrupted.
   - V(preflight) fails, naming each cause, when any of O(devices) is held by a process (C(npu-smi

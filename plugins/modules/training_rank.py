@@ -11,7 +11,7 @@ short_description: Run one rank of a distributed training job behind a start gat
 version_added: 0.1.0
 description:
   - Meant to be started once per device with C(async) and C(poll=0) by the
-    R(ascend.cluster.launch_training,ansible_collections.ascend.cluster.docsite.launch) role.
+    C(ascend.cluster.launch_training) role.
   - Creates the rank's working directory C(<run_dir>/device_<rank>/), takes the device's lock
     (C(flock) on C(<lock_dir>/device_<id>.lock), held until the rank ends), writes C(env.log),
     then waits until the controller opens the job's gate (C(<job_root>/<job_id>/gate)) and

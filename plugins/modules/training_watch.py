@@ -19,7 +19,7 @@ description:
     (C(state=stop)) and fails with the same message. Between polls it wakes up as soon as the marker appears.
   - The watcher of the server holding rank 0 prints progress (ranks by state, cluster-wide, and rank 0's
     last log line) every O(progress_interval) seconds.
-  - Used by the R(ascend.cluster.launch_training,ansible_collections.ascend.cluster.docsite.launch) role.
+  - Used by the C(ascend.cluster.launch_training) role.
 author:
   - ascend.cluster contributors (!UNKNOWN)
 options:
