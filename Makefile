@@ -41,7 +41,7 @@ system-packages:
 	@bash tests/setup/debian-packages.sh $(DEBIAN_PACKAGES)
 
 ## make test: everything CI runs, set-up included (Debian packages, venvs): every test tier, sanity, lint
-test: system-packages ruff mypy test-python sanity lint
+test: system-packages ruff mypy test-python sanity lint docs-lint
 
 ## make test-python: every pytest tier (tests/unit, simulator, integration, testbed; the bed needs root)
 test-python: $(STAMP) $(TORCH_STAMP) | system-packages
@@ -73,6 +73,13 @@ mypy: link
 
 lint: link
 	PATH=$(abspath $(BIN)):$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) $(BIN)/ansible-lint --offline --profile production
+
+## make docs-lint: the collection's documentation as the docsite builds it (antsibull-docs), run
+## from the ansible_collections/ascend/cluster link that `make link` makes.
+.PHONY: docs-lint
+docs-lint: link
+	cd $(COLLECTIONS)/ansible_collections/ascend/cluster && PATH=$(abspath $(BIN)):$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) \
+		$(abspath $(BIN))/antsibull-docs lint-collection-docs --plugin-docs .
 
 ## make demo: the main job on a simulated 2 x 8 NPU cluster on this machine
 demo: $(STAMP) $(TORCH_STAMP)

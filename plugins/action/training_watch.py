@@ -33,19 +33,24 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
+
 display = Display()
 _FAILED_LINE = re.compile(r"^rank (\d+) failed \(rc=(-?\d+)\)")
 
 MODULE = "ascend.cluster.training_job"
+# The shared tool paths are accepted (module_defaults for group/ascend.cluster.ascend sets them on
+# every module of the group) and not used: the watch runs no driver tool itself.
 OPTIONS = {
+    **{name: spec.get("default") for name, spec in options.TOOL_PATHS.items()},
     "job_id": None,
-    "job_root": "/var/lib/ascend-cluster/jobs",
+    "job_root": options.DEFAULT_JOB_ROOT,
     "controller_dir": None,
     "server": None,
     "poll_interval": 0.25,
     "full_poll_interval": 5.0,
     "progress_interval": 10.0,
-    "grace": 3.0,
+    "grace": options.DEFAULT_GRACE,
     "tail_lines": 20,
 }
 

@@ -5,7 +5,8 @@
 Why the standard library's ``ipaddress`` and not netaddr: this runs on the TARGET host, where
 netaddr is usually not installed (it is a controller-side dependency). ``ipaddress`` ships with
 every Python 3. The controller-side plan check (``plugin_utils/_ip_plan.py``) uses netaddr and
-also sees the whole cluster; this one is the last line of defence on the host itself.
+also sees the whole cluster; this one is the last line of defence on the host itself. Both take
+the rules on which addresses are usable from :func:`unicast_problem`.
 
 The rules follow what ``hccn_tool`` refuses (reference section 1): 192.168.1.0/24 is reserved
 for the device's internal vNIC, network and broadcast addresses are invalid, the gateway must
@@ -48,14 +49,23 @@ def normalize_netmask(value: object) -> str:
         raise ValueError("netmask %r is not a netmask (use 255.255.255.0 or a prefix length such as 24)" % (value,)) from None
 
 
-def _unicast_problem(addr: ipaddress.IPv4Address) -> str | None:
-    if addr.is_unspecified or int(addr) >> 24 == 0:
+def unicast_problem(addr: object) -> str | None:
+    """Why ``addr`` cannot be a device address, gateway or netdetect target; None when it can.
+
+    The one set of rules for the controller's plan check (``plugin_utils/_ip_plan.py``, netaddr
+    addresses) and this host check (``ipaddress``): ``addr`` is anything ``int()`` turns into the
+    32-bit address, or dotted text.
+    """
+    value = int(ipaddress.IPv4Address(addr)) if isinstance(addr, str) else int(addr)  # type: ignore[call-overload]
+    if value >> 24 == 0:
         return "is in 0.0.0.0/8 (not a usable address)"
-    if addr.is_loopback:
+    if value >> 24 == 127:
         return "is a loopback address"
-    if addr.is_multicast:
+    if value == 0xFFFFFFFF:
+        return "is the broadcast address"
+    if value >> 28 == 0xE:
         return "is a multicast address"
-    if int(addr) >> 28 == 0xF:
+    if value >> 28 == 0xF:
         return "is in the reserved range 240.0.0.0/4"
     return None
 
@@ -76,7 +86,7 @@ def check_device(entry: dict) -> tuple:
     iface = ipaddress.IPv4Interface("%s/%s" % (address, netmask))
     net = iface.network
     out.update(address=str(address), netmask=netmask, gateway="", netdetect="")
-    bad = _unicast_problem(address)
+    bad = unicast_problem(address)
     if bad:
         problems.append("%s: address %s %s" % (where, address, bad))
     if address in RESERVED_NETWORK:
@@ -106,7 +116,7 @@ def _check_target(where: str, field: str, value: ipaddress.IPv4Address, address:
     problems = []
     if value.is_unspecified:
         return ["%s: %s 0.0.0.0 is not an address; leave %s empty to keep the device's value" % (where, field, field)]
-    bad = _unicast_problem(value) if int(value) != 0xFFFFFFFF else "is the broadcast address"
+    bad = unicast_problem(value)
     if bad:
         problems.append("%s: %s %s %s" % (where, field, value, bad))
     if value == address:

@@ -63,11 +63,6 @@ options:
           - Empty or omitted leaves the device's netdetect address as it is.
         type: str
         default: ""
-  hccn_tool:
-    description:
-      - Path (or command name) of C(hccn_tool).
-      - When unset, C(hccn_tool) is searched on E(PATH), then at C(/usr/local/Ascend/driver/tools/hccn_tool).
-    type: str
   parallel:
     description:
       - How many C(hccn_tool) calls may run at the same time (at least 1).
@@ -75,11 +70,9 @@ options:
         gateway, netdetect).
     type: int
     default: 16
-  timeout:
-    description:
-      - Seconds one C(hccn_tool) call may take before it is stopped (with everything it started).
-    type: int
-    default: 30
+extends_documentation_fragment:
+  - ascend.cluster.tools
+  - ascend.cluster.hccn_calls
 attributes:
   check_mode:
     support: full
@@ -200,12 +193,15 @@ applied:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _hccn_tool
+from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
 from ansible_collections.ascend.cluster.plugins.module_utils._hccn_config import ConfigError, Configurator
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
+        argument_spec=options.spec(
+            options.TOOL_PATHS,
+            options.HCCN_CALLS,
             devices=dict(
                 type="list",
                 elements="dict",
@@ -218,9 +214,7 @@ def main():
                     netdetect=dict(type="str", default=""),
                 ),
             ),
-            hccn_tool=dict(type="str"),
             parallel=dict(type="int", default=16),
-            timeout=dict(type="int", default=30),
         ),
         supports_check_mode=True,
     )

@@ -25,27 +25,6 @@ description:
 author:
   - ascend.cluster contributors (!UNKNOWN)
 options:
-  hccn_tool:
-    description:
-      - Path (or command name) of C(hccn_tool).
-      - When unset, C(hccn_tool) is searched on E(PATH), then at C(/usr/local/Ascend/driver/tools/hccn_tool);
-        if it is not found the facts come from O(hccn_conf) with a warning.
-      - When set and not executable, the task fails.
-    type: str
-  npu_smi:
-    description:
-      - Path (or command name) of C(npu-smi), used to list the devices and read the chip model.
-      - When unset, C(npu-smi) is searched on E(PATH), then in C(/usr/local/sbin), C(/usr/local/bin) and
-        C(/usr/local/Ascend/driver/tools); if it is not found, devices come from C(/dev/davinciN) and
-        the chip is unknown.
-      - When set and not executable, the task fails.
-    type: str
-  hccn_conf:
-    description:
-      - Path of the driver's network configuration file, cross-checked against the devices, or
-        read instead of them when C(hccn_tool) is missing.
-    type: path
-    default: /etc/hccn.conf
   devices:
     description:
       - Physical device ids to query (the C(hccn_tool -i) numbers, 0 to 15).
@@ -70,18 +49,15 @@ options:
         mostly waits for the driver, so fewer at a time only adds rounds of waiting (see docs/benchmarks.md).
     type: int
     default: 128
-  timeout:
-    description:
-      - Seconds one C(hccn_tool) or C(npu-smi) call may take before it is stopped (with everything
-        it started) and its device is reported with an error.
-    type: int
-    default: 30
   dev_dir:
     description:
       - Directory holding the C(davinciN) device nodes, for the discovery fallback (containers
         and tests may mount them elsewhere).
     type: path
     default: /dev
+extends_documentation_fragment:
+  - ascend.cluster.tools
+  - ascend.cluster.hccn_calls
 attributes:
   check_mode:
     support: full
@@ -268,19 +244,18 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
 from ansible_collections.ascend.cluster.plugins.module_utils._hccn_facts import EXTRA_QUERIES, FactsError, Gatherer
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            hccn_tool=dict(type="str"),
-            npu_smi=dict(type="str"),
-            hccn_conf=dict(type="path", default="/etc/hccn.conf"),
+        argument_spec=options.spec(
+            options.TOOL_PATHS,
+            options.HCCN_CALLS,
             devices=dict(type="list", elements="int"),
             gather=dict(type="list", elements="str", choices=list(EXTRA_QUERIES), default=[]),
             parallel=dict(type="int", default=128),
-            timeout=dict(type="int", default=30),
             dev_dir=dict(type="path", default="/dev"),
         ),
         supports_check_mode=True,

@@ -10,7 +10,7 @@ module: training_job
 short_description: Check, record, start, watch and stop a training job on one server
 version_added: 0.1.0
 description:
-  - The target side of the R(ascend.cluster.launch_training,ansible_collections.ascend.cluster.docsite.launch)
+  - The target side of the C(ascend.cluster.launch_training)
     role; every state reads and writes the files the M(ascend.cluster.training_rank) runners keep,
     so it works from any controller, also after the one that launched the job was interrupted.
   - V(preflight) fails, naming each cause, when any of O(devices) is held by a process (C(npu-smi
@@ -35,14 +35,6 @@ options:
     description: The job; V(latest) is the newest job recorded on this host, V(all) (with V(stop) only) every job.
     type: str
     default: latest
-  job_root:
-    description: Where job records live on this host (must be local to it).
-    type: path
-    default: /var/lib/ascend-cluster/jobs
-  lock_dir:
-    description: Directory of the per-device lock files.
-    type: path
-    default: /run/ascend-cluster/locks
   run_dir:
     description: The job's run directory (V(record)).
     type: path
@@ -56,11 +48,6 @@ options:
     type: list
     elements: int
     default: []
-  npu_smi:
-    description:
-      - Path of C(npu-smi) for the process check (V(preflight)); unset searches E(PATH) and the driver's
-        directories. When it is missing, only job records and locks are checked, with a warning.
-    type: str
   kill_stale:
     description: Stop whatever holds the devices instead of failing (V(preflight)).
     type: bool
@@ -80,10 +67,6 @@ options:
     description: With V(poll), stop the local ranks once one has failed.
     type: bool
     default: true
-  grace:
-    description: Seconds between TERM and KILL.
-    type: float
-    default: 3.0
   tail_lines:
     description: Lines of each rank's log to return (V(poll) and V(status)).
     type: int
@@ -96,6 +79,11 @@ options:
     description: Why the job is stopped (kept in the job's C(abort) file).
     type: str
     default: stop requested
+extends_documentation_fragment:
+  - ascend.cluster.tools
+  - ascend.cluster.jobs
+  - ascend.cluster.jobs.lock_dir
+  - ascend.cluster.jobs.grace
 attributes:
   check_mode:
     support: partial
@@ -151,23 +139,24 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_preflight as preflight
+from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
 from ansible_collections.ascend.cluster.plugins.module_utils._npu_smi import NpuSmi, NpuSmiError, find_binary, parse_npu_processes
 
-ARGS = dict(
+ARGS = options.spec(
+    options.TOOL_PATHS,
+    options.JOB_ROOT,
+    options.LOCK_DIR,
+    options.GRACE,
     state=dict(type="str", required=True, choices=["preflight", "record", "staged", "gate", "poll", "status", "stop"]),
     job_id=dict(type="str", default="latest"),
-    job_root=dict(type="path", default="/var/lib/ascend-cluster/jobs"),
-    lock_dir=dict(type="path", default="/run/ascend-cluster/locks"),
     run_dir=dict(type="path"),
     ranks=dict(type="list", elements="dict", default=[]),
     devices=dict(type="list", elements="int", default=[]),
-    npu_smi=dict(type="str"),
     kill_stale=dict(type="bool", default=False),
     stale_timeout=dict(type="float", default=30.0),
     timeout=dict(type="float", default=120.0),
     start_at=dict(type="float"),
     stop_on_failure=dict(type="bool", default=True),
-    grace=dict(type="float", default=3.0),
     tail_lines=dict(type="int", default=0),
     tail_failed=dict(type="int", default=20),
     reason=dict(type="str", default="stop requested"),

@@ -11,7 +11,7 @@ short_description: Run one rank of a distributed training job behind a start gat
 version_added: 0.1.0
 description:
   - Meant to be started once per device with C(async) and C(poll=0) by the
-    R(ascend.cluster.launch_training,ansible_collections.ascend.cluster.docsite.launch) role.
+    C(ascend.cluster.launch_training) role.
   - Creates the rank's working directory C(<run_dir>/device_<rank>/), takes the device's lock
     (C(flock) on C(<lock_dir>/device_<id>.lock), held until the rank ends), writes C(env.log),
     then waits until the controller opens the job's gate (C(<job_root>/<job_id>/gate)) and
@@ -27,18 +27,10 @@ options:
     description: Id of the job.
     type: str
     required: true
-  job_root:
-    description: Where job records live on this host (must be local to it).
-    type: path
-    default: /var/lib/ascend-cluster/jobs
   run_dir:
     description: The job's run directory; the rank works in C(device_<rank_id>) below it.
     type: path
     required: true
-  lock_dir:
-    description: Directory of the per-device lock files.
-    type: path
-    default: /run/ascend-cluster/locks
   argv:
     description: The training command as an argument list, exec'd as is. Give O(argv) or O(command).
     type: list
@@ -128,6 +120,10 @@ options:
     description: Seconds between TERM and KILL.
     type: float
     default: 3.0
+extends_documentation_fragment:
+  - ascend.cluster.tools
+  - ascend.cluster.jobs
+  - ascend.cluster.jobs.lock_dir
 attributes:
   check_mode:
     support: none
@@ -167,15 +163,17 @@ rank:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
 from ansible_collections.ascend.cluster.plugins.module_utils._job_command import check_argv, split_command
 from ansible_collections.ascend.cluster.plugins.module_utils._job_env import AOE_MODES, FRAMEWORKS, aoe_conflicts
 from ansible_collections.ascend.cluster.plugins.module_utils._job_runner import RankRunner
 
-ARGS = dict(
+ARGS = options.spec(
+    options.TOOL_PATHS,
+    options.JOB_ROOT,
+    options.LOCK_DIR,
     job_id=dict(type="str", required=True),
-    job_root=dict(type="path", default="/var/lib/ascend-cluster/jobs"),
     run_dir=dict(type="path", required=True),
-    lock_dir=dict(type="path", default="/run/ascend-cluster/locks"),
     argv=dict(type="list", elements="str"),
     command=dict(type="str"),
     framework=dict(type="str", choices=list(FRAMEWORKS), default="mindspore"),

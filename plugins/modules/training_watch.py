@@ -19,7 +19,7 @@ description:
     (C(state=stop)) and fails with the same message. Between polls it wakes up as soon as the marker appears.
   - The watcher of the server holding rank 0 prints progress (ranks by state, cluster-wide, and rank 0's
     last log line) every O(progress_interval) seconds.
-  - Used by the R(ascend.cluster.launch_training,ansible_collections.ascend.cluster.docsite.launch) role.
+  - Used by the C(ascend.cluster.launch_training) role.
 author:
   - ascend.cluster contributors (!UNKNOWN)
 options:
@@ -27,10 +27,6 @@ options:
     description: The job to watch.
     type: str
     required: true
-  job_root:
-    description: Where the job records live on the server.
-    type: str
-    default: /var/lib/ascend-cluster/jobs
   controller_dir:
     description: Controller-side directory of jobs (failure marker, per-server summaries).
     type: str
@@ -49,15 +45,15 @@ options:
   progress_interval:
     description: Seconds between progress lines.
     type: float
-    default: 5.0
-  grace:
-    description: Seconds between TERM and KILL when stopping ranks.
-    type: float
-    default: 3.0
+    default: 10.0
   tail_lines:
     description: Lines of the failing rank's log in the message.
     type: int
     default: 20
+extends_documentation_fragment:
+  - ascend.cluster.tools
+  - ascend.cluster.jobs
+  - ascend.cluster.jobs.grace
 attributes:
   action:
     support: full

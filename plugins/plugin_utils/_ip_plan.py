@@ -18,7 +18,8 @@ Layouts (reference section 1, "IP planning"):
 
 The check covers the whole cluster at once (duplicates across servers included) and lists every
 problem it finds. It runs on the controller, with netaddr; the ``hccn_config`` module repeats the
-per-host part on each target with the standard library before it sets anything.
+per-host part on each target with the standard library before it sets anything. Which addresses
+are usable at all is decided in one place for both, ``module_utils/_ip_check.unicast_problem``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ try:
 except ImportError:  # the filters then fail with an install hint, like community.general's do
     netaddr = None  # type: ignore[assignment]  # the optional-import idiom: None means not installed
 
+from ansible_collections.ascend.cluster.plugins.module_utils._ip_check import unicast_problem
 from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import device_id_of, resolve_chip
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
 
@@ -200,20 +202,6 @@ def _netmask(value: Any) -> str | None:
     return str(mask) if mask is not None and mask.is_netmask() else None
 
 
-def _not_unicast(addr: netaddr.IPAddress) -> str | None:
-    if int(addr) >> 24 == 0:
-        return "is in 0.0.0.0/8 (not a usable address)"
-    if addr.is_loopback():
-        return "is a loopback address"
-    if int(addr) == 0xFFFFFFFF:
-        return "is the broadcast address"
-    if addr.is_multicast():
-        return "is a multicast address"
-    if int(addr) >> 28 == 0xF:
-        return "is in the reserved range 240.0.0.0/4"
-    return None
-
-
 class _Checker:
     """Collects every problem of a plan; ``entries`` are the normalized entries per host."""
 
@@ -261,7 +249,7 @@ class _Checker:
         return entry
 
     def address(self, where: str, addr: netaddr.IPAddress, net: netaddr.IPNetwork) -> None:
-        bad = _not_unicast(addr)
+        bad = unicast_problem(addr)
         if bad:
             self.problems.append(f"{where}: address {addr} {bad}")
         if addr in netaddr.IPNetwork(RESERVED_CIDR):
@@ -278,7 +266,7 @@ class _Checker:
         if int(value) == 0:
             self.problems.append(f"{where}: {field} 0.0.0.0 is not an address; leave it empty instead")
             return
-        bad = _not_unicast(value)
+        bad = unicast_problem(value)
         if bad:
             self.problems.append(f"{where}: {field} {value} {bad}")
         elif net.prefixlen <= 30 and value in (net.network, net.broadcast):

@@ -1,0 +1,40 @@
+# Copyright: ascend.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Argument specs of the options several modules share, declared once.
+
+Each dict goes with the documentation fragment named beside it (``plugins/doc_fragments/``).
+``TOOL_PATHS`` is what every module of the ``ascend.cluster.ascend`` action group accepts, so that
+``module_defaults`` for ``group/ascend.cluster.ascend`` can set the tool paths once for a play.
+"""
+
+from __future__ import annotations
+
+DEFAULT_HCCN_CONF = "/etc/hccn.conf"
+DEFAULT_JOB_ROOT = "/var/lib/ascend-cluster/jobs"
+DEFAULT_LOCK_DIR = "/run/ascend-cluster/locks"
+DEFAULT_GRACE = 3.0
+
+# ascend.cluster.tools
+TOOL_PATHS = dict(
+    hccn_tool=dict(type="str"),
+    npu_smi=dict(type="str"),
+    hccn_conf=dict(type="path", default=DEFAULT_HCCN_CONF),
+)
+
+# ascend.cluster.hccn_calls
+HCCN_CALLS = dict(timeout=dict(type="int", default=30))
+
+# ascend.cluster.jobs, ascend.cluster.jobs.lock_dir, ascend.cluster.jobs.grace
+JOB_ROOT = dict(job_root=dict(type="path", default=DEFAULT_JOB_ROOT))
+LOCK_DIR = dict(lock_dir=dict(type="path", default=DEFAULT_LOCK_DIR))
+GRACE = dict(grace=dict(type="float", default=DEFAULT_GRACE))
+
+
+def spec(*parts: dict, **own: dict) -> dict:
+    """One argument spec: the shared ``parts`` (fresh copies) and then the module's ``own`` options."""
+    merged: dict = {}
+    for part in parts:
+        for name, option in part.items():
+            merged[name] = dict(option)
+    merged.update(own)
+    return merged
