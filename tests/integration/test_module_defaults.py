@@ -10,11 +10,7 @@ import json
 import sys
 import textwrap
 
-import pytest
-
 from tests.helpers.ansible_cli import run_playbook
-
-pytestmark = pytest.mark.playbook
 
 PLAY_HEAD = """\
 - hosts: localhost
