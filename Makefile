@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
 .PHONY: all link venv torch-venv system-packages test test-python test-unit test-testbed sanity lint demo bench build clean
-.PHONY: ruff mypy
+.PHONY: ruff mypy test-lane-newest
 
 # pytest-xdist workers for the suites whose tests are independent (every simulated cluster and test bed
 # has its own directory and prefix). More workers than the 2 cores pay off: playbook tests mostly wait.
@@ -41,7 +41,7 @@ system-packages:
 	@bash tests/setup/debian-packages.sh $(DEBIAN_PACKAGES)
 
 ## make test: everything CI runs, set-up included (Debian packages, venvs): every test tier, sanity, lint
-test: system-packages ruff mypy test-python sanity lint docs-lint
+test: system-packages ruff mypy test-python sanity lint docs-lint test-lane-newest
 
 ## make test-python: every pytest tier (tests/unit, simulator, integration, testbed; the bed needs root)
 test-python: $(STAMP) $(TORCH_STAMP) | system-packages
@@ -88,6 +88,38 @@ demo: $(STAMP) $(TORCH_STAMP)
 ## make bench: every benchmark under bench/, one JSON object per line
 bench: $(STAMP)
 	@for b in bench/bench_*.py; do $(BIN)/python "$$b" || exit 1; done
+
+## make test-lane-newest: the second lane, the newest ansible-core 2.21 on Python 3.13 (else 3.12),
+## with injected fact variables off (the default from ansible-core 2.24): sanity, then the unit,
+## simulator and simulated-cluster playbook tests. Its own venv; skipped with a NOTICE where the
+## machine has neither interpreter (ansible-core 2.21 needs Python >= 3.12).
+LANE_VENV ?= .venv-newest
+LANE_BIN := $(LANE_VENV)/bin
+LANE_STAMP := $(LANE_VENV)/.installed
+LANE_CORE := ansible-core>=2.21,<2.22
+# python3.13 / python3.12 on PATH (pyenv shims included), else pyenv's own install of it; the
+# first that runs and has venv wins.
+LANE_PYTHON ?= $(shell for v in 3.13 3.12; do \
+    for p in $$(command -v python$$v) $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$v*/bin/python$$v; do \
+        [ -x "$$p" ] && "$$p" -c 'import venv, ensurepip' 2>/dev/null && { echo "$$p"; exit 0; }; \
+    done; done)
+LANE_TESTS := tests/unit tests/simulator tests/integration
+
+$(LANE_STAMP): requirements.txt tests/requirements.txt
+	$(LANE_PYTHON) -m venv $(LANE_VENV)
+	$(LANE_BIN)/pip install --quiet --disable-pip-version-check '$(LANE_CORE)' -r requirements.txt \
+	    $$(grep -E '^pytest(-xdist)?[<>=!~ ]' tests/requirements.txt)
+	touch $@
+
+ifeq ($(strip $(LANE_PYTHON)),)
+test-lane-newest:
+	@echo "NOTICE: ansible-core 2.21 lane skipped: no Python 3.12/3.13 (neither python3.13/python3.12 on PATH nor under pyenv)"
+else
+test-lane-newest: $(LANE_STAMP) $(TORCH_STAMP)
+	@echo "lane: $$($(LANE_BIN)/ansible --version | head -1), $$($(LANE_BIN)/python --version), ANSIBLE_INJECT_FACT_VARS=false"
+	ANSIBLE_INJECT_FACT_VARS=false VENV_BIN=$(abspath $(LANE_BIN)) bash tests/sanity/run.sh
+	ANSIBLE_INJECT_FACT_VARS=false $(LANE_BIN)/python -m pytest -n 2 $(PYTEST_ARGS) $(LANE_TESTS)
+endif
 
 build: $(STAMP)
 	$(BIN)/ansible-galaxy collection build --force --output-path build/

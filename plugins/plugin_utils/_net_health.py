@@ -48,15 +48,21 @@ HINTS = {
 
 
 def _server_facts(item: Any, index: int) -> tuple[str, Mapping[str, Any]]:
-    """(host name, ascend_npu facts) from a hostvars entry or a ``{host, ascend_npu}`` dict."""
+    """(host name, ascend_npu facts) from a hostvars entry or a ``{host, ascend_npu}`` dict.
+
+    A hostvars entry is read through its ``ansible_facts`` only, never a top-level ``ascend_npu``
+    (an injected fact variable: gone when ``INJECT_FACTS_AS_VARS`` is off, deprecated before).
+    """
     if not isinstance(item, Mapping):
         raise ClusterSpecError(f"entry {index} is not a host's variables: {item!r}")
     host = item.get("inventory_hostname") or item.get("host")
     if not host:
         raise ClusterSpecError(f"entry {index} has no inventory_hostname (or host)")
-    npu = item.get("ascend_npu")
-    if npu is None:
-        npu = (item.get("ansible_facts") or {}).get("ascend_npu")
+    if "ansible_facts" in item:
+        facts = item.get("ansible_facts")
+        npu = facts.get("ascend_npu") if isinstance(facts, Mapping) else None
+    else:
+        npu = item.get("ascend_npu")
     if not isinstance(npu, Mapping):
         raise ClusterSpecError(f"{host}: no ascend_npu facts; run ascend.cluster.hccn_facts on it first")
     return str(host), npu

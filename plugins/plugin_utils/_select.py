@@ -16,7 +16,6 @@ Servers are used in the order given; within a server the lowest device ids are t
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -157,8 +156,22 @@ def select_devices(servers: Any, np: Any, chip: str | None = None, allow_partial
     )
 
 
+def plain_copy(value: Any) -> Any:
+    """A copy of ``value`` made of new plain ``dict`` and ``list`` containers (scalars are shared).
+
+    Filters receive Ansible's lazy template containers; ``copy.deepcopy`` of those copies their
+    templar and plugin loaders, which ansible-core 2.21 reports as deprecated (2.25: an error).
+    Reading through the mapping/sequence protocols renders each value once and keeps none of that.
+    """
+    if isinstance(value, Mapping):
+        return {key: plain_copy(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain_copy(item) for item in value]
+    return value
+
+
 def subset(candidate: Candidate, picked: list[int]) -> dict:
     """A copy of the candidate's server mapping holding only the ``picked`` devices."""
-    entry = {key: copy.deepcopy(value) for key, value in candidate.server.items() if key != "devices"}
-    entry["devices"] = [copy.deepcopy(candidate.by_id[i]) for i in picked]
+    entry = {key: plain_copy(value) for key, value in candidate.server.items() if key != "devices"}
+    entry["devices"] = [plain_copy(candidate.by_id[i]) for i in picked]
     return entry

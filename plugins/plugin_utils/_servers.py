@@ -19,6 +19,16 @@ def _host_name(hostvars: Mapping[str, Any]) -> str:
     return str(hostvars.get("inventory_hostname") or hostvars.get("ansible_host") or "?")
 
 
+def _facts_of(hostvars: Mapping[str, Any], facts_key: str) -> Any:
+    """The host's ``ansible_facts[facts_key]``.
+
+    Only ``ansible_facts`` is read: the same fact injected as a top-level variable is gone when
+    ``INJECT_FACTS_AS_VARS`` is off (the default from ansible-core 2.24) and reading it warns before.
+    """
+    facts = hostvars.get("ansible_facts")
+    return facts.get(facts_key) if isinstance(facts, Mapping) else None
+
+
 def server_from_hostvars(hostvars: Mapping[str, Any], facts_key: str = "ascend_npu") -> dict[str, Any]:
     """One server entry from one host's variables.
 
@@ -27,11 +37,11 @@ def server_from_hostvars(hostvars: Mapping[str, Any], facts_key: str = "ascend_n
     should set ``ascend_server_id``.
     """
     name = _host_name(hostvars)
-    facts = hostvars.get(facts_key)
+    facts = _facts_of(hostvars, facts_key)
     if not isinstance(facts, Mapping) or "devices" not in facts:
         raise ServersError(
-            f"host {name} has no '{facts_key}' facts: run ascend.cluster.hccn_facts on it first "
-            "(or include it in the play that gathers them)"
+            f"host {name} has no '{facts_key}' facts (ansible_facts.{facts_key}): run ascend.cluster.hccn_facts "
+            "on it first (or include it in the play that gathers them)"
         )
     server_id = hostvars.get("ascend_server_id") or hostvars.get("ansible_host") or name
     devices = []

@@ -3,6 +3,10 @@
 Why not pytest-ansible: it has deprecated itself (planned end of life December 2026) and its
 maintainers recommend plain pytest plus a small helper around the CLIs. This is that helper:
 tests exercise exactly what a user runs, with output a person can read when a test fails.
+
+Deprecation warnings are on for every run and any ``[DEPRECATION WARNING]`` in a run's output
+fails the test (``DeprecationFound``): a deprecation our code causes today is an error in a later
+ansible-core (lazy-container deepcopy in 2.25, injected fact variables off by default in 2.24).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ def ansible_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
             "ANSIBLE_NOCOWS": "1",
             "ANSIBLE_HOST_KEY_CHECKING": "False",
             "ANSIBLE_RETRY_FILES_ENABLED": "False",
-            "ANSIBLE_DEPRECATION_WARNINGS": "False",
+            "ANSIBLE_DEPRECATION_WARNINGS": "True",
             "ANSIBLE_LOCALHOST_WARNING": "False",
             "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False",
             "PATH": f"{BIN_DIR}{os.pathsep}{env.get('PATH', '')}",
@@ -48,6 +52,26 @@ def ansible_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     if extra:
         env.update(extra)
     return env
+
+
+DEPRECATION_MARK = "[DEPRECATION WARNING]"
+
+
+class DeprecationFound(AssertionError):
+    """An ansible run printed a deprecation warning (or a module returned one)."""
+
+
+def fail_on_deprecation(output: str, what: str) -> None:
+    """Raise ``DeprecationFound`` quoting each deprecation warning in ``output``."""
+    lines = output.splitlines()
+    found = [i for i, line in enumerate(lines) if DEPRECATION_MARK in line]
+    if found:
+        # a warning may run over a few lines (wrapped text, the origin, a traceback when asked for)
+        shown = "\n".join("\n".join(lines[i : i + 6]) for i in found[:5])
+        raise DeprecationFound(
+            f"{what} printed {len(found)} deprecation warning(s); fix their cause in the collection "
+            f"(ANSIBLE_DISPLAY_TRACEBACK=deprecated shows where):\n{shown}"
+        )
 
 
 @dataclass
@@ -120,6 +144,7 @@ def run_playbook(
         cmd.append("-" + "v" * verbose)
     cmd += list(args)
     proc = subprocess.run(cmd, cwd=REPO_ROOT, env=ansible_env(env), capture_output=True, text=True, timeout=timeout, check=False)
+    fail_on_deprecation(proc.stdout + proc.stderr, f"ansible-playbook {playbook}")
     return PlaybookResult(proc.returncode, proc.stdout, proc.stderr, parse_recap(proc.stdout))
 
 
@@ -142,6 +167,7 @@ def run_adhoc(
     if check:
         cmd.append("--check")
     proc = subprocess.run(cmd, cwd=REPO_ROOT, env=ansible_env(env), capture_output=True, text=True, timeout=timeout, check=False)
+    fail_on_deprecation(proc.stdout + proc.stderr, f"ansible {pattern} -m {module}")
     results: dict[str, dict[str, Any]] = {}
     for line in proc.stdout.splitlines():
         m = re.match(r"^(\S+) \| (\w+)(?:!)? => (\{.*\})$", line)
@@ -193,5 +219,7 @@ def run_module(
         result = json.loads(proc.stdout)
     except ValueError as exc:
         raise AssertionError(f"module {module} printed no JSON (rc={proc.returncode}):\n{proc.stdout}\n{proc.stderr}") from exc
+    if result.get("deprecations"):
+        raise DeprecationFound(f"module {module} returned deprecations: {result['deprecations']!r}")
     result["_rc"] = proc.returncode
     return result

@@ -140,7 +140,8 @@ A3_PLAY = """\
   tasks:
     - name: Make the servers' facts say A3 (the rank table is already built and written)
       ansible.builtin.set_fact:
-        ascend_npu: "{{ ascend_npu | combine({'chip': 'A3'}) }}"
+        ascend_npu: "{{ ansible_facts.ascend_npu | combine({'chip': 'A3'}) }}"
+        cacheable: true  # a cacheable fact lands in ansible_facts, which is all the roles read
     - name: Launch
       ansible.builtin.include_role:
         name: ascend.cluster.launch_training

@@ -155,6 +155,16 @@ def test_hostvars_shape_is_read_too() -> None:
     assert health_report(hostvars)["rows"][0]["server"] == "h1"
 
 
+def test_hostvars_are_read_through_ansible_facts_only() -> None:
+    # hostvars carry ansible_facts; their top-level ascend_npu is the injected copy, which is gone
+    # with INJECT_FACTS_AS_VARS off and must not stand in for missing facts.
+    injected = {"inventory_hostname": "h1", "ansible_facts": {}, "ascend_npu": {"chip": "910B", "devices": [dev(0)]}}
+    with pytest.raises(ClusterSpecError, match="h1: no ascend_npu facts"):
+        health_report([injected])
+    fresh = dict(injected, ansible_facts={"ascend_npu": {"chip": "910B", "devices": [dev(0), dev(1)]}})
+    assert [r["device"] for r in health_report([fresh])["rows"]] == [0, 1]
+
+
 @pytest.mark.parametrize(
     ("mode", "peer", "expected"),
     [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pytest
 from ansible.errors import AnsibleFilterError
 
@@ -116,6 +118,48 @@ def test_selection_keeps_other_keys_and_feeds_rank_table():
     assert chosen[1]["host"] == "node2"
     assert chosen[1]["devices"][0] == {"device_id": 0, "device_ip": "192.1.27.8"}
     assert rank_table(chosen, chip="910A")["server_count"] == "2"
+
+
+class _ReadOnlyView(Mapping):
+    """A mapping that is not a dict and refuses deepcopy, like Ansible's lazy template containers
+    (whose deepcopy copies their templar: deprecated in ansible-core 2.21, an error in 2.25)."""
+
+    def __init__(self, data):
+        self._data = data
+
+    def __getitem__(self, key):
+        value = self._data[key]
+        if isinstance(value, dict):
+            return _ReadOnlyView(value)
+        return tuple(_ReadOnlyView(v) if isinstance(v, dict) else v for v in value) if isinstance(value, list) else value
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self):
+        return len(self._data)
+
+    def __deepcopy__(self, memo):
+        raise AssertionError("select_devices deep-copied its input")
+
+
+def test_selection_is_new_plain_data_without_deepcopy_of_the_input():
+    servers = _cluster()
+    servers[0]["labels"] = {"rack": ["r1", {"row": 2}]}
+    view = [_ReadOnlyView(s) for s in servers]
+    chosen = select_devices(view, 4, chip="910A")
+    assert chosen == [
+        {
+            "server_id": "10.0.0.1",
+            "labels": {"rack": ["r1", {"row": 2}]},
+            "devices": [{"device_id": d, "device_ip": servers[0]["devices"][d]["device_ip"]} for d in range(4)],
+        }
+    ]
+    kinds = {type(chosen[0]), type(chosen[0]["labels"]), type(chosen[0]["labels"]["rack"][1]), type(chosen[0]["devices"][0])}
+    assert kinds == {dict} and type(chosen[0]["labels"]["rack"]) is list and type(chosen[0]["devices"]) is list
+    chosen[0]["devices"][0]["device_ip"] = "changed"
+    chosen[0]["labels"]["rack"][1]["row"] = 9
+    assert servers[0]["devices"][0]["device_ip"] != "changed" and servers[0]["labels"]["rack"][1]["row"] == 2
 
 
 BAD = [

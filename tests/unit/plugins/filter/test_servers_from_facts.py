@@ -10,7 +10,7 @@ from ansible_collections.ascend.cluster.plugins.filter.servers_from_facts import
 
 
 def host(name, devices, **extra):
-    hv = {"inventory_hostname": name, "ascend_npu": {"chip": "910B", "devices": devices}}
+    hv = {"inventory_hostname": name, "ansible_facts": {"ascend_npu": {"chip": "910B", "devices": devices}}}
     hv.update(extra)
     return hv
 
@@ -42,7 +42,7 @@ def test_devices_sorted_with_int_ids_and_empty_ip_for_unset():
 @pytest.mark.parametrize(
     "hosts, message",
     [
-        ([{"inventory_hostname": "x"}], "host x has no 'ascend_npu' facts: run ascend.cluster.hccn_facts"),
+        ([{"inventory_hostname": "x"}], "host x has no 'ascend_npu' facts (ansible_facts.ascend_npu): run ascend.cluster.hccn_facts"),
         ([host("y", [{"device_ip": "1.2.3.4"}])], "host y: malformed device entry"),
         ([], "got no hosts"),
         ({"a": {}}, "expects a list of host variables"),
@@ -57,9 +57,21 @@ def test_bad_input_names_the_host(hosts, message):
 
 
 def test_custom_facts_key():
-    out = servers_from_facts([{"inventory_hostname": "z", "npu": {"devices": [{"device_id": 0, "device_ip": "198.19.0.1"}]}}], "npu")
+    facts = {"npu": {"devices": [{"device_id": 0, "device_ip": "198.19.0.1"}]}}
+    out = servers_from_facts([{"inventory_hostname": "z", "ansible_facts": facts}], "npu")
     assert out[0]["devices"][0]["device_ip"] == "198.19.0.1"
     assert out[0]["chip"] is None
+
+
+def test_facts_are_read_from_ansible_facts_only():
+    # A top-level ascend_npu is the injected copy of the fact: absent when INJECT_FACTS_AS_VARS is
+    # off (ansible-core 2.24's default), deprecated before. The filter must not depend on it.
+    injected_only = {"inventory_hostname": "w", "ascend_npu": {"chip": "910B", "devices": [{"device_id": 0}]}}
+    with pytest.raises(AnsibleFilterError, match=re.escape("host w has no 'ascend_npu' facts (ansible_facts.ascend_npu)")):
+        servers_from_facts([injected_only])
+    both = dict(injected_only, ansible_facts={"ascend_npu": {"chip": "A3", "devices": [{"device_id": 5}]}})
+    out = servers_from_facts([both])
+    assert out[0]["chip"] == "A3" and [d["device_id"] for d in out[0]["devices"]] == [5]
 
 
 def test_a3_superpod_ids_from_inventory_feed_a_1_2_table():
