@@ -38,6 +38,12 @@ options:
   dest:
     description: Directory on the controller that receives the logs as C(device_<rank>.log); unset fetches none.
     type: path
+  archive:
+    description:
+      - Pack every rank's C(train.log) into one archive in the job's directory on the server and return its path.
+      - Set by the action from O(dest); give O(dest) instead.
+    type: bool
+    default: false
 attributes:
   action:
     support: full

@@ -91,7 +91,7 @@ def test_a_failing_rank_stops_its_siblings_and_the_result_names_it(tmp_path):
     ranks = [{"rank_id": 0, "device_id": 0}, {"rank_id": 1, "device_id": 1}]
     args = ranks_args(tmp_path, ranks, ["sh", "-c", 'if [ "$RANK_ID" = 1 ]; then exit 3; fi; exec sleep 60'])
     thread, result = start(args)
-    job, _ = staged(tmp_path, 2)
+    job = staged(tmp_path, 2)[0]
     began = time.time()
     control.open_gate(str(tmp_path / "jobs"), job, time.time())
     thread.join(60)
@@ -104,7 +104,7 @@ def test_a_failing_rank_stops_its_siblings_and_the_result_names_it(tmp_path):
 def test_term_to_the_supervisor_reaches_every_runner_at_the_gate(tmp_path):
     ranks = [{"rank_id": 0, "device_id": 0}, {"rank_id": 1, "device_id": 1}]
     thread, result = start(ranks_args(tmp_path, ranks, ["true"]))
-    _, states = staged(tmp_path, 2)
+    states = staged(tmp_path, 2)[1]
     os.kill(parent_of(states[0]["runner_pid"]), signal.SIGTERM)
     thread.join(60)
     assert [(s["rank_id"], s["phase"]) for s in result["ranks"]] == [(0, "aborted"), (1, "aborted")]
