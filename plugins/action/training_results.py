@@ -1,0 +1,71 @@
+# Copyright: ascend.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action training_results: one module call per server, then the logs' archive copied and unpacked here.
+
+The module (target side) reads the supervisor's result and packs every rank's ``train.log``; this
+half copies that one archive with the connection (no module round trip), unpacks it into ``dest``
+as ``device_<rank>.log`` and removes it from the server with one shell command.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tarfile
+import tempfile
+from shlex import quote
+from typing import Any
+
+from ansible.errors import AnsibleError
+from ansible.plugins.action import ActionBase
+
+_LOG = re.compile(r"^device_\d+\.log$")
+
+
+def unpack_logs(archive: str, dest: str) -> list:
+    """Write the archive's ``device_<rank>.log`` members (nothing else) into ``dest``; their names."""
+    os.makedirs(dest, exist_ok=True)
+    written = []
+    with tarfile.open(archive, "r:gz") as tar:
+        for member in tar.getmembers():
+            if not (member.isfile() and _LOG.match(member.name)):
+                continue
+            source = tar.extractfile(member)
+            if source is None:
+                continue
+            target = os.path.join(dest, member.name)
+            tmp = f"{target}.tmp"
+            with source, open(tmp, "wb") as handle:
+                while chunk := source.read(1 << 20):
+                    handle.write(chunk)
+            os.replace(tmp, target)
+            written.append(member.name)
+    return sorted(written)
+
+
+class ActionModule(ActionBase):
+    """Controller half of ``ascend.cluster.training_results``."""
+
+    def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
+        result = super().run(tmp, task_vars)
+        args = dict(self._task.args)
+        dest = args.get("dest")
+        args["archive"] = bool(dest)
+        args.pop("dest", None)
+        result.update(self._execute_module(module_name="ascend.cluster.training_results", module_args=args, task_vars=task_vars or {}))
+        archive = result.pop("archive", None)
+        if result.get("failed") or not archive:
+            return result
+        dest = os.path.expanduser(str(dest))
+        fd, local = tempfile.mkstemp(prefix="ascend-logs-", suffix=".tar.gz")
+        os.close(fd)
+        try:
+            self._connection.fetch_file(archive, local)
+            result["logs"] = unpack_logs(local, dest)
+        except (AnsibleError, OSError, tarfile.TarError) as exc:
+            result.update(failed=True, msg=f"cannot copy the logs' archive {archive} to {dest}: {exc}")
+        finally:
+            os.unlink(local)
+            self._low_level_execute_command(f"rm -f {quote(archive)}", sudoable=True)
+        result["dest"] = dest
+        return result

@@ -1,0 +1,74 @@
+# Copyright: ascend.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One server's results in one call: the supervisor's own result and every rank's log in one archive.
+
+Runs on target hosts: Python 3.8+, stdlib only.
+"""
+
+from __future__ import annotations
+
+import os
+import tarfile
+import tempfile
+import time
+
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+
+POLL_S = 0.1
+
+
+def log_name(rank_id: int) -> str:
+    """A rank's log inside the archive (and on the controller): ``device_<rank>.log``."""
+    return "device_%d.log" % int(rank_id)
+
+
+def read_runner_result(results_file: str, timeout: float) -> dict | None:
+    """The async job's final result once written (waits up to ``timeout`` s), else None.
+
+    The async wrapper first writes ``{"started": ..., "finished": false}``, then the module's
+    result, which has no ``started`` key.
+    """
+    deadline = time.time() + timeout
+    while True:
+        data = files.read_json(results_file)
+        if isinstance(data, dict) and "started" not in data:
+            return data
+        if time.time() >= deadline:
+            return None
+        time.sleep(POLL_S)
+
+
+def pack_logs(job_dir: str, run_dir: str, ranks: list) -> tuple:
+    """``(archive path, names)``: every rank's ``train.log`` that exists, as ``device_<rank>.log``.
+
+    The archive (gzip level 1: logs are text, the point is one transfer) is written in the job's
+    directory, mode 0644 like the logs, for the controller to fetch and remove.
+    """
+    fd, path = tempfile.mkstemp(prefix=".logs-", suffix=".tar.gz", dir=job_dir)
+    names = []
+    try:
+        with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz", compresslevel=1) as archive:
+            for rank in ranks:
+                log = os.path.join(files.rank_dir(run_dir, rank["rank_id"]), files.TRAIN_LOG)
+                if os.path.isfile(log):
+                    archive.add(log, arcname=log_name(rank["rank_id"]), recursive=False)
+                    names.append(log_name(rank["rank_id"]))
+        os.chmod(path, 0o644)
+    except BaseException:
+        os.unlink(path)
+        raise
+    return path, names
+
+
+def collect(job_root: str, job: dict, results_file: str | None, timeout: float, archive: bool) -> dict:
+    """The supervisor's result (removing its async file once read) and, with ``archive``, the logs' archive."""
+    result = {"runner": None, "runner_finished": results_file is None, "archive": None, "logs": []}  # type: dict
+    if results_file:
+        runner = read_runner_result(results_file, timeout)
+        if runner is not None:
+            result["runner"] = runner
+            result["runner_finished"] = True
+            os.unlink(results_file)  # what async_status mode=cleanup did
+    if archive:
+        result["archive"], result["logs"] = pack_logs(files.job_dir(job_root, job["job_id"]), job["run_dir"], job["ranks"])
+    return result

@@ -1,0 +1,127 @@
+# Copyright: ascend.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One server's ranks from one process: fork today's rank runner once per NPU, wait for them all.
+
+The body of the ``training_ranks`` module, which the launch starts once per server with one async
+task (instead of one async task per rank). The supervisor adds nothing to a rank's life: each
+child is a plain :class:`RankRunner` - its own session, run directory, ``env.log``, device lock
+and ``state.json``, exactly as when ``training_rank`` ran it - so gate, fail-fast, ``status``,
+``stop`` and ``kill_stale`` (which act on the runners' recorded pids and process groups) see
+the same processes as before. The supervisor only starts them, forwards TERM/HUP to them, reaps
+them and returns every rank's final state in one result.
+
+Runs on target hosts: Python 3.8+, stdlib only.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import traceback
+
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils._job_runner import RankRunner
+
+RANK_KEYS = ("rank_id", "device_id", "local_rank", "local_count")
+
+
+def rank_params(common: dict, rank: dict) -> dict:
+    """The ``training_rank`` parameters of one rank: the server's ``common`` ones plus its ids."""
+    params = dict(common)
+    params.pop("ranks", None)
+    for key in RANK_KEYS:
+        params[key] = int(rank[key])
+    return params
+
+
+def _run_child(params: dict) -> int:
+    """Body of a forked child: become a rank runner in its own session; the exit status."""
+    os.setsid()  # as an async task's runner was: own session, untouched by signals to the supervisor's group
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(signum, signal.SIG_DFL)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):  # never write into the module's (async wrapper's) stdout
+        os.dup2(null, fd)
+    os.close(null)
+    runner = RankRunner(params)
+    try:
+        state = runner.run()
+    except Exception:  # recorded for status / the report, never raised into the module
+        directory = files.rank_dir(params["run_dir"], params["rank_id"])
+        if not os.path.isdir(directory):
+            os.makedirs(directory)
+        runner.save(phase="exited", rc=-1, ended=time.time(), error="runner crashed: %s" % traceback.format_exc(limit=3))
+        return 2
+    return 0 if state.get("phase") == "exited" and state.get("rc") == 0 else 1
+
+
+class Supervisor:
+    """Starts and reaps the runners of one server's ranks (``params``: the ``training_ranks`` module's)."""
+
+    def __init__(self, params: dict) -> None:
+        self.params = params
+        self.children: dict = {}  # pid -> rank_id
+
+    def _forward(self, signum: int, _frame: object) -> None:
+        for pid in list(self.children):
+            try:
+                os.kill(pid, signum)
+            except OSError:
+                pass
+
+    def start(self) -> None:
+        """Fork one runner per rank; each stages at once and waits at the gate on its own."""
+        for rank in self.params["ranks"]:
+            params = rank_params(self.params, rank)
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child never returns (its exit status is checked)
+                code = 2
+                try:
+                    code = _run_child(params)
+                finally:
+                    os._exit(code)
+            self.children[pid] = params["rank_id"]
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, self._forward)
+
+    def wait(self) -> list:
+        """Reap every runner; every rank's final ``state.json`` in the given order."""
+        while self.children:
+            try:
+                pid, _status = os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+            except InterruptedError:  # pragma: no cover - PEP 475 retries, kept for clarity
+                continue
+            self.children.pop(pid, None)
+        return [self.final_state(rank) for rank in self.params["ranks"]]
+
+    def final_state(self, rank: dict) -> dict:
+        path = os.path.join(files.rank_dir(self.params["run_dir"], rank["rank_id"]), files.STATE_FILE)
+        state = files.read_json(path)
+        if not isinstance(state, dict):
+            return {
+                "job_id": self.params["job_id"],
+                "rank_id": int(rank["rank_id"]),
+                "device_id": int(rank["device_id"]),
+                "phase": "lost",
+                "error": "the rank's runner ended without writing %s" % path,
+            }
+        return state
+
+    def run(self) -> list:
+        self.start()
+        return self.wait()
+
+
+def summary(states: list) -> tuple:
+    """``(ok, message)`` over every rank's final state, one clause per rank that did not exit 0."""
+    bad = [
+        "rank %s: %s" % (s.get("rank_id"), s.get("error") or "%s rc=%s" % (s.get("phase"), s.get("rc")))
+        for s in states
+        if s.get("phase") != "exited" or s.get("rc") != 0
+    ]
+    if bad:
+        return False, "%d of %d ranks did not exit 0: %s" % (len(bad), len(states), "; ".join(bad))
+    return True, "%d ranks exited 0" % len(states)

@@ -1,0 +1,112 @@
+#!/usr/bin/python
+# Copyright: ascend.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Module training_results: one server's rank results and logs, collected in one call."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: training_results
+short_description: Collect one server's training results and every rank's log in one call
+version_added: 0.1.0
+description:
+  - The last step of the R(ascend.cluster.launch_training,ansible_collections.ascend.cluster.docsite.launch)
+    role's watch, one task per server.
+  - Waits up to O(timeout) seconds for the server's M(ascend.cluster.training_ranks) supervisor to write its result
+    in its async O(results_file), returns it and removes the file (what C(async_status mode=cleanup) did).
+  - With O(dest), packs every rank's C(train.log) into one archive on the server, copies it to the controller,
+    unpacks it as O(dest)C(/device_<rank>.log) and removes the archive from the server.
+  - The action runs on the controller and calls the module on the server once.
+author:
+  - ascend.cluster contributors (!UNKNOWN)
+options:
+  job_id:
+    description: The job.
+    type: str
+    required: true
+  job_root:
+    description: Where job records live on this host (must be local to it).
+    type: path
+    default: /var/lib/ascend-cluster/jobs
+  results_file:
+    description: The supervisor's async results file (C(results_file) of the launch task); unset skips the wait.
+    type: path
+  timeout:
+    description: Seconds to wait for the supervisor's result.
+    type: float
+    default: 20
+  dest:
+    description: Directory on the controller that receives the logs as C(device_<rank>.log); unset fetches none.
+    type: path
+  archive:
+    description:
+      - Pack every rank's C(train.log) into one archive in the job's directory on the server and return its path.
+      - Set by the action from O(dest); give O(dest) instead.
+    type: bool
+    default: false
+attributes:
+  action:
+    support: full
+    description: The action plugin fetches and unpacks the archive on the controller.
+  check_mode:
+    support: none
+    description: Reads and removes files.
+  diff_mode:
+    support: none
+    description: No diff.
+  idempotent:
+    support: none
+    description: Removes the async results file it read.
+"""
+
+EXAMPLES = r"""
+- name: Every rank's result and log from this server
+  ascend.cluster.training_results:
+    job_id: "{{ ascend_job_id }}"
+    results_file: "{{ launched.results_file }}"
+    dest: "~/.ansible/ascend-jobs/{{ ascend_job_id }}/logs/{{ inventory_hostname }}"
+"""
+
+RETURN = r"""
+runner:
+  description: The supervisor's result (C(ranks), C(msg), C(failed)); null when it did not finish within O(timeout).
+  returned: always
+  type: dict
+runner_finished:
+  description: Whether the supervisor's result was read.
+  returned: always
+  type: bool
+logs:
+  description: The log files written to O(dest).
+  returned: always
+  type: list
+  elements: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
+from ansible_collections.ascend.cluster.plugins.module_utils._job_results import collect
+
+ARGS = dict(
+    job_id=dict(type="str", required=True),
+    job_root=dict(type="path", default="/var/lib/ascend-cluster/jobs"),
+    results_file=dict(type="path"),
+    timeout=dict(type="float", default=20.0),
+    dest=dict(type="path"),
+    archive=dict(type="bool", default=False),  # set by the action when dest is given
+)
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec=ARGS, supports_check_mode=False)
+    p = module.params
+    try:
+        job = control.load_job(p["job_root"], p["job_id"])
+    except control.JobError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(changed=bool(p["results_file"]), **collect(p["job_root"], job, p["results_file"], p["timeout"], p["archive"]))
+
+
+if __name__ == "__main__":
+    main()

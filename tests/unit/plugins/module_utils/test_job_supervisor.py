@@ -1,0 +1,190 @@
+"""training_ranks: one supervisor per server starting today's rank runner once per NPU.
+
+The module runs as a subprocess (as the async wrapper runs it); the test plays the controller:
+it waits for the ranks to stage, opens the gate, and reads what the runners wrote.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import tarfile
+import threading
+import time
+
+from ansible_collections.ascend.cluster.plugins.action.training_results import unpack_logs
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_results as results
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_supervisor as supervisor
+from tests.helpers.ansible_cli import run_module
+
+
+def ranks_args(tmp_path, ranks, argv, **extra):
+    job_root, run_dir = tmp_path / "jobs", tmp_path / "run"
+    control.record_job(str(job_root), {"job_id": "j", "run_dir": str(run_dir), "ranks": ranks})
+    args = {
+        "job_id": "j",
+        "job_root": str(job_root),
+        "run_dir": str(run_dir),
+        "lock_dir": str(tmp_path / "locks"),
+        "argv": argv,
+        "ranks": ranks,
+        "local_count": 8,
+        "rank_size": 16,
+        "rank_table_path": "/x.json",
+        "set_env": str(tmp_path / "absent.sh"),
+        "kill_grace": 1.0,
+    }
+    args.update(extra)
+    return args
+
+
+def start(args):
+    """The module in a thread (it blocks until every rank ended); the dict its result lands in."""
+    result: dict = {}
+    thread = threading.Thread(target=lambda: result.update(run_module("training_ranks", args, timeout=90)))
+    thread.start()
+    return thread, result
+
+
+def staged(tmp_path, count):
+    job = control.load_job(str(tmp_path / "jobs"), "j")
+    ranks = control.wait_staged(str(tmp_path / "jobs"), job, 60)
+    assert [r["state"] for r in ranks] == ["staged"] * count, ranks
+    return job, ranks
+
+
+def parent_of(pid):
+    with open(f"/proc/{pid}/stat") as handle:
+        return int(handle.read().rsplit(")", 1)[1].split()[1])
+
+
+def test_one_runner_per_rank_each_in_its_own_session_with_its_own_files(tmp_path):
+    ranks = [{"rank_id": 8, "device_id": 0}, {"rank_id": 9, "device_id": 1}, {"rank_id": 10, "device_id": 2}]
+    args = ranks_args(tmp_path, ranks, ["sh", "-c", "echo $RANK_ID $DEVICE_ID $LOCAL_RANK $WORLD_SIZE"], framework="pytorch")
+    thread, result = start(args)
+    job, states = staged(tmp_path, 3)
+    runners = [r["runner_pid"] for r in states]
+    assert len(set(runners)) == 3
+    assert all(os.getsid(pid) == pid for pid in runners)  # each runner leads its own session
+    assert len({parent_of(pid) for pid in runners}) == 1  # ... all started by one supervisor
+    for rank in ranks:  # each holds its own device's lock, naming itself
+        lock = (tmp_path / "locks" / f"device_{rank['device_id']}.lock").read_text()
+        assert lock.startswith(f"job j rank {rank['rank_id']} pid ")
+    opened = time.time() + 0.3
+    control.open_gate(str(tmp_path / "jobs"), job, opened)
+    thread.join(60)
+    assert not result.get("failed"), result
+    assert result["msg"] == "3 ranks exited 0"
+    assert [(s["rank_id"], s["phase"], s["rc"]) for s in result["ranks"]] == [(8, "exited", 0), (9, "exited", 0), (10, "exited", 0)]
+    for index, rank in enumerate(ranks):
+        rdir = tmp_path / "run" / f"device_{rank['rank_id']}"
+        assert (rdir / "train.log").read_text() == f"{rank['rank_id']} {rank['device_id']} {index} 16\n"
+        assert "LOCAL_RANK=%d\n" % index in (rdir / "env.log").read_text()
+        state = json.loads((rdir / "state.json").read_text())
+        assert state["started"] >= opened and state["pgid"] == state["pid"]
+
+
+def test_a_failing_rank_stops_its_siblings_and_the_result_names_it(tmp_path):
+    ranks = [{"rank_id": 0, "device_id": 0}, {"rank_id": 1, "device_id": 1}]
+    args = ranks_args(tmp_path, ranks, ["sh", "-c", 'if [ "$RANK_ID" = 1 ]; then exit 3; fi; exec sleep 60'])
+    thread, result = start(args)
+    job = staged(tmp_path, 2)[0]
+    began = time.time()
+    control.open_gate(str(tmp_path / "jobs"), job, time.time())
+    thread.join(60)
+    assert time.time() - began < 30
+    assert result["failed"]
+    assert result["msg"] == "2 of 2 ranks did not exit 0: rank 0: exited rc=-15; rank 1: exited rc=3"
+    assert (tmp_path / "jobs" / "j" / "abort").read_text() == "rank 1 failed (rc=3)\n"
+
+
+def test_term_to_the_supervisor_reaches_every_runner_at_the_gate(tmp_path):
+    ranks = [{"rank_id": 0, "device_id": 0}, {"rank_id": 1, "device_id": 1}]
+    thread, result = start(ranks_args(tmp_path, ranks, ["true"]))
+    states = staged(tmp_path, 2)[1]
+    os.kill(parent_of(states[0]["runner_pid"]), signal.SIGTERM)
+    thread.join(60)
+    assert [(s["rank_id"], s["phase"]) for s in result["ranks"]] == [(0, "aborted"), (1, "aborted")]
+    job = control.load_job(str(tmp_path / "jobs"), "j")
+    assert [r["state"] for r in control.rank_states(str(tmp_path / "jobs"), job)] == ["stopped", "stopped"]
+    for device in (0, 1):  # the runners released their locks
+        with open(tmp_path / "locks" / f"device_{device}.lock") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def test_a_busy_device_refuses_only_its_rank(tmp_path):
+    ranks = [{"rank_id": 0, "device_id": 0}, {"rank_id": 1, "device_id": 1}]
+    args = ranks_args(tmp_path, ranks, ["true"], gate_timeout=1)
+    os.makedirs(tmp_path / "locks")
+    with open(tmp_path / "locks" / "device_1.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write("someone else")
+        held.flush()
+        result = run_module("training_ranks", args, timeout=60)
+    assert result["failed"]
+    assert [(s["rank_id"], s["phase"]) for s in result["ranks"]] == [(0, "gate_timeout"), (1, "refused")]
+    assert "device 1 is locked" in result["msg"] and "someone else" in result["msg"]
+
+
+def test_duplicate_devices_are_refused_before_anything_starts(tmp_path):
+    ranks = [{"rank_id": 0, "device_id": 0}, {"rank_id": 1, "device_id": 0}]
+    result = run_module("training_ranks", ranks_args(tmp_path, ranks, ["true"]))
+    assert result["failed"] and "may appear once only" in result["msg"]
+    assert not (tmp_path / "run").exists()
+
+
+def test_rank_params_and_a_rank_that_left_no_state(tmp_path):
+    common = {"job_id": "j", "run_dir": str(tmp_path), "ranks": [{"rank_id": "3", "device_id": 1}], "argv": ["x"]}
+    params = supervisor.rank_params(common, {"rank_id": "3", "device_id": 1, "local_rank": 0, "local_count": 2})
+    assert params == {
+        "job_id": "j",
+        "run_dir": str(tmp_path),
+        "argv": ["x"],
+        "rank_id": 3,
+        "device_id": 1,
+        "local_rank": 0,
+        "local_count": 2,
+    }
+    lost = supervisor.Supervisor(common).final_state({"rank_id": 3, "device_id": 1})
+    assert lost["phase"] == "lost" and "without writing" in lost["error"]
+    assert supervisor.summary([lost])[0] is False
+
+
+def test_results_wait_for_the_supervisor_then_remove_its_file_and_pack_every_log(tmp_path):
+    job_root, run_dir = tmp_path / "jobs", tmp_path / "run"
+    ranks = [{"rank_id": 4, "device_id": 0}, {"rank_id": 5, "device_id": 1}, {"rank_id": 6, "device_id": 2}]
+    control.record_job(str(job_root), {"job_id": "j", "run_dir": str(run_dir), "ranks": ranks})
+    for rank in ranks[:2]:  # rank 6 never started: no log
+        (run_dir / f"device_{rank['rank_id']}").mkdir(parents=True)
+        (run_dir / f"device_{rank['rank_id']}" / "train.log").write_text(f"log of {rank['rank_id']}\n")
+    async_file = tmp_path / "123.456"
+    async_file.write_text(json.dumps({"started": True, "finished": False}))
+    job = control.load_job(str(job_root), "j")
+    assert results.collect(str(job_root), job, str(async_file), 0.3, False)["runner_finished"] is False
+    assert async_file.exists()  # not finished: left alone
+    threading.Timer(0.3, lambda: async_file.write_text(json.dumps({"changed": True, "ranks": [], "msg": "3 ranks exited 0"}))).start()
+    got = results.collect(str(job_root), job, str(async_file), 10, True)
+    assert got["runner"]["msg"] == "3 ranks exited 0" and got["runner_finished"]
+    assert not async_file.exists()
+    assert got["logs"] == ["device_4.log", "device_5.log"]
+    assert os.path.dirname(got["archive"]) == str(job_root / "j")
+    with tarfile.open(got["archive"]) as tar:
+        assert sorted(tar.getnames()) == ["device_4.log", "device_5.log"]
+    dest = tmp_path / "controller" / "logs" / "server0"
+    assert unpack_logs(got["archive"], str(dest)) == ["device_4.log", "device_5.log"]
+    assert (dest / "device_5.log").read_text() == "log of 5\n"
+
+
+def test_unpack_takes_only_rank_logs(tmp_path):
+    archive = tmp_path / "a.tar.gz"
+    (tmp_path / "x").write_text("x")
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(tmp_path / "x", arcname="../escape.log")
+        tar.add(tmp_path / "x", arcname="device_1.log")
+        tar.add(tmp_path / "x", arcname="notes.txt")
+    assert unpack_logs(str(archive), str(tmp_path / "out")) == ["device_1.log"]
+    assert sorted(os.listdir(tmp_path / "out")) == ["device_1.log"]
+    assert not (tmp_path / "escape.log").exists()
