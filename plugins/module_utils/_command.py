@@ -49,7 +49,8 @@ def run(argv: list, timeout: float | None = None) -> tuple[int, str, str]:
     """
     if not isinstance(argv, list):
         raise TypeError("argv must be an argument list, never a shell string")
-    proc = subprocess.Popen(
+    # Popen, not module.run_command: the child gets its own session so a timeout can kill its whole group.
+    proc = subprocess.Popen(  # pylint: disable=ansible-bad-function
         [str(a) for a in argv],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,

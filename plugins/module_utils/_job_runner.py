@@ -163,7 +163,8 @@ class RankRunner:
         log = open(os.path.join(self.dir, files.TRAIN_LOG), "ab")
         started = time.time()
         try:
-            self.child = subprocess.Popen(
+            # Popen, not module.run_command: the rank runs detached, for hours, logging to its file.
+            self.child = subprocess.Popen(  # pylint: disable=ansible-bad-function
                 argv,
                 cwd=self.dir,
                 env=self.environment(),

@@ -156,7 +156,7 @@ def test_selection_is_new_plain_data_without_deepcopy_of_the_input():
         }
     ]
     kinds = {type(chosen[0]), type(chosen[0]["labels"]), type(chosen[0]["labels"]["rack"][1]), type(chosen[0]["devices"][0])}
-    assert kinds == {dict} and type(chosen[0]["labels"]["rack"]) is list and type(chosen[0]["devices"]) is list
+    assert kinds == {dict} and {type(chosen[0]["labels"]["rack"]), type(chosen[0]["devices"])} == {list}
     chosen[0]["devices"][0]["device_ip"] = "changed"
     chosen[0]["labels"]["rack"][1]["row"] = 9
     assert servers[0]["devices"][0]["device_ip"] != "changed" and servers[0]["labels"]["rack"][1]["row"] == 2
