@@ -3,8 +3,9 @@
 They are written with ``from __future__ import annotations``, so annotations may use ``list[int]``
 and ``X | None``; anything evaluated at run time may not. Two checks:
 
-- under a real Python 3.8 (skipped, saying why, when none is installed): every file compiles, and
-  every module imports (as ``ansible_collections.ascend.cluster...``, with this venv's ansible-core);
+- under a real Python of the running ansible-core's oldest target (3.8 on 2.19, 3.9 on 2.20+;
+  skipped, saying why, when none is installed): every file compiles, and every module imports (as
+  ``ansible_collections.ascend.cluster...``, with this venv's ansible-core);
 - here: no ``list[...]`` / ``dict[...]`` / ... and no ``X | Y`` in isinstance() outside
   annotations, and none of the 3.9+ standard library names below, even inside functions (which
   importing does not run).
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import ansible
 import pytest
+from ansible.module_utils.basic import _PY_MIN
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET_DIRS = ("plugins/module_utils", "plugins/modules")
@@ -33,15 +35,24 @@ def _target_files() -> list[Path]:
     return sorted(p for d in TARGET_DIRS for p in (REPO / d).glob("*.py"))
 
 
+# The oldest target Python of the running ansible-core: 3.8 on 2.19, 3.9 on 2.20 and 2.21 (its
+# module_utils refuse anything older, so the import half checks against that one).
+OLDEST: tuple[int, int] = tuple(_PY_MIN)[:2]  # type: ignore[assignment]
+
+
 def _find_py38() -> str | None:
-    candidates = [os.environ.get("ASCEND_PY38", "")]
-    candidates += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.8.*/bin/python")))
-    candidates += sorted(glob.glob("/root/.pyenv/versions/3.8.*/bin/python"))
-    candidates.append(shutil.which("python3.8") or "")  # may be a pyenv shim that does not run
+    major, minor = OLDEST
+    candidates = [os.environ.get("ASCEND_PY%d%d" % OLDEST, "")]
+    candidates += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/%d.%d.*/bin/python" % OLDEST)))
+    candidates += sorted(glob.glob("/root/.pyenv/versions/%d.%d.*/bin/python" % OLDEST))
+    candidates.append(shutil.which("python%d.%d" % OLDEST) or "")  # may be a pyenv shim that does not run
     for candidate in candidates:
         if candidate and os.access(candidate, os.X_OK):
             probe = subprocess.run(
-                [candidate, "-c", "import sys; print(sys.version_info[:2] == (3, 8))"], capture_output=True, text=True, check=False
+                [candidate, "-c", "import sys; print(sys.version_info[:2] == (%d, %d))" % (major, minor)],
+                capture_output=True,
+                text=True,
+                check=False,
             )
             if probe.stdout.strip() == "True":
                 return candidate
@@ -68,7 +79,7 @@ _CHILD = textwrap.dedent(
 def test_target_code_compiles_and_imports_on_python38(tmp_path):
     py38 = _find_py38()
     if py38 is None:
-        pytest.skip("no Python 3.8 found (set ASCEND_PY38, or install 3.8 with pyenv): the 3.8 import check did not run")
+        pytest.skip("no Python %d.%d found (set ASCEND_PY%d%d, or install it with pyenv): the import check did not run" % (OLDEST * 2))
     # The controller's ansible package (its module_utils support 3.8 targets) and this checkout as
     # the collection, on a path of their own; -I keeps the user's site and PYTHONPATH out.
     (tmp_path / "ansible").symlink_to(Path(ansible.__file__).parent, target_is_directory=True)
@@ -81,7 +92,7 @@ def test_target_code_compiles_and_imports_on_python38(tmp_path):
     proc = subprocess.run([py38, "-I", "-B", "-c", script, json.dumps(pairs)], capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    assert report["version"] == [3, 8]
+    assert report["version"] == list(OLDEST)
     assert report["problems"] == []
 
 
