@@ -1,10 +1,11 @@
 # Copyright: ascend.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Options of the training job modules (training_job, training_rank, training_watch).
+"""Options of the training job modules (training_job, training_rank, training_ranks, training_results,
+training_watch).
 
-``DOCUMENTATION`` (``ascend.cluster.jobs``) is the job records' directory, which all three read;
-``LOCK_DIR`` (``ascend.cluster.jobs.lock_dir``) the device locks, which training_rank takes and
-training_job checks. The argument spec that goes with them is ``module_utils/_options.py``.
+``DOCUMENTATION`` (``ascend.cluster.jobs``) is the job records' directory, which all of them read;
+``LOCK_DIR`` (``ascend.cluster.jobs.lock_dir``) the device locks, which training_rank and training_ranks
+take and training_job checks. The argument spec that goes with them is ``module_utils/_options.py``.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ Each dict goes with the documentation fragment named beside it (``plugins/doc_fr
 
 from __future__ import annotations
 
+from ansible_collections.ascend.cluster.plugins.module_utils._job_env import AOE_MODES, FRAMEWORKS
+
 DEFAULT_HCCN_CONF = "/etc/hccn.conf"
 DEFAULT_JOB_ROOT = "/var/lib/ascend-cluster/jobs"
 DEFAULT_LOCK_DIR = "/run/ascend-cluster/locks"
@@ -28,6 +30,30 @@ HCCN_CALLS = dict(timeout=dict(type="int", default=30))
 JOB_ROOT = dict(job_root=dict(type="path", default=DEFAULT_JOB_ROOT))
 LOCK_DIR = dict(lock_dir=dict(type="path", default=DEFAULT_LOCK_DIR))
 GRACE = dict(grace=dict(type="float", default=DEFAULT_GRACE))
+
+# ascend.cluster.rank (training_rank, training_ranks; each adds the rank's identity)
+RANK = dict(
+    job_id=dict(type="str", required=True),
+    run_dir=dict(type="path", required=True),
+    argv=dict(type="list", elements="str"),
+    command=dict(type="str"),
+    framework=dict(type="str", choices=list(FRAMEWORKS), default="mindspore"),
+    rank_size=dict(type="int", required=True),
+    local_count=dict(type="int", required=True),
+    rank_table_path=dict(type="path", required=True),
+    master_addr=dict(type="str", default="127.0.0.1"),
+    master_port=dict(type="int", default=29500),
+    host_ip=dict(type="str", default="127.0.0.1"),
+    connect_timeout=dict(type="int", default=120),
+    env=dict(type="dict", default={}),
+    tune_bank_path=dict(type="path"),
+    aoe_mode=dict(type="int", choices=list(AOE_MODES)),
+    set_env=dict(type="path", default="/usr/local/Ascend/ascend-toolkit/set_env.sh"),
+    umask=dict(type="str"),
+    gate_timeout=dict(type="int", default=600),
+    max_runtime=dict(type="int", default=604800),
+    kill_grace=dict(type="float", default=DEFAULT_GRACE),
+)
 
 
 def spec(*parts: dict, **own: dict) -> dict:

@@ -10,8 +10,7 @@ module: training_results
 short_description: Collect one server's training results and every rank's log in one call
 version_added: 0.1.0
 description:
-  - The last step of the R(ascend.cluster.launch_training,ansible_collections.ascend.cluster.docsite.launch)
-    role's watch, one task per server.
+  - The last step of the C(ascend.cluster.launch_training) role's watch, one task per server.
   - Waits up to O(timeout) seconds for the server's M(ascend.cluster.training_ranks) supervisor to write its result
     in its async O(results_file), returns it and removes the file (what C(async_status mode=cleanup) did).
   - With O(dest), packs every rank's C(train.log) into one archive on the server, copies it to the controller,
@@ -24,10 +23,6 @@ options:
     description: The job.
     type: str
     required: true
-  job_root:
-    description: Where job records live on this host (must be local to it).
-    type: path
-    default: /var/lib/ascend-cluster/jobs
   results_file:
     description: The supervisor's async results file (C(results_file) of the launch task); unset skips the wait.
     type: path
@@ -44,6 +39,9 @@ options:
       - Set by the action from O(dest); give O(dest) instead.
     type: bool
     default: false
+extends_documentation_fragment:
+  - ascend.cluster.tools
+  - ascend.cluster.jobs
 attributes:
   action:
     support: full
@@ -86,11 +84,13 @@ logs:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
+from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
 from ansible_collections.ascend.cluster.plugins.module_utils._job_results import collect
 
-ARGS = dict(
+ARGS = options.spec(
+    options.TOOL_PATHS,
+    options.JOB_ROOT,
     job_id=dict(type="str", required=True),
-    job_root=dict(type="path", default="/var/lib/ascend-cluster/jobs"),
     results_file=dict(type="path"),
     timeout=dict(type="float", default=20.0),
     dest=dict(type="path"),

@@ -1,7 +1,8 @@
 """module_defaults for the action group ``ascend.cluster.ascend`` (meta/runtime.yml).
 
 The simulated tools are NOT on PATH here: a module finds them only through the paths the group's
-module_defaults hand it. The action plugins (training_rank, training_watch) get the defaults too.
+module_defaults hand it. The action plugins (training_rank, training_ranks, training_results, training_watch)
+get the defaults too.
 """
 
 from __future__ import annotations
@@ -159,3 +160,51 @@ def test_group_defaults_reach_the_watch_action(sim_cluster, tmp_path):
         """).replace('      hccn_conf: "{{ sim_conf }}"\n', '      hccn_conf: "{{ sim_conf }}"\n      no_such_option: 1\n', 1)
     result = run(tmp_path, server, text)
     assert result.rc != 0 and "unknown options: no_such_option" in result.output, result.output
+
+
+def test_group_and_module_defaults_reach_training_ranks_and_training_results(sim_cluster, tmp_path):
+    """The launch's per-server supervisor and results collector take the group's tool paths too."""
+    server = sim_cluster(servers=1).servers[0]
+    result = run(
+        tmp_path,
+        server,
+        play(
+            """\
+        - name: Ranks that are never gated give up after gate_timeout, holding their locks meanwhile
+          ascend.cluster.training_ranks:
+            job_id: j1
+            run_dir: "{{ tmp }}/run"
+            argv: ["true"]
+            ranks: [{rank_id: 0, device_id: 6}, {rank_id: 1, device_id: 7}]
+            local_count: 2
+            rank_size: 2
+            rank_table_path: "{{ tmp }}/table.json"
+            gate_timeout: 1
+          register: ranks
+          failed_when: false
+        - name: The results are looked up under the job_root its module_defaults give
+          ascend.cluster.training_results:
+            job_id: missing-job
+          register: results
+          failed_when: false
+        - ansible.builtin.copy:
+            dest: "{{ tmp }}/out.json"
+            content: "{{ {'ranks': ranks, 'results': results} | to_json }}"
+            mode: "0644"
+        """,
+            omitted="npu_smi",
+        ).replace(
+            "  tasks:\n",
+            '    ascend.cluster.training_ranks:\n      job_root: "{{ tmp }}/jobs"\n      lock_dir: "{{ tmp }}/locks"\n'
+            '    ascend.cluster.training_results:\n      job_root: "{{ tmp }}/collected"\n  tasks:\n',
+            1,
+        ),
+    )
+    assert result.rc == 0, result.output
+    out = json.loads((tmp_path / "out.json").read_text())
+    assert "Unsupported parameters" not in out["ranks"].get("msg", ""), out["ranks"]
+    assert [r["rank_id"] for r in out["ranks"]["ranks"]] == [0, 1], out["ranks"]
+    assert (tmp_path / "locks" / "device_6.lock").exists() and (tmp_path / "locks" / "device_7.lock").exists()
+    assert (tmp_path / "run" / "device_1" / "env.log").exists()
+    assert "Unsupported parameters" not in out["results"].get("msg", ""), out["results"]
+    assert f"job missing-job is not recorded under {tmp_path}/collected" in out["results"]["msg"], out["results"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from ansible.errors import AnsibleFilterError
 
@@ -10,7 +12,7 @@ from ansible_collections.ascend.cluster.plugins.filter.rank_layout import Filter
 from ansible_collections.ascend.cluster.plugins.filter.rank_table import rank_table
 from ansible_collections.ascend.cluster.plugins.plugin_utils import _rank_layout
 
-SERVERS = [
+SERVERS: list[dict[str, Any]] = [
     {"host": "node2", "server_id": "10.0.0.2", "devices": [{"device_id": d, "device_ip": f"198.19.1.{d + 1}"} for d in (4, 5, 6, 7)]},
     {"host": "node1", "server_id": "10.0.0.1", "devices": [{"device_id": d, "device_ip": f"198.19.0.{d + 1}"} for d in (0, 1, 2, 3)]},
 ]
@@ -63,7 +65,12 @@ def test_the_table_is_parsed_once_whatever_the_number_of_servers(monkeypatch):
     table = rank_table(servers, chip="910B")
     calls = []
     real = _rank_layout.parse
-    monkeypatch.setattr(_rank_layout, "parse", lambda *a: calls.append(1) or real(*a))
+
+    def counting_parse(*args: Any) -> Any:
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(_rank_layout, "parse", counting_parse)
     layout = rank_layout(table, servers)
     assert len(calls) == 1
     assert layout["rank_size"] == 512
