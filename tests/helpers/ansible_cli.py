@@ -158,8 +158,13 @@ def run_adhoc(
     env: Mapping[str, str] | None = None,
     timeout: float = 300,
 ) -> dict[str, dict[str, Any]]:
-    """Run ``ansible <pattern> -m <module>`` and return each host's result dict."""
-    cmd = [str(BIN_DIR / "ansible"), pattern, "-m", module, "-o"]
+    """Run ``ansible <pattern> -m <module>`` and return each host's result dict.
+
+    Read from ad-hoc's own output (the ``minimal`` callback: ``host | STATUS => {json}``; ``-o``
+    and the oneline callback are deprecated). Each result carries ``_status``: SUCCESS, CHANGED,
+    FAILED or UNREACHABLE.
+    """
+    cmd = [str(BIN_DIR / "ansible"), pattern, "-m", module]
     if module_args is not None:
         cmd += ["-a", module_args if isinstance(module_args, str) else json.dumps(dict(module_args))]
     if inventory is not None:
@@ -169,15 +174,17 @@ def run_adhoc(
     proc = subprocess.run(cmd, cwd=REPO_ROOT, env=ansible_env(env), capture_output=True, text=True, timeout=timeout, check=False)
     fail_on_deprecation(proc.stdout + proc.stderr, f"ansible {pattern} -m {module}")
     results: dict[str, dict[str, Any]] = {}
-    for line in proc.stdout.splitlines():
-        m = re.match(r"^(\S+) \| (\w+)(?:!)? => (\{.*\})$", line)
-        if m:
-            data = json.loads(m.group(3))
-            data["_status"] = m.group(2)
-            results[m.group(1)] = data
+    decoder = json.JSONDecoder()
+    for m in _ADHOC_RESULT.finditer(proc.stdout):
+        data, _end = decoder.raw_decode(proc.stdout, m.end())
+        data["_status"] = m.group(2)
+        results[m.group(1)] = data
     if not results:
         raise AssertionError(f"no host result in ansible output:\n{proc.stdout}\n{proc.stderr}")
     return results
+
+
+_ADHOC_RESULT = re.compile(r"^(\S+) \| (\w+)!? => ", re.M)
 
 
 def run_module(
