@@ -24,11 +24,22 @@ TIERS = {
 }
 
 
+# pytest-xdist hands tests out in collection order; the long ones (test bed, playbooks) go first so
+# that no worker starts a 3-minute playbook test while the others are already done.
+TIER_ORDER = ("testbed", "integration", "simulator", "unit")
+
+
+def _tier(item: pytest.Item) -> str:
+    try:
+        return item.path.resolve().relative_to(TESTS_DIR).parts[0]
+    except ValueError:
+        return ""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        try:
-            top = item.path.resolve().relative_to(TESTS_DIR).parts[0]
-        except ValueError:
-            continue
+        top = _tier(item)
         if top in TIERS:
             item.add_marker(TIERS[top])
+    rank = {tier: i for i, tier in enumerate(TIER_ORDER)}
+    items.sort(key=lambda item: rank.get(_tier(item), len(TIER_ORDER)))
