@@ -120,7 +120,7 @@ test-lane-newest:
 	@echo "NOTICE: ansible-core 2.21 lane skipped: no Python 3.12/3.13 (neither python3.13/python3.12 on PATH nor under pyenv)"
 else
 test-lane-newest: $(LANE_STAMP) $(TORCH_STAMP)
-	@echo "lane: $$($(LANE_BIN)/ansible --version | head -1), $$($(LANE_BIN)/python --version), ANSIBLE_INJECT_FACT_VARS=false"
+	@echo "lane: ansible-core $$($(LANE_BIN)/python -c 'from ansible.release import __version__ as v; print(v)'), $$($(LANE_BIN)/python --version), ANSIBLE_INJECT_FACT_VARS=false"
 	ANSIBLE_INJECT_FACT_VARS=false VENV_BIN=$(abspath $(LANE_BIN)) bash tests/sanity/run.sh
 	ANSIBLE_INJECT_FACT_VARS=false $(LANE_BIN)/python -m pytest -n $(XDIST) $(PYTEST_ARGS) $(LANE_TESTS)
 endif
