@@ -46,8 +46,7 @@ def tail(path: str, lines: int) -> list:
 def record_job(job_root: str, job: dict) -> str:
     """Write ``job.json`` (fresh gate/abort) and the ``latest`` pointer; returns the job dir."""
     directory = files.job_dir(job_root, job["job_id"])
-    if not os.path.isdir(directory):
-        os.makedirs(directory, 0o755)
+    os.makedirs(directory, 0o755, exist_ok=True)
     for name in (files.GATE_FILE, files.ABORT_FILE):
         path = os.path.join(directory, name)
         if os.path.exists(path):

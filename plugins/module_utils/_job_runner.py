@@ -45,8 +45,9 @@ def take_device_lock(lock_dir: str, device_id: int, holder: str) -> int:
 
     Raises :class:`DeviceBusy` naming the current holder when the lock is taken.
     """
-    if not os.path.isdir(lock_dir):
-        os.makedirs(lock_dir, 0o755)
+    # A server's runners stage at the same instant (one supervisor forks them all): the first
+    # to get here makes the directory, the others must find it made, not fail.
+    os.makedirs(lock_dir, 0o755, exist_ok=True)
     path = files.lock_path(lock_dir, device_id)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -120,8 +121,7 @@ class RankRunner:
         """Working directory, env.log, device lock, state ``staged``; returns the lock fd."""
         if self.p["umask"] is not None:
             os.umask(int(self.p["umask"], 8))
-        if not os.path.isdir(self.dir):
-            os.makedirs(self.dir)
+        os.makedirs(self.dir, exist_ok=True)  # its parent, the run dir, is made by whichever sibling comes first
         self.save(phase="staging", staged_at=time.time())
         holder = "job %s rank %d pid %d" % (self.p["job_id"], self.p["rank_id"], os.getpid())
         lock_fd = take_device_lock(self.p["lock_dir"], self.p["device_id"], holder)

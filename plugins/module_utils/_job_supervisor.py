@@ -49,8 +49,7 @@ def _run_child(params: dict) -> int:
         state = runner.run()
     except Exception:  # recorded for status / the report, never raised into the module
         directory = files.rank_dir(params["run_dir"], params["rank_id"])
-        if not os.path.isdir(directory):
-            os.makedirs(directory)
+        os.makedirs(directory, exist_ok=True)
         runner.save(phase="exited", rc=-1, ended=time.time(), error="runner crashed: %s" % traceback.format_exc(limit=3))
         return 2
     return 0 if state.get("phase") == "exited" and state.get("rc") == 0 else 1
@@ -72,6 +71,10 @@ class Supervisor:
 
     def start(self) -> None:
         """Fork one runner per rank; each stages at once and waits at the gate on its own."""
+        # Forward from before the first fork: a stop that arrives mid-way reaches the runners
+        # already forked instead of killing the supervisor and orphaning them (children reset these).
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, self._forward)
         for rank in self.params["ranks"]:
             params = rank_params(self.params, rank)
             pid = os.fork()
@@ -82,8 +85,6 @@ class Supervisor:
                 finally:
                     os._exit(code)
             self.children[pid] = params["rank_id"]
-        for signum in (signal.SIGTERM, signal.SIGHUP):
-            signal.signal(signum, self._forward)
 
     def wait(self) -> list:
         """Reap every runner; every rank's final ``state.json`` in the given order."""

@@ -74,7 +74,7 @@ def fail_on_deprecation(output: str, what: str) -> None:
         )
 
 
-@dataclass
+@dataclass(repr=False)
 class PlaybookResult:
     """What one ``ansible-playbook`` run did."""
 
@@ -94,8 +94,12 @@ class PlaybookResult:
     def failed_hosts(self) -> list[str]:
         return [h for h, c in self.recap.items() if c["failed"] or c["unreachable"]]
 
-    def __str__(self) -> str:  # shown by pytest when an assertion fails
+    def __str__(self) -> str:
         return f"rc={self.rc}\n--- stdout ---\n{self.stdout}\n--- stderr ---\n{self.stderr}"
+
+    # ``assert res.rc == 0, res`` shows repr(res); with pytest.ini's verbosity_assertions = 2 it is
+    # not cut at 240 characters, so a failure in CI shows the whole run, not the play's first line.
+    __repr__ = __str__
 
 
 def parse_recap(stdout: str) -> dict[str, dict[str, int]]:

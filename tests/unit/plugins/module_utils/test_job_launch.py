@@ -238,3 +238,25 @@ def test_runner_stages_waits_at_the_gate_and_records_the_exit(tmp_path):
     assert (run_dir / "device_5" / "train.log").read_text() == "5 2 1\n"
     assert (run_dir / "device_5" / "env.log").stat().st_mode & 0o777 == 0o640  # the operator's umask
     assert lock_holder(str(tmp_path / "locks"), 2) is None
+
+
+def test_runners_staging_at_one_instant_all_make_the_lock_dir(tmp_path):
+    """One supervisor forks a server's runners together: all find or make the fresh lock dir at once."""
+    results = []
+    for attempt in range(10):
+        lock_dir = str(tmp_path / f"attempt{attempt}" / "locks")
+        start_at = time.time() + 0.3
+        pids = []
+        for device in range(8):
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - child
+                code = 1
+                try:
+                    time.sleep(max(0.0, start_at - time.time()))
+                    take_device_lock(lock_dir, device, f"rank {device}")
+                    code = 0
+                finally:
+                    os._exit(code)
+            pids.append(pid)
+        results.append([os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids])
+    assert results == [[0] * 8] * 10
