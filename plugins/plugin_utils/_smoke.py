@@ -149,3 +149,84 @@ def smoke_summary(
         if row["result"] == FAIL
     ]
     return {"rows": rows, "failures": failures, "ok": not failures}
+
+
+def _read_log(path: str) -> str:
+    """A fetched rank log's text, or '' when it is missing or unreadable (the verdict then says so)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return ""
+
+
+def _host(hostvars: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    try:
+        return hostvars[name]
+    except KeyError as exc:
+        raise ClusterSpecError(f"host {name!r} is not in hostvars") from exc
+
+
+def smoke_report(
+    hosts: Sequence[str],
+    hostvars: Mapping[str, Any],
+    *,
+    logs_dir: str,
+    health: Mapping[str, Any] | None = None,
+    health_error: str | None = None,
+    table: Mapping[str, Any] | None = None,
+    table_error: str | None = None,
+    job_id: str = "",
+    check_mode: bool = False,
+) -> dict[str, Any]:
+    """The smoke run's summary (:func:`smoke_summary`) from what each stage left in the play's hosts.
+
+    ``hosts``: every host of the play; ``hostvars``: Ansible's. Per host it reads
+    ``_ascend_smoke_facts`` (the facts stage's registered result: missing, failed or unreachable is a
+    ``facts`` finding), ``_ascend_smoke_launch_error`` (set when the launch failed there; empty on a
+    server stopped only because another failed) and ``ascend_local_ranks`` (its ranks, whose logs are
+    read from ``<logs_dir>/<host>/device_<rank>.log`` once the ranks ran). ``table``: ``{rank_size,
+    servers, path}`` of the rank table, None when none was made; ``health_error`` / ``table_error``:
+    why a stage failed. The ranks ran when a table was made without error, no launch failed and this
+    is not check mode.
+    """
+    if isinstance(hosts, (str, Mapping)) or not isinstance(hosts, Sequence):
+        raise ClusterSpecError(f"the input must be the play's host names, got {hosts!r}")
+    per_host = {str(name): _host(hostvars, str(name)) for name in hosts}
+    stages: list[dict[str, Any]] = []
+    for name, hv in per_host.items():
+        facts = hv.get("_ascend_smoke_facts")
+        if not isinstance(facts, Mapping) or facts.get("failed") or facts.get("unreachable"):
+            detail = facts.get("msg") if isinstance(facts, Mapping) else None
+            stages.append(
+                {"stage": "facts", "server": name, "ok": False, "detail": detail or "unreachable or failed before the smoke check"}
+            )
+    if health_error:
+        stages.append({"stage": "health", "ok": False, "detail": health_error})
+    if table_error:
+        stages.append({"stage": "rank_table", "ok": False, "detail": table_error})
+    elif table is not None:
+        detail = f"{table['rank_size']} ranks on {table['servers']} server(s), {table['path']}"
+        stages.append({"stage": "rank_table", "ok": True, "detail": detail})
+    launch_failed = {
+        name: str(hv["_ascend_smoke_launch_error"]) for name, hv in per_host.items() if hv.get("_ascend_smoke_launch_error") is not None
+    }
+    named = [(name, error) for name, error in launch_failed.items() if error]
+    for name, error in named:
+        stages.append({"stage": "launch", "server": name, "ok": False, "detail": error})
+    if launch_failed and not named:
+        stages.append({"stage": "launch", "ok": False, "detail": "the launch failed (see the task output above)"})
+    launched = table is not None and not table_error and not launch_failed and not check_mode
+    if launched:
+        stages.append({"stage": "launch", "ok": True, "detail": f"job {job_id}"})
+    ranks = [
+        {
+            "server": name,
+            "device": rank["device_id"],
+            "rank": rank["rank_id"],
+            "log": _read_log(f"{logs_dir}/{name}/device_{rank['rank_id']}.log") if launched else "",
+        }
+        for name, hv in per_host.items()
+        for rank in hv.get("ascend_local_ranks") or []
+    ]
+    return smoke_summary(ranks, health=health, stages=stages, launched=launched)

@@ -1,4 +1,4 @@
-"""ascend.cluster.smoke: the summary logic (table-driven) and the playbook on the simulated 2 x 8 cluster.
+"""ascend.cluster.smoke: the playbook on the simulated 2 x 8 cluster (the summary logic: tests/unit/plugins/plugin_utils/test_smoke.py).
 
 Playbook runs use examples/sim/inventory.yml pointed at a fresh simulated cluster, with the
 per-server job records and device locks of examples/train/sim.yml (launch_vars, as the launch tests).
@@ -7,12 +7,9 @@ per-server job records and device locks of examples/train/sim.yml (launch_vars, 
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
-from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ascend.cluster.plugins.filter.smoke_summary import smoke_summary
 from ansible_collections.ascend.cluster.plugins.plugin_utils import _smoke
 from tests.helpers.ansible_cli import run_playbook
 from tests.helpers.collection import REPO_ROOT
@@ -22,144 +19,6 @@ from .test_launch_playbooks import launch_vars, rank_states
 
 SMOKE = REPO_ROOT / "playbooks" / "smoke.yml"
 CHECK_SCRIPT = REPO_ROOT / "roles" / "smoke_check" / "files" / "ascend_rank_check.py"
-
-
-def verdict_log(ok=True, failed=(), passed=7):
-    lines = [
-        "PASS rank_table  ...",
-        f"{_smoke.VERDICT} " + json.dumps({"ok": ok, "rank_id": "0", "device_id": "0", "passed": passed, "failed": list(failed)}),
-    ]
-    return "\n".join(lines) + "\n"
-
-
-HEALTHY = {"rows": [{"server": "s0", "device": d} for d in range(4)], "problems": [], "bad": [], "ok": True}
-ONE_BAD = {
-    "rows": HEALTHY["rows"],
-    "problems": [
-        "s0 device 3: link DOWN - check the optics/cable of NPU 3 (eth3) and its switch port",
-        "s0 device 2: Init - still Init",
-        "cluster: TLS switch differs between devices (on at s0 device 1)",
-    ],
-    "bad": [{"server": "s0", "device": 3, "status": "link DOWN"}, {"server": "s0", "device": 2, "status": "Init"}],
-    "ok": False,
-}
-
-
-# ---- the summary filter -------------------------------------------------------------------
-
-
-def test_the_script_and_the_summary_agree_on_the_verdict_line():
-    assert f'VERDICT = "{_smoke.VERDICT}"' in CHECK_SCRIPT.read_text()
-
-
-@pytest.mark.parametrize(
-    "log, ok, detail",
-    [
-        (verdict_log(), True, "7 checks passed"),
-        (
-            verdict_log(
-                ok=False,
-                failed=[{"check": "device_id", "detail": "table device 1, DEVICE_ID=0"}, {"check": "rank_size", "detail": "RANK_SIZE=3"}],
-            ),
-            False,
-            "device_id: table device 1, DEVICE_ID=0; rank_size: RANK_SIZE=3",
-        ),
-        ("", False, "no verdict: the rank wrote nothing"),
-        (None, False, "no verdict: the rank wrote nothing"),
-        ("python3: can't open file 'x.py'\n", False, "no verdict; the rank's last line: python3: can't open file 'x.py'"),
-        (f"{_smoke.VERDICT} {{not json\n", False, "unreadable verdict line"),
-        (f"{_smoke.VERDICT} {{\"ok\": true}}\n", False, "unreadable verdict line"),
-    ],
-)
-def test_rank_verdict(log, ok, detail):
-    got_ok, got_detail = _smoke.rank_verdict(log)
-    assert got_ok is ok
-    assert got_detail.startswith(detail)
-
-
-def test_summary_orders_stages_and_narrows_health_to_the_job():
-    ranks = [
-        {"server": "s0", "device": 3, "rank": 1, "log": verdict_log()},
-        {"server": "s0", "device": 1, "rank": 0, "log": verdict_log(ok=False, failed=[{"check": "server_id", "detail": "x"}])},
-    ]
-    stages = [
-        {"stage": "launch", "ok": True, "detail": "job j"},
-        {"stage": "rank_table", "ok": True, "detail": "2 ranks"},
-        {"stage": "facts", "server": "s9", "ok": False, "detail": "Task failed: Action failed: hccn_tool not found"},
-    ]
-    summary = smoke_summary(ranks, health=ONE_BAD, stages=stages)
-    table = [(r["stage"], r.get("server"), r.get("device"), r.get("rank"), r["result"]) for r in summary["rows"]]
-    assert table == [
-        ("facts", "s9", None, None, "FAIL"),
-        ("health", "s0", 3, 1, "FAIL"),  # device 2 (Init) is not the job's: left out
-        ("health", None, None, None, "FAIL"),  # cluster-wide findings stay
-        ("rank_table", None, None, None, "OK"),
-        ("launch", None, None, None, "OK"),
-        ("rank", "s0", 1, 0, "FAIL"),
-        ("rank", "s0", 3, 1, "OK"),
-    ]
-    assert summary["ok"] is False
-    assert summary["failures"] == [
-        "facts s9: hccn_tool not found",
-        "health s0 device 3 rank 1: link DOWN - check the optics/cable of NPU 3 (eth3) and its switch port",
-        "health: TLS switch differs between devices (on at s0 device 1)",
-        "rank s0 device 1 rank 0: server_id: x",
-    ]
-
-
-def test_summary_without_a_job_reports_every_bad_device_and_no_rank():
-    summary = smoke_summary([], health=ONE_BAD, stages=[{"stage": "rank_table", "ok": False, "detail": "np=17 is not possible"}])
-    assert [(r["stage"], r.get("device"), r["result"]) for r in summary["rows"]] == [
-        ("health", 3, "FAIL"),
-        ("health", 2, "FAIL"),
-        ("health", None, "FAIL"),
-        ("rank_table", None, "FAIL"),
-    ]
-    assert summary["rows"][1]["detail"] == "Init - still Init"
-
-
-def test_summary_all_good_and_not_launched():
-    ranks = [{"server": "s0", "device": d, "rank": d, "log": ""} for d in range(4)]
-    summary = smoke_summary(ranks, health=HEALTHY, stages=[{"stage": "rank_table", "ok": True, "detail": "4 ranks"}], launched=False)
-    assert summary == {
-        "ok": True,
-        "failures": [],
-        "rows": [
-            {"stage": "health", "result": "OK", "detail": "4 device(s): device IP, link UP, net_health Success"},
-            {"stage": "rank_table", "server": None, "device": None, "rank": None, "result": "OK", "detail": "4 ranks"},
-        ],
-    }
-
-
-@pytest.mark.parametrize(
-    "msg, clean",
-    [
-        (
-            "Task failed: Finalization of task args for 'ansible.builtin.set_fact' failed: Error while resolving value for "
-            "'ascend_job_servers': The filter plugin 'ascend.cluster.select_devices' failed: select_devices: np=17 is not possible",
-            "select_devices: np=17 is not possible",
-        ),
-        ("Task failed: Action failed: devices in use", "devices in use"),
-        ("plain words", "plain words"),
-    ],
-)
-def test_stage_messages_lose_ansibles_wrapping(msg, clean):
-    assert _smoke.stage_message(msg) == clean
-
-
-@pytest.mark.parametrize(
-    "args, kwargs, message",
-    [
-        ("s0", {}, "the input must be a list of ranks"),
-        ([{"server": "s0"}], {}, "rank entry 0 needs server, device and rank"),
-        ([], {"stages": "rank_table"}, "stages must be a list"),
-        ([], {"stages": [{"ok": True}]}, "stages entry 0 is not a mapping with a stage name"),
-        ([], {"health": ["x"]}, "health must be the net_health_report result"),
-    ],
-)
-def test_summary_bad_input_is_named(args, kwargs, message):
-    with pytest.raises(AnsibleFilterError, match=f"smoke_summary: {re.escape(message)}"):
-        smoke_summary(args, **kwargs)
 
 
 # ---- the playbook on the simulated cluster ------------------------------------------------

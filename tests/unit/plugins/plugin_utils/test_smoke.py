@@ -1,0 +1,271 @@
+"""The smoke summary (plugin_utils/_smoke.py; filters smoke_summary and smoke_report), table-driven."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.ascend.cluster.plugins.filter.smoke_report import smoke_report
+from ansible_collections.ascend.cluster.plugins.filter.smoke_summary import smoke_summary
+from ansible_collections.ascend.cluster.plugins.plugin_utils import _smoke
+
+CHECK_SCRIPT = Path(__file__).resolve().parents[4] / "roles" / "smoke_check" / "files" / "ascend_rank_check.py"
+
+
+def verdict_log(ok=True, failed=(), passed=7):
+    lines = [
+        "PASS rank_table  ...",
+        f"{_smoke.VERDICT} " + json.dumps({"ok": ok, "rank_id": "0", "device_id": "0", "passed": passed, "failed": list(failed)}),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+HEALTHY = {"rows": [{"server": "s0", "device": d} for d in range(4)], "problems": [], "bad": [], "ok": True}
+ONE_BAD = {
+    "rows": HEALTHY["rows"],
+    "problems": [
+        "s0 device 3: link DOWN - check the optics/cable of NPU 3 (eth3) and its switch port",
+        "s0 device 2: Init - still Init",
+        "cluster: TLS switch differs between devices (on at s0 device 1)",
+    ],
+    "bad": [{"server": "s0", "device": 3, "status": "link DOWN"}, {"server": "s0", "device": 2, "status": "Init"}],
+    "ok": False,
+}
+
+
+# ---- the summary filter -------------------------------------------------------------------
+
+
+def test_the_script_and_the_summary_agree_on_the_verdict_line():
+    assert f'VERDICT = "{_smoke.VERDICT}"' in CHECK_SCRIPT.read_text()
+
+
+@pytest.mark.parametrize(
+    "log, ok, detail",
+    [
+        (verdict_log(), True, "7 checks passed"),
+        (
+            verdict_log(
+                ok=False,
+                failed=[{"check": "device_id", "detail": "table device 1, DEVICE_ID=0"}, {"check": "rank_size", "detail": "RANK_SIZE=3"}],
+            ),
+            False,
+            "device_id: table device 1, DEVICE_ID=0; rank_size: RANK_SIZE=3",
+        ),
+        ("", False, "no verdict: the rank wrote nothing"),
+        (None, False, "no verdict: the rank wrote nothing"),
+        ("python3: can't open file 'x.py'\n", False, "no verdict; the rank's last line: python3: can't open file 'x.py'"),
+        (f"{_smoke.VERDICT} {{not json\n", False, "unreadable verdict line"),
+        (f"{_smoke.VERDICT} {{\"ok\": true}}\n", False, "unreadable verdict line"),
+    ],
+)
+def test_rank_verdict(log, ok, detail):
+    got_ok, got_detail = _smoke.rank_verdict(log)
+    assert got_ok is ok
+    assert got_detail.startswith(detail)
+
+
+def test_summary_orders_stages_and_narrows_health_to_the_job():
+    ranks = [
+        {"server": "s0", "device": 3, "rank": 1, "log": verdict_log()},
+        {"server": "s0", "device": 1, "rank": 0, "log": verdict_log(ok=False, failed=[{"check": "server_id", "detail": "x"}])},
+    ]
+    stages = [
+        {"stage": "launch", "ok": True, "detail": "job j"},
+        {"stage": "rank_table", "ok": True, "detail": "2 ranks"},
+        {"stage": "facts", "server": "s9", "ok": False, "detail": "Task failed: Action failed: hccn_tool not found"},
+    ]
+    summary = smoke_summary(ranks, health=ONE_BAD, stages=stages)
+    table = [(r["stage"], r.get("server"), r.get("device"), r.get("rank"), r["result"]) for r in summary["rows"]]
+    assert table == [
+        ("facts", "s9", None, None, "FAIL"),
+        ("health", "s0", 3, 1, "FAIL"),  # device 2 (Init) is not the job's: left out
+        ("health", None, None, None, "FAIL"),  # cluster-wide findings stay
+        ("rank_table", None, None, None, "OK"),
+        ("launch", None, None, None, "OK"),
+        ("rank", "s0", 1, 0, "FAIL"),
+        ("rank", "s0", 3, 1, "OK"),
+    ]
+    assert summary["ok"] is False
+    assert summary["failures"] == [
+        "facts s9: hccn_tool not found",
+        "health s0 device 3 rank 1: link DOWN - check the optics/cable of NPU 3 (eth3) and its switch port",
+        "health: TLS switch differs between devices (on at s0 device 1)",
+        "rank s0 device 1 rank 0: server_id: x",
+    ]
+
+
+def test_summary_without_a_job_reports_every_bad_device_and_no_rank():
+    summary = smoke_summary([], health=ONE_BAD, stages=[{"stage": "rank_table", "ok": False, "detail": "np=17 is not possible"}])
+    assert [(r["stage"], r.get("device"), r["result"]) for r in summary["rows"]] == [
+        ("health", 3, "FAIL"),
+        ("health", 2, "FAIL"),
+        ("health", None, "FAIL"),
+        ("rank_table", None, "FAIL"),
+    ]
+    assert summary["rows"][1]["detail"] == "Init - still Init"
+
+
+def test_summary_all_good_and_not_launched():
+    ranks = [{"server": "s0", "device": d, "rank": d, "log": ""} for d in range(4)]
+    summary = smoke_summary(ranks, health=HEALTHY, stages=[{"stage": "rank_table", "ok": True, "detail": "4 ranks"}], launched=False)
+    assert summary == {
+        "ok": True,
+        "failures": [],
+        "rows": [
+            {"stage": "health", "result": "OK", "detail": "4 device(s): device IP, link UP, net_health Success"},
+            {"stage": "rank_table", "server": None, "device": None, "rank": None, "result": "OK", "detail": "4 ranks"},
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    "msg, clean",
+    [
+        (
+            "Task failed: Finalization of task args for 'ansible.builtin.set_fact' failed: Error while resolving value for "
+            "'ascend_job_servers': The filter plugin 'ascend.cluster.select_devices' failed: select_devices: np=17 is not possible",
+            "select_devices: np=17 is not possible",
+        ),
+        ("Task failed: Action failed: devices in use", "devices in use"),
+        ("plain words", "plain words"),
+    ],
+)
+def test_stage_messages_lose_ansibles_wrapping(msg, clean):
+    assert _smoke.stage_message(msg) == clean
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, message",
+    [
+        ("s0", {}, "the input must be a list of ranks"),
+        ([{"server": "s0"}], {}, "rank entry 0 needs server, device and rank"),
+        ([], {"stages": "rank_table"}, "stages must be a list"),
+        ([], {"stages": [{"ok": True}]}, "stages entry 0 is not a mapping with a stage name"),
+        ([], {"health": ["x"]}, "health must be the net_health_report result"),
+    ],
+)
+def test_summary_bad_input_is_named(args, kwargs, message):
+    with pytest.raises(AnsibleFilterError, match=f"smoke_summary: {re.escape(message)}"):
+        smoke_summary(args, **kwargs)
+
+
+# ---- smoke_report: the stages' findings gathered from the play's hosts ---------------------
+
+FACTS_OK = {"changed": False, "ascend_facts": {}}
+
+
+def two_servers(**per_host):
+    """hostvars of two healthy servers with 2 ranks each; ``per_host`` overrides one server's vars."""
+    hostvars = {
+        "s0": {"_ascend_smoke_facts": FACTS_OK, "ascend_local_ranks": [{"rank_id": 0, "device_id": 0}, {"rank_id": 1, "device_id": 1}]},
+        "s1": {"_ascend_smoke_facts": FACTS_OK, "ascend_local_ranks": [{"rank_id": 2, "device_id": 0}, {"rank_id": 3, "device_id": 1}]},
+    }
+    for host, values in per_host.items():
+        hostvars[host] = dict(hostvars[host], **values)
+    return hostvars
+
+
+TABLE = {"rank_size": 4, "servers": 2, "path": "/etc/rank_table.json"}
+
+
+def write_logs(logs_dir: Path, bad_rank=None):
+    for host, ranks in (("s0", (0, 1)), ("s1", (2, 3))):
+        (logs_dir / host).mkdir(parents=True)
+        for rank in ranks:
+            failed = [{"check": "device_id", "detail": "x"}] if rank == bad_rank else []
+            (logs_dir / host / f"device_{rank}.log").write_text(verdict_log(ok=not failed, failed=failed))
+
+
+def rows_of(report):
+    return [(r["stage"], r.get("server"), r.get("rank"), r["result"], r["detail"]) for r in report["rows"]]
+
+
+def test_report_of_a_healthy_run_reads_every_ranks_log(tmp_path):
+    write_logs(tmp_path, bad_rank=3)
+    report = smoke_report(["s0", "s1"], two_servers(), logs_dir=str(tmp_path), health=HEALTHY, table=TABLE, job_id="smoke-1")
+    assert rows_of(report) == [
+        ("health", None, None, "OK", "4 device(s): device IP, link UP, net_health Success"),
+        ("rank_table", None, None, "OK", "4 ranks on 2 server(s), /etc/rank_table.json"),
+        ("launch", None, None, "OK", "job smoke-1"),
+        ("rank", "s0", 0, "OK", "7 checks passed"),
+        ("rank", "s0", 1, "OK", "7 checks passed"),
+        ("rank", "s1", 2, "OK", "7 checks passed"),
+        ("rank", "s1", 3, "FAIL", "device_id: x"),
+    ]
+    assert report["failures"] == ["rank s1 device 1 rank 3: device_id: x"]
+
+
+@pytest.mark.parametrize(
+    "hostvars, kwargs, rows",
+    [
+        (  # a server whose facts stage failed, one that never got there (unreachable: no result at all)
+            two_servers(s0={"_ascend_smoke_facts": {"failed": True, "msg": "hccn_tool not found"}}, s1={"_ascend_smoke_facts": None}),
+            {"table_error": "np=5 is not possible"},
+            [
+                ("facts", "s0", None, "FAIL", "hccn_tool not found"),
+                ("facts", "s1", None, "FAIL", "unreachable or failed before the smoke check"),
+                ("rank_table", None, None, "FAIL", "np=5 is not possible"),
+            ],
+        ),
+        (  # unreachable result, and the health stage's own failure
+            two_servers(s1={"_ascend_smoke_facts": {"unreachable": True, "msg": "ssh: connect to host s1 port 22: No route"}}),
+            {"health_error": "the health stage failed"},
+            [
+                ("facts", "s1", None, "FAIL", "ssh: connect to host s1 port 22: No route"),
+                ("health", None, None, "FAIL", "the health stage failed"),
+            ],
+        ),
+        (  # the launch failed on s1 (named); s0 was only stopped because of it (empty message): no rank rows
+            two_servers(s0={"_ascend_smoke_launch_error": ""}, s1={"_ascend_smoke_launch_error": "device 1 is locked by job x"}),
+            {"table": TABLE},
+            [
+                ("rank_table", None, None, "OK", "4 ranks on 2 server(s), /etc/rank_table.json"),
+                ("launch", "s1", None, "FAIL", "device 1 is locked by job x"),
+            ],
+        ),
+        (  # every server only says "failed", none names why
+            two_servers(s0={"_ascend_smoke_launch_error": ""}),
+            {"table": TABLE},
+            [
+                ("rank_table", None, None, "OK", "4 ranks on 2 server(s), /etc/rank_table.json"),
+                ("launch", None, None, "FAIL", "the launch failed (see the task output above)"),
+            ],
+        ),
+        (  # check mode: the table is planned, nothing is launched and no log is read
+            two_servers(),
+            {"table": TABLE, "check_mode": True},
+            [("rank_table", None, None, "OK", "4 ranks on 2 server(s), /etc/rank_table.json")],
+        ),
+    ],
+    ids=["facts failed or missing", "unreachable and health failed", "launch failed, named", "launch failed, unnamed", "check mode"],
+)
+def test_report_of_failed_stages(tmp_path, hostvars, kwargs, rows):
+    report = smoke_report(["s0", "s1"], hostvars, logs_dir=str(tmp_path), **kwargs)
+    assert rows_of(report) == rows
+    assert report["ok"] is False or rows == [("rank_table", None, None, "OK", "4 ranks on 2 server(s), /etc/rank_table.json")]
+
+
+def test_report_of_a_launched_run_whose_logs_were_not_fetched(tmp_path):
+    report = smoke_report(["s0"], two_servers(), logs_dir=str(tmp_path / "missing"), table=TABLE, job_id="j")
+    assert [(r["rank"], r["result"]) for r in report["rows"] if r["stage"] == "rank"] == [(0, "FAIL"), (1, "FAIL")]
+    assert (
+        report["failures"][0]
+        == "rank s0 device 0 rank 0: no verdict: the rank wrote nothing (did the check start? see the launch row and the rank's log)"
+    )
+
+
+@pytest.mark.parametrize(
+    "hosts, hostvars, message",
+    [
+        ("s0", {}, "the input must be the play's host names"),
+        (["s9"], {"s0": {}}, "host 's9' is not in hostvars"),
+    ],
+)
+def test_report_bad_input_is_named(tmp_path, hosts, hostvars, message):
+    with pytest.raises(AnsibleFilterError, match=f"smoke_report: {re.escape(message)}"):
+        smoke_report(hosts, hostvars, logs_dir=str(tmp_path))
