@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import resource
 import sys
+import time
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
@@ -43,3 +48,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(TIERS[top])
     rank = {tier: i for i, tier in enumerate(TIER_ORDER)}
     items.sort(key=lambda item: rank.get(_tier(item), len(TIER_ORDER)))
+
+
+# ASCEND_TEST_CPU_LOG=<file>: append one JSON line per test with the CPU seconds it cost (this
+# process and every child it waited for: ansible-playbook, its workers and modules). CPU, unlike
+# wall time, hardly moves with the machine's load, so it shows where the suite's time goes even
+# on a busy machine (bench/suite_cpu.py sums it up).
+CPU_LOG = os.environ.get("ASCEND_TEST_CPU_LOG")
+
+
+def _cpu_s() -> float:
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        total += usage.ru_utime + usage.ru_stime
+    return total
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
+    if not CPU_LOG:
+        return (yield)
+    cpu, wall = _cpu_s(), time.monotonic()
+    try:
+        return (yield)
+    finally:
+        line = {"test": item.nodeid, "cpu_s": round(_cpu_s() - cpu, 2), "wall_s": round(time.monotonic() - wall, 2)}
+        with open(CPU_LOG, "a") as handle:  # one short write per line: workers' lines do not interleave
+            handle.write(json.dumps(line) + "\n")
