@@ -77,20 +77,20 @@ def _classify(state: dict | None, aborted: bool) -> str:
     if not state:
         return "pending"
     phase = state.get("phase")
-    if phase in ("staging", "staged"):
+    if phase in (files.STAGING, files.STAGED):
         return "staged" if pid_alive(state.get("runner_pid")) else "failed"
-    if phase == "running":
+    if phase == files.RUNNING:
         if group_alive(state.get("pgid")) or pid_alive(state.get("runner_pid")):
             return "running"
         return "failed"
-    if phase == "exited":
+    if phase == files.EXITED:
         rc = state.get("rc")
         if state.get("timed_out"):
             return "failed"
         if rc == 0:
             return "done"
         return "stopped" if aborted and rc in STOP_SIGNALS else "failed"
-    if phase == "aborted":
+    if phase == files.ABORTED:
         return "stopped"
     return "failed"
 
@@ -100,7 +100,7 @@ def rank_states(job_root: str, job: dict, tail_lines: int = 0, tail_failed: int 
 
     The tail has ``tail_lines`` lines, or ``tail_failed`` for failed ranks when that is larger.
     """
-    aborted = os.path.exists(os.path.join(files.job_dir(job_root, job["job_id"]), files.ABORT_FILE))
+    aborted = files.read_abort(files.job_dir(job_root, job["job_id"])) is not None
     ranks = []
     for rank in job["ranks"]:
         rdir = files.rank_dir(job["run_dir"], rank["rank_id"])
@@ -153,10 +153,8 @@ def stop_job(job_root: str, job: dict, grace: float, reason: str = "stop request
     Returns ``{"stopped": [rank ids that were alive], "killed": [ranks that needed SIGKILL]}``.
     """
     directory = files.job_dir(job_root, job["job_id"])
-    abort = os.path.join(directory, files.ABORT_FILE)
-    if not os.path.exists(abort):
-        with open(abort, "w") as handle:
-            handle.write(reason + "\n")
+    if files.read_abort(directory) is None:
+        files.record_abort(directory, reason)
     ranks = rank_states(job_root, job)
     alive = [r for r in ranks if r["state"] in ("staged", "running", "pending") or group_alive(r["pid"])]
     by_group = dict((int(r["pid"]), r["rank_id"]) for r in alive if r["pid"])

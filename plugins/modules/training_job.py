@@ -273,7 +273,7 @@ def main() -> None:
         failed = control.first_failure(ranks)
         stopped: list = []
         if state == "poll" and failed and p["stop_on_failure"] and not module.check_mode:
-            reason = "rank %d failed (rc=%s)" % (failed["rank_id"], failed["rc"])
+            reason = files.failed_line(failed["rank_id"], failed["rc"])
             stopped = control.stop_job(p["job_root"], job, p["grace"], reason)["stopped"]
             ranks = control.rank_states(p["job_root"], job, p["tail_lines"], p["tail_failed"])
         module.exit_json(changed=bool(stopped), job_id=job["job_id"], ranks=ranks, failed_rank=failed, stopped=stopped)
