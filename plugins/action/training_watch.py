@@ -30,6 +30,7 @@ import time
 from shlex import quote
 from typing import Any
 
+from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
@@ -126,6 +127,9 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
+        unknown = sorted(set(self._task.args) - set(ARGS))
+        if unknown:  # said the way every task of the role would want it, before the validator's longer text
+            raise AnsibleActionFail(f"unknown options: {', '.join(unknown)}")
         _validation, opts = self.validate_argument_spec(argument_spec=ARGS)
         server: str = opts["server"] or task_vars["inventory_hostname"]
         job_dir = os.path.join(opts["controller_dir"], opts["job_id"])
