@@ -12,10 +12,12 @@ is decided by ``plugin_utils/_watch.step``:
 
 - a failed rank: write the job's controller-side marker ``<controller_dir>/<job_id>/failed``
   (first writer wins: that is the first failing rank) and fail naming it;
+- every local rank ended but not every one finished (stopped by stop.yml, a signal to a runner,
+  anything but their own exit 0): claim the marker too, and fail naming the abort file's reason;
 - the marker written by another server's watcher (noticed within 50 ms between polls): TERM
   the local ranks' process groups with one shell command, then ``state=stop`` (KILL after the
   grace time, wait for the runners), and fail with the marker's message;
-- every local rank ended: succeed with the per-rank results.
+- every local rank done: succeed with the per-rank results.
 
 The watcher that holds rank 0 prints progress (ranks running / done / failed cluster-wide, read
 from the per-server summaries every watcher leaves beside the marker, and rank 0's last log line).
@@ -45,6 +47,7 @@ MODULE = "ascend.cluster.training_job"
 # every module of the group) and not used: the watch runs no driver tool itself.
 ARGS = options.WATCH
 STOPPED_BY_ANOTHER_SERVER = "another server failed"
+MARKER_COMPLETE_S = 2.0  # how long a follower waits for an early marker to get its log tail
 
 
 def _write_json(path: str, data: Any) -> None:
@@ -78,11 +81,17 @@ def claim_failure(marker: str, failure: dict) -> dict:
     return failure
 
 
-def read_marker(marker: str) -> dict | None:
-    """The marker's failure record; None when there is no marker."""
+def read_marker(marker: str, complete_within: float = 0.0) -> dict | None:
+    """The marker's failure record (None when there is no marker); waits up to ``complete_within`` s
+    for an early claim to be completed with its log tail, and for a half-written one to be readable."""
     if not os.path.exists(marker):
         return None
-    return _read_json(marker) or {"rank_id": -1, "error": "another server's watcher failed the job"}
+    deadline = time.time() + complete_within
+    while True:
+        found = _read_json(marker)
+        if (found and not found.get("early")) or time.time() >= deadline:
+            return found or {"rank_id": -1, "error": "another server's watcher failed the job"}
+        time.sleep(0.05)
 
 
 class ActionModule(ActionBase):
@@ -176,7 +185,7 @@ class ActionModule(ActionBase):
             if decision.action == watch.FOLLOW:
                 self._fast_stop(remote_job_dir, ranks)
                 stopped = self._poll(stop_args, task_vars)
-                return self._finish(result, server, stopped.get("ranks", ranks), decision.failure or {})
+                return self._finish(result, server, stopped.get("ranks", ranks), read_marker(marker, MARKER_COMPLETE_S) or {})
             self._sleep_unless(marker, opts["poll_interval"])
             if os.path.exists(marker):
                 continue

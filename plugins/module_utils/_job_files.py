@@ -11,7 +11,8 @@ Layout on each server (see docs/launch.md):
   the watchers a free-form reason. Runners still at the gate give up when it exists;
 - ``<job_root>/latest``              the id of the newest job (status/stop default to it);
 - ``<run_dir>/device_<rank>/``       the rank's working directory: ``env.log``, ``train.log``,
-  ``state.json`` (``phase`` - one of :data:`PHASES` -, pids, start/end time, exit code);
+  ``state.json`` (``phase`` - one of :data:`PHASES` -, pids, start/end time, exit code, and at the
+  end ``stopped_by``: the abort reason that existed when the rank ended, None if none did);
 - ``<lock_dir>/device_<id>.lock``    per-device ``flock``, held by the rank for its lifetime.
 
 The controller's watcher reads the same files with one shell command (:func:`probe_command`,

@@ -50,7 +50,9 @@ def _run_child(params: dict) -> int:
     except Exception:  # recorded for status / the report, never raised into the module
         directory = files.rank_dir(params["run_dir"], params["rank_id"])
         os.makedirs(directory, exist_ok=True)
-        runner.save(phase=files.EXITED, rc=-1, ended=time.time(), error="runner crashed: %s" % traceback.format_exc(limit=3))
+        runner.save(
+            phase=files.EXITED, rc=-1, stopped_by=None, ended=time.time(), error="runner crashed: %s" % traceback.format_exc(limit=3)
+        )
         return 2
     return 0 if state.get("phase") == files.EXITED and state.get("rc") == 0 else 1
 

@@ -20,7 +20,11 @@ description:
     it probes, with one shell command, for the abort file a failing rank's runner writes at once.
   - When a local rank has failed, writes the job's controller-side marker C(<controller_dir>/<job_id>/failed)
     (the first writer wins, so it names the first failing rank) and fails with that rank's server, device,
-    exit code and log tail.
+    exit code and log tail. A rank killed by a signal nobody of ours sent (the OOM killer's SIGKILL, a
+    SIGSEGV) has failed too; the message names the signal.
+  - When every local rank has ended but not every one exited 0 by itself - the job was stopped by
+    C(ascend.cluster.stop), a signal to a rank's runner, anything but its own ranks finishing - writes the
+    marker too and fails, naming who stopped it (the first line of the job's C(abort) file on the server).
   - When another server's watcher wrote the marker, stops the local ranks (C(state=stop)) and fails with the
     same message. Between polls it wakes up as soon as the marker appears.
   - The watcher of the server holding rank 0 prints progress (ranks by state, cluster-wide, and rank 0's
@@ -95,7 +99,8 @@ server:
 first_failure:
   description:
     - What ended the job, as written in the marker - the first failing rank (rank_id, device_id, server, rc,
-      error, log, tail), or why a server could not be watched (server, error).
+      error, log, tail); or who stopped it (server, stopped_by, ranks); or why a server could not be watched
+      (server, error).
   returned: failed
   type: dict
 """

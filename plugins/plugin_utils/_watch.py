@@ -11,6 +11,7 @@ A *failure* is the record the watchers share through the marker, one of three ki
 
 - a rank failed: ``{"server", "rank_id", "device_id", "rc", "log", "tail", "error"}``
   (``"early": True`` while only the runner's abort line is known);
+- the job was stopped from outside: ``{"server", "rank_id": -1, "stopped_by", "ranks"}``;
 - a server could not be watched: ``{"server", "rank_id": -1, "error"}``.
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import signal_death
 
 # What step() decides
 WAIT = "wait"  # nothing to do: probe again after poll_interval (Decision.soon: poll fully within 1 s)
@@ -26,7 +28,7 @@ POLL_NOW = "poll_now"  # poll every rank now (the probe saw them all end)
 CLAIM_EARLY = "claim_early"  # a local rank's runner reported a failure: claim the marker now, then poll
 FAIL = "fail"  # claim the marker with Decision.failure and fail (the first claim names the job's failure)
 FOLLOW = "follow"  # another server's watcher claimed the marker: stop the local ranks and fail with it
-SUCCEED = "succeed"  # every local rank ended
+SUCCEED = "succeed"  # every local rank exited 0
 
 WAITING_STATES = ("pending", "staged")
 FINAL_STATES = ("done", "failed", "stopped")
@@ -56,12 +58,15 @@ def step(seen: Seen) -> Decision:
             return Decision(FAIL, {"server": seen.server, "rank_id": -1, "error": f"cannot poll the server: {polled.get('msg')}"})
         if polled.get("failed_rank"):
             return Decision(FAIL, dict(polled["failed_rank"], server=seen.server))
-        if all(r["state"] in FINAL_STATES for r in polled["ranks"]):
+        if all(r["state"] == "done" for r in polled["ranks"]):
             return Decision(SUCCEED)
     if seen.marker is not None:
         return Decision(FOLLOW, seen.marker)
     if polled is not None:
-        return Decision(WAIT, soon=any(r["state"] in WAITING_STATES for r in polled["ranks"]))
+        ranks = polled["ranks"]
+        if all(r["state"] in FINAL_STATES for r in ranks):
+            return Decision(FAIL, stopped_failure(seen.server, polled.get("abort"), ranks))
+        return Decision(WAIT, soon=any(r["state"] in WAITING_STATES for r in ranks))
     probe = seen.probe
     if probe is not None:
         if probe["abort"]:
@@ -88,14 +93,47 @@ def early_failure(server: str, found: dict, ranks: list) -> dict:
     }
 
 
+def stopped_failure(server: str, reason: str | None, ranks: list) -> dict:
+    """The record of local ranks that ended without finishing, stopped by ``reason`` (the abort line)."""
+    return {
+        "server": server,
+        "rank_id": -1,
+        "stopped_by": reason or "nobody recorded why (no abort file)",
+        "ranks": [r["rank_id"] for r in ranks if r["state"] != "done"],
+    }
+
+
+def rank_ranges(ids: list) -> str:
+    """``[0, 1, 2, 5, 8, 9]`` -> ``0-2, 5, 8-9``."""
+    spans: list = []
+    for rank in sorted(set(ids)):
+        if spans and rank == spans[-1][1] + 1:
+            spans[-1][1] = rank
+        else:
+            spans.append([rank, rank])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+
+
+def _how_it_ended(failure: dict) -> str:
+    rc, error = failure.get("rc"), failure.get("error")
+    if isinstance(rc, int) and rc < 0:
+        return str(error or signal_death(rc))
+    return f"exit code {rc}{' - ' + error if error else ''}"
+
+
 def failure_message(failure: dict) -> str:
     """The one message every watcher of the job fails with."""
+    if "stopped_by" in failure:
+        return (
+            f"the job was stopped before its ranks finished: {failure['stopped_by']} "
+            f"(ranks {rank_ranges(failure.get('ranks') or [])} on server {failure['server']} stopped; every rank was stopped)"
+        )
     if failure.get("rank_id", -1) < 0:
         return str(failure.get("error") or "the job failed")
     tail = "\n".join(f"    {line}" for line in failure.get("tail") or [])
     return (
         f"rank {failure['rank_id']} (server {failure['server']}, device {failure['device_id']}) failed first: "
-        f"exit code {failure['rc']}{' - ' + failure['error'] if failure.get('error') else ''}; every rank was stopped. Its log {failure['log']} ends with:\n{tail}"
+        f"{_how_it_ended(failure)}; every rank was stopped. Its log {failure['log']} ends with:\n{tail}"
     )
 
 

@@ -19,12 +19,11 @@ def poll(*states: str, failed_rank: dict | None = None, abort: str | None = None
 
 FAILED_RANK = {"rank_id": 1, "device_id": 1, "rc": -9, "error": "killed by SIGKILL", "log": LOG.format(1), "tail": ["x"]}
 MARKER = {"server": "h2", "rank_id": 9, "device_id": 1, "rc": 1, "log": "-", "tail": []}
-STOP = "stop requested"
+STOP = "stopped by ascend.cluster.stop, run by root at 2026-11-23 12:03:04 UTC"
 
 CASES = [
     # (id, seen, expected decision)
     ("poll: every rank done", dict(polled=poll("done", "done")), watch.Decision(watch.SUCCEED)),
-    ("poll: every rank ended", dict(polled=poll("done", "stopped")), watch.Decision(watch.SUCCEED)),
     ("poll: running", dict(polled=poll("running", "done")), watch.Decision(watch.WAIT)),
     ("poll: not started yet, look again soon", dict(polled=poll("staged", "pending")), watch.Decision(watch.WAIT, soon=True)),
     (
@@ -37,9 +36,25 @@ CASES = [
         dict(polled={"failed": True, "msg": "boom"}),
         watch.Decision(watch.FAIL, {"server": "h1", "rank_id": -1, "error": "cannot poll the server: boom"}),
     ),
+    (
+        "poll: stopped from outside names the abort reason",
+        dict(polled=poll("stopped", "stopped", abort=STOP)),
+        watch.Decision(watch.FAIL, {"server": "h1", "rank_id": -1, "stopped_by": STOP, "ranks": [0, 1]}),
+    ),
+    (
+        "poll: some finished, the rest stopped",
+        dict(polled=poll("done", "stopped", abort=STOP)),
+        watch.Decision(watch.FAIL, {"server": "h1", "rank_id": -1, "stopped_by": STOP, "ranks": [1]}),
+    ),
+    (
+        "poll: stopped with no abort file",
+        dict(polled=poll("stopped", "stopped")),
+        watch.Decision(watch.FAIL, {"server": "h1", "rank_id": -1, "stopped_by": "nobody recorded why (no abort file)", "ranks": [0, 1]}),
+    ),
     ("marker of another server: follow it", dict(marker=MARKER), watch.Decision(watch.FOLLOW, MARKER)),
     ("marker, and local ranks still running", dict(polled=poll("running"), marker=MARKER), watch.Decision(watch.FOLLOW, MARKER)),
-    ("marker, but every local rank ended first", dict(polled=poll("done"), marker=MARKER), watch.Decision(watch.SUCCEED)),
+    ("marker, but the local ranks were stopped", dict(polled=poll("stopped"), marker=MARKER), watch.Decision(watch.FOLLOW, MARKER)),
+    ("marker, but every local rank finished first", dict(polled=poll("done"), marker=MARKER), watch.Decision(watch.SUCCEED)),
     (
         "marker, and a local rank failed: its own failure is claimed",
         dict(polled=poll("failed", failed_rank=FAILED_RANK), marker=MARKER),
@@ -98,6 +113,14 @@ def test_probe_before_the_first_poll_knows_no_ranks_and_waits():
 
 
 @pytest.mark.parametrize(
+    "ids, text",
+    [([], ""), ([3], "3"), ([0, 1, 2, 5, 8, 9], "0-2, 5, 8-9"), ([9, 8, 8, 10], "8-10"), (list(range(8, 16)), "8-15")],
+)
+def test_rank_ranges(ids, text):
+    assert watch.rank_ranges(ids) == text
+
+
+@pytest.mark.parametrize(
     "failure, message",
     [
         (
@@ -107,6 +130,20 @@ def test_probe_before_the_first_poll_knows_no_ranks_and_waits():
         (
             {"server": "h1", "rank_id": 3, "device_id": 3, "rc": 1, "error": "cannot start", "log": "/l", "tail": []},
             "rank 3 (server h1, device 3) failed first: exit code 1 - cannot start; every rank was stopped. Its log /l ends with:\n",
+        ),
+        (
+            {"server": "h1", "rank_id": 3, "device_id": 3, "rc": -9, "log": "/l", "tail": ["oom"]},
+            "rank 3 (server h1, device 3) failed first: killed by SIGKILL (signal 9) - not sent by ascend.cluster; the OOM killer?; "
+            "every rank was stopped. Its log /l ends with:\n    oom",
+        ),
+        (
+            {"server": "h1", "rank_id": 3, "device_id": 3, "rc": -15, "error": "stopped after running longer than the launch timeout"},
+            "rank 3 (server h1, device 3) failed first: stopped after running longer than the launch timeout; every rank was stopped. "
+            "Its log - ends with:\n",
+        ),
+        (
+            {"server": "h2", "rank_id": -1, "stopped_by": STOP, "ranks": [8, 9, 10, 11]},
+            f"the job was stopped before its ranks finished: {STOP} (ranks 8-11 on server h2 stopped; every rank was stopped)",
         ),
         ({"server": "h2", "rank_id": -1, "error": "cannot poll the server: boom"}, "cannot poll the server: boom"),
         ({}, "the job failed"),
