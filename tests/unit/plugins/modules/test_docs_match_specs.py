@@ -19,7 +19,7 @@ def documented_options(module: object) -> dict:
     docs = yaml.safe_load(module.DOCUMENTATION)  # type: ignore[attr-defined]
     found = dict(docs.get("options") or {})
     for name in docs.get("extends_documentation_fragment") or []:
-        fragment, _, part = name.split(".", 2)[-1].partition(".")
+        fragment, _dot, part = name.split(".", 2)[-1].partition(".")
         cls = importlib.import_module(f"{PACKAGE}.doc_fragments.{fragment}").ModuleDocFragment
         found.update(yaml.safe_load(getattr(cls, part.upper() or "DOCUMENTATION"))["options"])
     return found
