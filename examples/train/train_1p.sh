@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Stand-in for a model's train_1p.sh: prints a falling "loss" for STEPS steps, one every STEP_S
 # seconds, then exits with EXIT_CODE (default 0). FAIL_RANK/FAIL_STEP make one rank exit 1
-# mid-run (for fail-fast tests). Reads the rank environment the launcher sets.
+# mid-run (for fail-fast tests); with FAIL_SIGNAL (e.g. KILL, SEGV) that rank kills itself with
+# that signal instead, as the OOM killer or a crash would end it. Reads the rank environment the
+# launcher sets.
 set -u
 steps=${STEPS:-5}
 step_s=${STEP_S:-0.2}
 echo "start rank=${RANK_ID:-?} device=${DEVICE_ID:-?} size=${RANK_SIZE:-?} at $(date +%s.%N) args: $*"
 for ((i = 1; i <= steps; i++)); do
   if [[ "${FAIL_RANK:-}" == "${RANK_ID:-}" && "$i" -ge "${FAIL_STEP:-1}" ]]; then
-    echo "rank ${RANK_ID} crashing at step $i" >&2
+    echo "rank ${RANK_ID} crashing at step $i${FAIL_SIGNAL:+ by SIG$FAIL_SIGNAL}" >&2
+    if [[ -n "${FAIL_SIGNAL:-}" ]]; then
+      kill -s "$FAIL_SIGNAL" $$
+    fi
     exit 1
   fi
   echo "step $i loss $(( 1000 / i ))"

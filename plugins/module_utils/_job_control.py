@@ -6,9 +6,10 @@ Every function reads the files the rank runners write (see ``_job_files``), so t
 needs no memory of its own: a new controller (``status.yml``, ``stop.yml``) finds everything.
 
 Rank states reported (``state``): ``pending`` (runner not started yet), ``staged`` (waiting at
-the gate), ``running``, ``done`` (exit 0), ``failed`` (non-zero exit, device refused, gate
-timeout, or runner and training vanished without a word: ``lost``), ``stopped`` (ended by
-stop / fail-fast).
+the gate), ``running``, ``done`` (exit 0), ``failed`` (non-zero exit, killed by a signal nobody of
+ours sent - the OOM killer's SIGKILL, a SIGSEGV -, device refused, gate timeout, or runner and
+training vanished without a word: ``lost``), ``stopped`` (ended by stop / fail-fast: a stop
+signal after an abort reason was recorded, see :func:`classify`).
 
 Runs on target hosts: Python 3.8+, stdlib only.
 """
@@ -20,10 +21,14 @@ import signal
 import time
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
-from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import group_alive, kill_groups, pid_alive, wait_gone
+from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import group_alive, kill_groups, pid_alive, signal_death, wait_gone
 
+# How a rank we stop ends: killed by our TERM or KILL, or a shell reporting its child's death by them.
 STOP_SIGNALS = (-signal.SIGTERM, -signal.SIGKILL)
+STOP_EXIT_CODES = STOP_SIGNALS + (128 + signal.SIGTERM, 128 + signal.SIGKILL)
 FINAL = ("done", "failed", "stopped")
+TIMED_OUT = "stopped after running longer than the launch timeout"
+VANISHED = "the rank's processes vanished without recording an exit code (killed -9?)"
 
 
 class JobError(Exception):
@@ -73,26 +78,47 @@ def load_job(job_root: str, job_id: str) -> dict:
     return job
 
 
-def _classify(state: dict | None, aborted: bool) -> str:
+def classify(state: dict | None, aborted: bool) -> str:
+    """A rank's ``state`` from its state file; ``aborted``: the job's abort file exists now.
+
+    A rank that exited by a stop signal (or a shell's 143 / 137) counts as ``stopped`` only when an
+    abort reason was recorded before it died (its runner saves that reason as ``stopped_by``): then
+    we stopped it. The same signal without one came from elsewhere (the OOM killer, an operator's
+    kill) and is a failure. State files of runners that predate ``stopped_by`` fall back to whether
+    the abort file exists now.
+    """
     if not state:
         return "pending"
     phase = state.get("phase")
-    if phase in ("staging", "staged"):
+    if phase in (files.STAGING, files.STAGED):
         return "staged" if pid_alive(state.get("runner_pid")) else "failed"
-    if phase == "running":
+    if phase == files.RUNNING:
         if group_alive(state.get("pgid")) or pid_alive(state.get("runner_pid")):
             return "running"
         return "failed"
-    if phase == "exited":
+    if phase == files.EXITED:
         rc = state.get("rc")
         if state.get("timed_out"):
             return "failed"
         if rc == 0:
             return "done"
-        return "stopped" if aborted and rc in STOP_SIGNALS else "failed"
-    if phase == "aborted":
+        stopped_by_us = bool(state["stopped_by"]) if "stopped_by" in state else aborted
+        return "stopped" if stopped_by_us and rc in STOP_EXIT_CODES else "failed"
+    if phase == files.ABORTED:
         return "stopped"
     return "failed"
+
+
+def failure_cause(state: dict | None, rank_state: str) -> str | None:
+    """Why a rank in ``rank_state`` failed, when its state file says more than its exit code."""
+    state = state or {}
+    if state.get("timed_out"):
+        return TIMED_OUT
+    if rank_state != "failed":
+        return None
+    if state.get("phase") in (files.STAGED, files.STAGING, files.RUNNING):
+        return VANISHED
+    return state.get("error") or signal_death(state.get("rc"))
 
 
 def rank_states(job_root: str, job: dict, tail_lines: int = 0, tail_failed: int = 0) -> list:
@@ -100,7 +126,7 @@ def rank_states(job_root: str, job: dict, tail_lines: int = 0, tail_failed: int 
 
     The tail has ``tail_lines`` lines, or ``tail_failed`` for failed ranks when that is larger.
     """
-    aborted = os.path.exists(os.path.join(files.job_dir(job_root, job["job_id"]), files.ABORT_FILE))
+    aborted = files.read_abort(files.job_dir(job_root, job["job_id"])) is not None
     ranks = []
     for rank in job["ranks"]:
         rdir = files.rank_dir(job["run_dir"], rank["rank_id"])
@@ -109,7 +135,7 @@ def rank_states(job_root: str, job: dict, tail_lines: int = 0, tail_failed: int 
         summary = {
             "rank_id": rank["rank_id"],
             "device_id": rank["device_id"],
-            "state": _classify(state, aborted),
+            "state": classify(state, aborted),
             "phase": (state or {}).get("phase"),
             "rc": (state or {}).get("rc"),
             "started": (state or {}).get("started"),
@@ -119,10 +145,7 @@ def rank_states(job_root: str, job: dict, tail_lines: int = 0, tail_failed: int 
             "log": os.path.join(rdir, files.TRAIN_LOG),
             "error": (state or {}).get("error"),
         }
-        if summary["state"] == "failed" and summary["phase"] in ("staged", "staging", "running"):
-            summary["error"] = "the rank's processes vanished without recording an exit code (killed -9?)"
-        if (state or {}).get("timed_out"):
-            summary["error"] = "stopped after running longer than the launch timeout"
+        summary["error"] = failure_cause(state, summary["state"]) or summary["error"]
         if summary["started"] and summary["ended"]:
             summary["duration"] = round(summary["ended"] - summary["started"], 3)
         lines = max(tail_lines, tail_failed) if summary["state"] == "failed" else tail_lines
@@ -153,10 +176,8 @@ def stop_job(job_root: str, job: dict, grace: float, reason: str = "stop request
     Returns ``{"stopped": [rank ids that were alive], "killed": [ranks that needed SIGKILL]}``.
     """
     directory = files.job_dir(job_root, job["job_id"])
-    abort = os.path.join(directory, files.ABORT_FILE)
-    if not os.path.exists(abort):
-        with open(abort, "w") as handle:
-            handle.write(reason + "\n")
+    if files.read_abort(directory) is None:
+        files.record_abort(directory, reason)
     ranks = rank_states(job_root, job)
     alive = [r for r in ranks if r["state"] in ("staged", "running", "pending") or group_alive(r["pid"])]
     by_group = dict((int(r["pid"]), r["rank_id"]) for r in alive if r["pid"])

@@ -6,11 +6,17 @@ Layout on each server (see docs/launch.md):
 
 - ``<job_root>/<job_id>/job.json``   the job record (run dir, local ranks) written before launch;
 - ``<job_root>/<job_id>/gate``       written by the controller once every rank is staged: start time;
-- ``<job_root>/<job_id>/abort``      written by stop: runners still at the gate give up;
+- ``<job_root>/<job_id>/abort``      why the job is being stopped, one line per reason, the first
+  one first: a failing rank's runner writes ``rank N failed (rc=X)`` (:func:`failed_line`), stop and
+  the watchers a free-form reason. Runners still at the gate give up when it exists;
 - ``<job_root>/latest``              the id of the newest job (status/stop default to it);
 - ``<run_dir>/device_<rank>/``       the rank's working directory: ``env.log``, ``train.log``,
-  ``state.json`` (phase, pids, start/end time, exit code);
+  ``state.json`` (``phase`` - one of :data:`PHASES` -, pids, start/end time, exit code, and at the
+  end ``stopped_by``: the abort reason that existed when the rank ended, None if none did);
 - ``<lock_dir>/device_<id>.lock``    per-device ``flock``, held by the rank for its lifetime.
+
+The controller's watcher reads the same files with one shell command (:func:`probe_command`,
+:func:`parse_probe`), so everything that knows how they look is here.
 
 Runs on target hosts: Python 3.8+, stdlib only.
 """
@@ -19,7 +25,10 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
+import re
 import tempfile
+from shlex import quote
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -32,6 +41,26 @@ LATEST_FILE = "latest"
 STATE_FILE = "state.json"
 ENV_LOG = "env.log"
 TRAIN_LOG = "train.log"
+
+# A rank's phases (state.json ``phase``), in the order of its life; the last four are final.
+STAGING = "staging"
+STAGED = "staged"
+RUNNING = "running"
+EXITED = "exited"
+REFUSED = "refused"
+ABORTED = "aborted"
+GATE_TIMEOUT = "gate_timeout"
+PHASES = (STAGING, STAGED, RUNNING, EXITED, REFUSED, ABORTED, GATE_TIMEOUT)
+FINAL_PHASES = (EXITED, REFUSED, ABORTED, GATE_TIMEOUT)
+
+# How write_json separates items and keys from values: fixed here, so that a phase's exact text in
+# state.json (phase_text) is known to the shell probe, whatever json.dump's defaults become.
+JSON_SEPARATORS = (", ", ": ")
+
+_FAILED_LINE = re.compile(r"^rank (\d+) failed \(rc=(-?\d+)\)(?:: (.*))?$")
+_PROBE_ABORT = "ABORT "
+_PROBE_FINAL = "FINAL "
+_PROBE_END = "ascend-probe-ok"
 
 
 def job_dir(job_root: str, job_id: str) -> str:
@@ -52,7 +81,7 @@ def write_json(path: str, data: object) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
     try:
         with os.fdopen(fd, "w") as handle:
-            json.dump(data, handle, sort_keys=True)
+            json.dump(data, handle, sort_keys=True, separators=JSON_SEPARATORS)
         os.rename(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -88,3 +117,62 @@ def list_jobs(job_root: str) -> list:
         return []
     jobs = [n for n in names if os.path.isfile(os.path.join(job_root, n, JOB_FILE))]
     return sorted(jobs, key=lambda n: os.path.getmtime(os.path.join(job_root, n, JOB_FILE)))
+
+
+def phase_text(phase: str) -> str:
+    """The exact text :func:`write_json` writes for ``phase`` in a state file (``"phase": "exited"``)."""
+    return json.dumps({"phase": phase}, separators=JSON_SEPARATORS)[1:-1]
+
+
+def failed_line(rank_id: int, rc: object, why: str | None = None) -> str:
+    """The abort line of a failing rank: ``rank N failed (rc=X)``, with ``: why`` when known."""
+    line = "rank %d failed (rc=%s)" % (int(rank_id), rc)
+    return "%s: %s" % (line, why) if why else line
+
+
+def parse_abort_line(line: str) -> dict:
+    """An abort line as ``{"reason", "rank_id", "rc", "why"}``; ``rank_id`` None unless a rank failed."""
+    line = line.strip()
+    found = _FAILED_LINE.match(line)
+    if not found:
+        return {"reason": line, "rank_id": None, "rc": None, "why": None}
+    return {"reason": line, "rank_id": int(found.group(1)), "rc": int(found.group(2)), "why": found.group(3)}
+
+
+def record_abort(job_dir_path: str, reason: str) -> None:
+    """Append ``reason`` as one line to the job's abort file (the first line is the first reason)."""
+    with open(os.path.join(job_dir_path, ABORT_FILE), "a") as handle:
+        handle.write(" ".join(reason.split()) + "\n")
+
+
+def read_abort(job_dir_path: str) -> str | None:
+    """The job's first abort reason; None when nobody stopped it ("" if the file is still empty)."""
+    try:
+        with open(os.path.join(job_dir_path, ABORT_FILE)) as handle:
+            return handle.readline().strip()
+    except OSError:
+        return None
+
+
+def probe_command(job_dir_path: str, rank_dirs: list) -> str:
+    """One POSIX shell command that reads the job's first abort reason and counts ranks in a final phase.
+
+    Paths are the server's (POSIX). The output is for :func:`parse_probe`.
+    """
+    abort = quote(posixpath.join(job_dir_path, ABORT_FILE))
+    command = "if test -e %s; then printf '%s%%s\\n' \"$(head -n 1 %s)\"; fi" % (abort, _PROBE_ABORT, abort)
+    if rank_dirs:
+        states = " ".join(quote(posixpath.join(d, STATE_FILE)) for d in rank_dirs)
+        patterns = " ".join("-e %s" % quote(phase_text(p)) for p in FINAL_PHASES)
+        command += "; echo %s$(grep -lF %s %s 2>/dev/null | wc -l)" % (_PROBE_FINAL, patterns, states)
+    return command + "; echo %s" % _PROBE_END
+
+
+def parse_probe(stdout: str) -> dict | None:
+    """``{"abort": first abort reason or None, "final": ranks in a final phase}``; None if the probe did not run through."""
+    lines = stdout.splitlines()
+    if _PROBE_END not in (line.strip() for line in lines):
+        return None
+    abort = next((line[len(_PROBE_ABORT) :].strip() for line in lines if line.startswith(_PROBE_ABORT)), None)
+    final = next((line[len(_PROBE_FINAL) :].strip() for line in lines if line.startswith(_PROBE_FINAL)), "0")
+    return {"abort": abort, "final": int(final) if final.isdigit() else 0}

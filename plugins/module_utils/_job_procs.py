@@ -13,6 +13,39 @@ import time
 
 POLL_S = 0.05
 
+# What a death by a signal that ascend.cluster did not send most likely means.
+SIGNAL_HINTS: dict[int, str] = {
+    signal.SIGKILL: "the OOM killer?",
+    signal.SIGSEGV: "a segmentation fault in the training or a library it loads",
+    signal.SIGBUS: "a bus error (a truncated memory-mapped file, bad memory?)",
+    signal.SIGABRT: "the training called abort() (a failed assertion in native code?)",
+}
+
+
+def signal_name(signum: int) -> str:
+    """``SIGKILL`` for 9; ``signal 64`` for a number Python does not name."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return "signal %d" % signum
+
+
+def signal_death(rc: object, sent_by_us: bool = False) -> str | None:
+    """How a rank that ended with ``rc`` (negative: killed by that signal, as Popen reports it) died.
+
+    None for an exit code; with ``sent_by_us`` False the text says the signal was not ours and
+    gives the likely sender: ``killed by SIGKILL (signal 9) - not sent by ascend.cluster; the OOM killer?``.
+    """
+    if not isinstance(rc, int) or rc >= 0:
+        return None
+    signum = -rc
+    name = signal_name(signum)
+    text = "killed by %s (signal %d)" % (name, signum) if name.startswith("SIG") else "killed by " + name
+    if sent_by_us:
+        return text
+    hint = SIGNAL_HINTS.get(signum)
+    return text + " - not sent by ascend.cluster" + ("; " + hint if hint else "")
+
 
 def _zombie(pid: int) -> bool:
     """True when ``pid`` has exited and only waits to be reaped by its parent (Linux /proc)."""

@@ -29,8 +29,9 @@ import subprocess
 import time
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils._job_control import TIMED_OUT
 from ansible_collections.ascend.cluster.plugins.module_utils._job_env import rank_env
-from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import kill_group, kill_groups
+from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import kill_group, kill_groups, signal_death, signal_name
 
 GATE_POLL_S = 0.02
 SOURCE_THEN_EXEC = 'source "$1"; shift; exec "$@"'
@@ -86,6 +87,7 @@ class RankRunner:
         }
         self.child: subprocess.Popen | None = None
         self.stop_requested = False
+        self.stop_signal: int | None = None
 
     def save(self, **changes) -> dict:
         self.state.update(changes)
@@ -94,6 +96,7 @@ class RankRunner:
 
     def _on_signal(self, signum: int, _frame: object) -> None:
         self.stop_requested = True
+        self.stop_signal = signum
         if self.child is not None and self.child.poll() is None:
             kill_group(self.child.pid, signal.SIGTERM)
 
@@ -122,13 +125,13 @@ class RankRunner:
         if self.p["umask"] is not None:
             os.umask(int(self.p["umask"], 8))
         os.makedirs(self.dir, exist_ok=True)  # its parent, the run dir, is made by whichever sibling comes first
-        self.save(phase="staging", staged_at=time.time())
+        self.save(phase=files.STAGING, staged_at=time.time())
         holder = "job %s rank %d pid %d" % (self.p["job_id"], self.p["rank_id"], os.getpid())
         lock_fd = take_device_lock(self.p["lock_dir"], self.p["device_id"], holder)
         env = self.environment()
         with open(os.path.join(self.dir, files.ENV_LOG), "w") as handle:
             handle.write("".join("%s=%s\n" % (k, env[k]) for k in sorted(env)))
-        self.save(phase="staged")
+        self.save(phase=files.STAGED)
         return lock_fd
 
     def wait_gate(self) -> float | None:
@@ -137,23 +140,32 @@ class RankRunner:
         deadline = time.time() + self.p["gate_timeout"]
         while True:
             if self.aborted():
-                self.save(phase="aborted", ended=time.time())
+                self.save(phase=files.ABORTED, ended=time.time(), stopped_by=self.stop_reason())
                 return None
             opened = files.read_json(gate)
             if isinstance(opened, dict) and "start_at" in opened:
                 return float(opened["start_at"])
             if time.time() > deadline:
-                self.save(phase="gate_timeout", ended=time.time(), error="the gate was not opened within %ds" % self.p["gate_timeout"])
+                self.save(phase=files.GATE_TIMEOUT, ended=time.time(), error="the gate was not opened within %ds" % self.p["gate_timeout"])
                 return None
             time.sleep(GATE_POLL_S)
 
     def aborted(self) -> bool:
         return self.stop_requested or os.path.exists(os.path.join(self.job_dir, files.ABORT_FILE))
 
+    def stop_reason(self) -> str | None:
+        """Who is stopping the job, as known now: the abort file's first reason, else a signal to this runner."""
+        reason = files.read_abort(self.job_dir)
+        if reason is not None:
+            return reason or "stop requested"
+        if self.stop_signal is not None:
+            return "the runner of rank %d was sent %s" % (self.p["rank_id"], signal_name(self.stop_signal))
+        return None
+
     def start(self, start_at: float, lock_fd: int) -> None:
         while True:
             if self.aborted():
-                self.save(phase="aborted", ended=time.time())
+                self.save(phase=files.ABORTED, ended=time.time(), stopped_by=self.stop_reason())
                 return
             delay = start_at - time.time()
             if delay <= 0:
@@ -177,10 +189,10 @@ class RankRunner:
         except OSError as exc:
             log.write(("cannot start %r: %s\n" % (argv, exc)).encode("utf-8"))
             log.close()
-            self.save(phase="exited", started=started, ended=time.time(), rc=127, error=str(exc))
+            self.save(phase=files.EXITED, started=started, ended=time.time(), rc=127, error=str(exc), stopped_by=None)
             return
         log.close()
-        self.save(phase="running", started=started, gate_at=start_at, pid=self.child.pid, pgid=self.child.pid)
+        self.save(phase=files.RUNNING, started=started, gate_at=start_at, pid=self.child.pid, pgid=self.child.pid)
         if self.aborted():  # stopped while the command was being started
             kill_group(self.child.pid, signal.SIGTERM)
 
@@ -197,18 +209,24 @@ class RankRunner:
                 if time.time() >= limit and not timed_out:
                     timed_out = True
                     kill_group(self.child.pid, signal.SIGTERM, self.p["kill_grace"])
-        self.save(phase="exited", rc=rc, ended=time.time(), timed_out=timed_out)
-        if (rc != 0 or timed_out) and not os.path.exists(os.path.join(self.job_dir, files.ABORT_FILE)):
-            self.stop_siblings("rank %d failed (rc=%s)" % (self.p["rank_id"], rc))
+        # Whether we stopped it is decided now, from what was recorded before it died: a stop
+        # writes its reason before it signals, so a death by a signal with no reason yet was not ours.
+        stopped_by = self.stop_reason()
+        self.save(phase=files.EXITED, rc=rc, ended=time.time(), timed_out=timed_out, stopped_by=stopped_by)
+        if rc == 0 and not timed_out:
+            return
+        if stopped_by is None:
+            why = TIMED_OUT if timed_out else signal_death(rc)
+            self.stop_siblings(files.failed_line(self.p["rank_id"], rc, why))
+        elif files.read_abort(self.job_dir) is None:  # this runner was signalled: say so, stop the rest
+            self.stop_siblings(stopped_by)
 
     def stop_siblings(self, reason: str) -> None:
         """Local fail-fast: this rank failed, stop the job's other ranks on this server right away.
 
         The controller's watchers stop the other servers; doing this server here saves a poll.
         """
-        abort = os.path.join(self.job_dir, files.ABORT_FILE)
-        with open(abort, "a") as handle:
-            handle.write(reason + "\n")
+        files.record_abort(self.job_dir, reason)
         job = files.read_json(os.path.join(self.job_dir, files.JOB_FILE)) or {}
         groups = []
         for rank in job.get("ranks", []):
@@ -225,7 +243,7 @@ class RankRunner:
         try:
             lock_fd = self.stage()
         except DeviceBusy as exc:
-            return self.save(phase="refused", error=str(exc), ended=time.time())
+            return self.save(phase=files.REFUSED, error=str(exc), ended=time.time())
         try:
             start_at = self.wait_gate()
             if start_at is not None:

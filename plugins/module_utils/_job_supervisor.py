@@ -50,9 +50,11 @@ def _run_child(params: dict) -> int:
     except Exception:  # recorded for status / the report, never raised into the module
         directory = files.rank_dir(params["run_dir"], params["rank_id"])
         os.makedirs(directory, exist_ok=True)
-        runner.save(phase="exited", rc=-1, ended=time.time(), error="runner crashed: %s" % traceback.format_exc(limit=3))
+        runner.save(
+            phase=files.EXITED, rc=-1, stopped_by=None, ended=time.time(), error="runner crashed: %s" % traceback.format_exc(limit=3)
+        )
         return 2
-    return 0 if state.get("phase") == "exited" and state.get("rc") == 0 else 1
+    return 0 if state.get("phase") == files.EXITED and state.get("rc") == 0 else 1
 
 
 class Supervisor:
@@ -121,7 +123,7 @@ def summary(states: list) -> tuple:
     bad = [
         "rank %s: %s" % (s.get("rank_id"), s.get("error") or "%s rc=%s" % (s.get("phase"), s.get("rc")))
         for s in states
-        if s.get("phase") != "exited" or s.get("rc") != 0
+        if s.get("phase") != files.EXITED or s.get("rc") != 0
     ]
     if bad:
         return False, "%d of %d ranks did not exit 0: %s" % (len(bad), len(states), "; ".join(bad))

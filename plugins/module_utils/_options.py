@@ -64,3 +64,19 @@ def spec(*parts: dict, **own: dict) -> dict:
             merged[name] = dict(option)
     merged.update(own)
     return merged
+
+
+# training_watch (ascend.cluster.tools, ascend.cluster.jobs, ascend.cluster.jobs.grace and its own): its
+# action plugin validates against it, and its module file declares it so that sanity checks the docs against it
+WATCH = spec(
+    TOOL_PATHS,
+    JOB_ROOT,
+    GRACE,
+    job_id=dict(type="str", required=True),
+    controller_dir=dict(type="path", required=True),
+    server=dict(type="str"),
+    poll_interval=dict(type="float", default=0.25),
+    full_poll_interval=dict(type="float", default=5.0),
+    progress_interval=dict(type="float", default=10.0),
+    tail_lines=dict(type="int", default=20),
+)

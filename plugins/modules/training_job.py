@@ -132,6 +132,12 @@ stopped:
   description: Rank ids that were stopped (by V(stop), or by V(poll) after a failure).
   returned: with stop and poll
   type: list
+abort:
+  description:
+    - The first line of the job's C(abort) file on this server, which says who or what is stopping the job
+      (a failing rank's runner writes C(rank N failed) and its exit code), or null when nothing is stopping it.
+  returned: with poll and status
+  type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -273,10 +279,11 @@ def main() -> None:
         failed = control.first_failure(ranks)
         stopped: list = []
         if state == "poll" and failed and p["stop_on_failure"] and not module.check_mode:
-            reason = "rank %d failed (rc=%s)" % (failed["rank_id"], failed["rc"])
+            reason = files.failed_line(failed["rank_id"], failed["rc"], failed["error"])
             stopped = control.stop_job(p["job_root"], job, p["grace"], reason)["stopped"]
             ranks = control.rank_states(p["job_root"], job, p["tail_lines"], p["tail_failed"])
-        module.exit_json(changed=bool(stopped), job_id=job["job_id"], ranks=ranks, failed_rank=failed, stopped=stopped)
+        abort = files.read_abort(files.job_dir(p["job_root"], job["job_id"]))
+        module.exit_json(changed=bool(stopped), job_id=job["job_id"], ranks=ranks, failed_rank=failed, stopped=stopped, abort=abort)
     except control.JobError as exc:
         module.fail_json(msg=str(exc))
 

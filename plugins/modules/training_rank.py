@@ -79,6 +79,7 @@ rank:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
 from ansible_collections.ascend.cluster.plugins.module_utils._job_command import check_argv, split_command
 from ansible_collections.ascend.cluster.plugins.module_utils._job_env import aoe_conflicts
@@ -112,7 +113,7 @@ def main() -> None:
     state = RankRunner(module.params).run()
     # The state goes under "rank": async_status gives "started"/"finished" at the top level their own meaning.
     msg = "rank %d: %s" % (state["rank_id"], state.get("error") or "%s rc=%s" % (state.get("phase"), state.get("rc")))
-    if state.get("phase") != "exited" or state.get("rc") != 0:
+    if state.get("phase") != files.EXITED or state.get("rc") != 0:
         module.fail_json(msg=msg, rank=state)
     module.exit_json(changed=True, msg=msg, rank=state)
 

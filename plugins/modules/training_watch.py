@@ -1,7 +1,12 @@
 #!/usr/bin/python
 # Copyright: ascend.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Documentation of the training_watch action (it runs on the controller; there is no target side)."""
+"""Module training_watch: documentation and argument spec of the controller action of that name.
+
+The action plugin (``plugins/action/training_watch.py``) does the work and validates its options
+against the same spec (``module_utils/_options.py``), which ``main`` declares so that sanity checks
+this documentation against it. There is no target side: run as a module, it only says so.
+"""
 
 from __future__ import annotations
 
@@ -15,8 +20,13 @@ description:
     it probes, with one shell command, for the abort file a failing rank's runner writes at once.
   - When a local rank has failed, writes the job's controller-side marker C(<controller_dir>/<job_id>/failed)
     (the first writer wins, so it names the first failing rank) and fails with that rank's server, device,
-    exit code and log tail. When another server's watcher wrote the marker, stops the local ranks
-    (C(state=stop)) and fails with the same message. Between polls it wakes up as soon as the marker appears.
+    exit code and log tail. A rank killed by a signal nobody of ours sent (the OOM killer's SIGKILL, a
+    SIGSEGV) has failed too; the message names the signal.
+  - When every local rank has ended but not every one exited 0 by itself - the job was stopped by
+    C(ascend.cluster.stop), a signal to a rank's runner, anything but its own ranks finishing - writes the
+    marker too and fails, naming who stopped it (the first line of the job's C(abort) file on the server).
+  - When another server's watcher wrote the marker, stops the local ranks (C(state=stop)) and fails with the
+    same message. Between polls it wakes up as soon as the marker appears.
   - The watcher of the server holding rank 0 prints progress (ranks by state, cluster-wide, and rank 0's
     last log line) every O(progress_interval) seconds.
   - Used by the C(ascend.cluster.launch_training) role.
@@ -29,7 +39,7 @@ options:
     required: true
   controller_dir:
     description: Controller-side directory of jobs (failure marker, per-server summaries).
-    type: str
+    type: path
     required: true
   server:
     description: Name of the server in messages; default the inventory hostname.
@@ -87,7 +97,25 @@ server:
   returned: always
   type: str
 first_failure:
-  description: The first failing rank of the job (rank_id, device_id, server, rc, log, tail).
+  description:
+    - What ended the job, as written in the marker - the first failing rank (rank_id, device_id, server, rc,
+      error, log, tail); or who stopped it (server, stopped_by, ranks); or why a server could not be watched
+      (server, error).
   returned: failed
   type: dict
 """
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
+
+ARGS = options.WATCH
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec=ARGS, supports_check_mode=False)
+    module.fail_json(msg="ascend.cluster.training_watch runs on the controller (its action plugin); it has no target side")
+
+
+if __name__ == "__main__":
+    main()

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.ansible_cli import BIN_DIR, ansible_env, run_playbook
+from tests.helpers.ansible_cli import BIN_DIR, DEPRECATION_MARK, ansible_env, run_playbook
 from tests.helpers.collection import REPO_ROOT
 from tests.helpers.procs import alive, wait_for
 from tests.helpers.runs import rank_states as read_rank_states
@@ -119,6 +119,59 @@ def test_one_failing_rank_stops_every_rank_and_is_named(sim_cluster):
     # benchmark figure failfast_s (bench/bench_launch.py), not a timed assertion here.
     failfast = max(s["ended"] for s in others) - states[11]["ended"]
     assert failfast < 30.0, f"fail-fast took {failfast:.2f}s"
+
+
+def test_a_rank_killed_by_sigkill_fails_a_one_server_job_naming_the_signal(sim_cluster):
+    cluster = sim_cluster()
+    # rank 3 kills itself with SIGKILL, as the OOM killer would: nobody of ours sent it
+    env = {"FAIL_RANK": "3", "FAIL_STEP": "3", "FAIL_SIGNAL": "KILL", "STEPS": "400", "STEP_S": "0.1"}
+    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=8, spread=False, ascend_train_env=env))
+    assert res.rc != 0, res
+    assert (
+        "rank 3 (server 127.0.1.1, device 3) failed first: killed by SIGKILL (signal 9) - not sent by ascend.cluster; the OOM killer?"
+    ) in res.stdout, res
+    assert "rank 3 crashing at step 3 by SIGKILL" in res.stdout, res  # its log tail
+    states = rank_states(cluster)
+    assert sorted(states) == list(range(8))
+    assert (states[3]["rc"], states[3]["stopped_by"]) == (-9, None)
+    others = {r: s for r, s in states.items() if r != 3}
+    assert all(s["rc"] in (-15, -9) and s["stopped_by"].startswith("rank 3 failed (rc=-9)") for s in others.values()), states
+    assert not any(alive(s["pid"]) for s in states.values())
+
+
+def test_stop_of_a_watched_job_fails_the_watching_play_naming_the_stop(sim_cluster, tmp_path):
+    cluster = sim_cluster()
+    extra = launch_vars(cluster, np=16, ascend_train_env={"STEPS": "100000", "STEP_S": "0.5"})
+    output = tmp_path / "train.out"
+    with open(output, "w") as out:
+        proc = subprocess.Popen(
+            [str(BIN_DIR / "ansible-playbook"), str(TRAIN), "-i", str(SIM_INVENTORY), "-e", json.dumps(extra)],
+            cwd=REPO_ROOT,
+            env=ansible_env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        wait_for(
+            lambda: (cluster.root / "runs").exists() and sum(s.get("phase") == "running" for s in rank_states(cluster).values()) == 16,
+            240,
+            "16 ranks running",
+        )
+        stop = run_playbook(STOP, SIM_INVENTORY, extra_vars=launch_vars(cluster))
+        assert stop.rc == 0, stop
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    played = output.read_text()
+    assert DEPRECATION_MARK not in played, played  # what run_playbook's guard checks
+    assert proc.returncode != 0, played
+    assert "the job was stopped before its ranks finished: stopped by ascend.cluster.stop, run by " in played, played
+    states = rank_states(cluster)
+    assert all(s["rc"] in (-15, -9) and s["stopped_by"].startswith("stopped by ascend.cluster.stop") for s in states.values()), states
+    assert not any(alive(s["pid"]) for s in states.values())
 
 
 def test_wait_false_status_leftover_kill_stale_and_stop(sim_cluster):

@@ -1,0 +1,184 @@
+"""The job-file protocol (_job_files) and how a rank's end is classified (_job_control.classify).
+
+The classification question: did we stop the rank (a stop reason was recorded before it died), or
+did it die by a signal nobody of ours sent (the OOM killer's SIGKILL, a SIGSEGV)? The second is a
+failure, in one-server jobs too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from typing import Any
+
+import pytest
+
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import signal_death
+
+from .test_job_supervisor import ranks_args, staged, start
+
+
+@pytest.mark.parametrize("phase", files.PHASES)
+def test_phase_text_is_what_write_json_writes(tmp_path, phase):
+    path = str(tmp_path / files.STATE_FILE)
+    files.write_json(path, {"phase": phase, "rc": 0, "error": 'not "phase": "%s"' % phase, "zzz": [1, 2]})
+    text = open(path).read()
+    assert text.count(files.phase_text(phase)) == 1  # the phase itself; the same words in a string are escaped
+    assert json.loads(text)["phase"] == phase
+
+
+@pytest.mark.parametrize(
+    "args, line, parsed",
+    [
+        ((1, 3), "rank 1 failed (rc=3)", {"rank_id": 1, "rc": 3, "why": None}),
+        ((12, -9, "killed by SIGKILL (signal 9); x"), "rank 12 failed (rc=-9): killed by SIGKILL (signal 9); x", {"rank_id": 12, "rc": -9}),
+    ],
+)
+def test_failed_line_round_trip(args, line, parsed):
+    assert files.failed_line(*args) == line
+    found = files.parse_abort_line(line + "\n")
+    assert {k: found[k] for k in parsed} == parsed and found["reason"] == line
+
+
+@pytest.mark.parametrize("line", ["stop requested", "another server failed", "rank x failed (rc=3)", "rank 1 failed", ""])
+def test_other_abort_lines_are_reasons_not_failures(line):
+    assert files.parse_abort_line(line) == {"reason": line, "rank_id": None, "rc": None, "why": None}
+
+
+def test_abort_file_keeps_the_first_reason_first(tmp_path):
+    assert files.read_abort(str(tmp_path)) is None
+    files.record_abort(str(tmp_path), "stopped by\nsomeone")
+    files.record_abort(str(tmp_path), "another server failed")
+    assert files.read_abort(str(tmp_path)) == "stopped by someone"
+    assert (tmp_path / files.ABORT_FILE).read_text() == "stopped by someone\nanother server failed\n"
+
+
+def run_probe(job_dir, rank_dirs):
+    command = files.probe_command(str(job_dir), [str(d) for d in rank_dirs])
+    return files.parse_probe(subprocess.run(["sh", "-c", command], capture_output=True, text=True, check=True).stdout)
+
+
+def test_probe_reads_the_abort_reason_and_counts_ranks_in_a_final_phase(tmp_path):
+    job_dir, rank_dirs = tmp_path / "job", [tmp_path / f"device_{r}" for r in range(6)]
+    job_dir.mkdir()
+    for rank_dir, phase in zip(rank_dirs, files.PHASES):  # staging, staged, running, exited, refused, aborted
+        rank_dir.mkdir()
+        files.write_json(str(rank_dir / files.STATE_FILE), {"phase": phase, "error": '"phase": "exited"'})
+    missing = tmp_path / "device_9"
+    assert run_probe(job_dir, rank_dirs + [missing]) == {"abort": None, "final": 3}
+    files.record_abort(str(job_dir), "it's stopped: $(touch pwned) `x`")
+    assert run_probe(job_dir, rank_dirs) == {"abort": "it's stopped: $(touch pwned) `x`", "final": 3}
+    assert not os.path.exists("pwned")
+    assert run_probe(job_dir, []) == {"abort": "it's stopped: $(touch pwned) `x`", "final": 0}
+
+
+@pytest.mark.parametrize("stdout", ["", "FINAL 3\n", "ABORT x\n"])
+def test_a_probe_that_did_not_run_through_is_none(stdout):
+    assert files.parse_probe(stdout) is None
+
+
+STOP = "stopped by ascend.cluster.stop"
+GONE = 2**22 + 1  # above any pid_max: no such process
+
+CLASSIFY: list[tuple[str, dict[str, Any] | None, bool, str]] = [
+    # (id, state file, abort file exists now, rank state)
+    ("no state yet", None, False, "pending"),
+    ("staged, runner gone", {"phase": "staged", "runner_pid": GONE}, False, "failed"),
+    ("running, all gone", {"phase": "running", "pgid": GONE, "runner_pid": GONE}, False, "failed"),
+    ("exit 0", {"phase": "exited", "rc": 0, "stopped_by": None}, False, "done"),
+    ("exit 0 after a stop", {"phase": "exited", "rc": 0, "stopped_by": STOP}, True, "done"),
+    ("exit 1", {"phase": "exited", "rc": 1, "stopped_by": None}, False, "failed"),
+    ("exit 1 after a stop", {"phase": "exited", "rc": 1, "stopped_by": STOP}, True, "failed"),
+    ("our TERM", {"phase": "exited", "rc": -15, "stopped_by": STOP}, True, "stopped"),
+    ("our KILL after the grace time", {"phase": "exited", "rc": -9, "stopped_by": STOP}, True, "stopped"),
+    ("a shell reporting our TERM", {"phase": "exited", "rc": 143, "stopped_by": STOP}, True, "stopped"),
+    ("SIGKILL from elsewhere (OOM killer)", {"phase": "exited", "rc": -9, "stopped_by": None}, True, "failed"),
+    ("SIGKILL from elsewhere, one-server job", {"phase": "exited", "rc": -9, "stopped_by": None}, False, "failed"),
+    ("SIGTERM from elsewhere", {"phase": "exited", "rc": -15, "stopped_by": None}, True, "failed"),
+    ("SIGSEGV after a stop is still a crash", {"phase": "exited", "rc": -11, "stopped_by": STOP}, True, "failed"),
+    ("SIGSEGV", {"phase": "exited", "rc": -11, "stopped_by": None}, False, "failed"),
+    ("timed out", {"phase": "exited", "rc": -15, "stopped_by": None, "timed_out": True}, True, "failed"),
+    ("old runner: TERM with an abort file", {"phase": "exited", "rc": -15}, True, "stopped"),
+    ("old runner: TERM without one", {"phase": "exited", "rc": -15}, False, "failed"),
+    ("aborted at the gate", {"phase": "aborted", "stopped_by": STOP}, True, "stopped"),
+    ("refused", {"phase": "refused", "error": "device 3 is locked"}, False, "failed"),
+    ("gate timeout", {"phase": "gate_timeout"}, False, "failed"),
+]
+
+
+@pytest.mark.parametrize("state, aborted, expected", [c[1:] for c in CLASSIFY], ids=[c[0] for c in CLASSIFY])
+def test_classify(state, aborted, expected):
+    assert control.classify(state, aborted) == expected
+
+
+@pytest.mark.parametrize(
+    "rc, ours, text",
+    [
+        (0, False, None),
+        (1, False, None),
+        (None, False, None),
+        (-9, False, "killed by SIGKILL (signal 9) - not sent by ascend.cluster; the OOM killer?"),
+        (
+            -11,
+            False,
+            "killed by SIGSEGV (signal 11) - not sent by ascend.cluster; a segmentation fault in the training or a library it loads",
+        ),
+        (-15, False, "killed by SIGTERM (signal 15) - not sent by ascend.cluster"),
+        (-15, True, "killed by SIGTERM (signal 15)"),
+        (-200, False, "killed by signal 200 - not sent by ascend.cluster"),
+    ],
+)
+def test_signal_death(rc, ours, text):
+    assert signal_death(rc, ours) == text
+
+
+def gated(tmp_path, count, argv):
+    ranks = [{"rank_id": r, "device_id": r} for r in range(count)]
+    thread, result = start(ranks_args(tmp_path, ranks, argv))
+    job = staged(tmp_path, count)[0]
+    control.open_gate(str(tmp_path / "jobs"), job, time.time())
+    return job, thread, result
+
+
+def test_a_rank_killed_by_sigkill_fails_and_stops_its_siblings(tmp_path):
+    # rank 1 kills itself with SIGKILL 1 s after the gate, as the OOM killer would; nobody asked it to stop
+    job, thread, _result = gated(tmp_path, 2, ["sh", "-c", 'if [ "$RANK_ID" = 1 ]; then sleep 1; kill -KILL $$; fi; exec sleep 60'])
+    thread.join(60)
+    why = "killed by SIGKILL (signal 9) - not sent by ascend.cluster; the OOM killer?"
+    assert (tmp_path / "jobs" / "j" / "abort").read_text() == f"rank 1 failed (rc=-9): {why}\n"
+    states = control.rank_states(str(tmp_path / "jobs"), job)
+    assert [(r["state"], r["rc"]) for r in states] == [("stopped", -15), ("failed", -9)]
+    assert states[1]["error"] == why
+    assert control.first_failure(states)["rank_id"] == 1  # type: ignore[index]
+
+
+def test_ranks_stopped_by_stop_are_stopped_and_say_by_whom(tmp_path):
+    job, thread, _result = gated(tmp_path, 2, ["sleep", "60"])
+    control.wait_staged(str(tmp_path / "jobs"), job, 10)
+    deadline = time.time() + 30
+    while not all(r["state"] == "running" for r in control.rank_states(str(tmp_path / "jobs"), job)):
+        assert time.time() < deadline
+        time.sleep(0.05)
+    control.stop_job(str(tmp_path / "jobs"), job, 2.0, STOP)
+    thread.join(60)
+    states = control.rank_states(str(tmp_path / "jobs"), job)
+    assert [(r["state"], r["rc"]) for r in states] == [("stopped", -15), ("stopped", -15)]
+    for rank in range(2):
+        assert json.loads((tmp_path / "run" / f"device_{rank}" / files.STATE_FILE).read_text())["stopped_by"] == STOP
+
+
+def test_a_runner_sent_term_stops_the_job_and_says_so(tmp_path):
+    job, thread, _result = gated(tmp_path, 2, ["sleep", "60"])
+    deadline = time.time() + 30
+    while not all(r["state"] == "running" for r in control.rank_states(str(tmp_path / "jobs"), job)):
+        assert time.time() < deadline
+        time.sleep(0.05)
+    os.kill(control.rank_states(str(tmp_path / "jobs"), job)[0]["runner_pid"], signal.SIGTERM)
+    thread.join(60)
+    assert files.read_abort(str(tmp_path / "jobs" / "j")) == "the runner of rank 0 was sent SIGTERM"
+    assert [r["state"] for r in control.rank_states(str(tmp_path / "jobs"), job)] == ["stopped", "stopped"]

@@ -1,0 +1,166 @@
+"""The training watch's decisions (plugin_utils/_watch.step): what was seen in, what to do out."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.ascend.cluster.plugins.plugin_utils import _watch as watch
+
+LOG = "/run/j/device_{}/train.log"
+
+
+def ranks(*states: str, first: int = 0) -> list:
+    return [{"rank_id": first + i, "device_id": i, "state": s, "log": LOG.format(first + i)} for i, s in enumerate(states)]
+
+
+def poll(*states: str, failed_rank: dict | None = None, abort: str | None = None) -> dict:
+    return {"ranks": ranks(*states), "failed_rank": failed_rank, "abort": abort}
+
+
+FAILED_RANK = {"rank_id": 1, "device_id": 1, "rc": -9, "error": "killed by SIGKILL", "log": LOG.format(1), "tail": ["x"]}
+MARKER = {"server": "h2", "rank_id": 9, "device_id": 1, "rc": 1, "log": "-", "tail": []}
+STOP = "stopped by ascend.cluster.stop, run by root at 2026-11-23 12:03:04 UTC"
+
+CASES = [
+    # (id, seen, expected decision)
+    ("poll: every rank done", dict(polled=poll("done", "done")), watch.Decision(watch.SUCCEED)),
+    ("poll: running", dict(polled=poll("running", "done")), watch.Decision(watch.WAIT)),
+    ("poll: not started yet, look again soon", dict(polled=poll("staged", "pending")), watch.Decision(watch.WAIT, soon=True)),
+    (
+        "poll: a local rank failed",
+        dict(polled=poll("stopped", "failed", failed_rank=FAILED_RANK)),
+        watch.Decision(watch.FAIL, dict(FAILED_RANK, server="h1")),
+    ),
+    (
+        "poll: the server cannot be polled",
+        dict(polled={"failed": True, "msg": "boom"}),
+        watch.Decision(watch.FAIL, {"server": "h1", "rank_id": -1, "error": "cannot poll the server: boom"}),
+    ),
+    (
+        "poll: stopped from outside names the abort reason",
+        dict(polled=poll("stopped", "stopped", abort=STOP)),
+        watch.Decision(watch.FAIL, {"server": "h1", "rank_id": -1, "stopped_by": STOP, "ranks": [0, 1]}),
+    ),
+    (
+        "poll: some finished, the rest stopped",
+        dict(polled=poll("done", "stopped", abort=STOP)),
+        watch.Decision(watch.FAIL, {"server": "h1", "rank_id": -1, "stopped_by": STOP, "ranks": [1]}),
+    ),
+    (
+        "poll: stopped with no abort file",
+        dict(polled=poll("stopped", "stopped")),
+        watch.Decision(watch.FAIL, {"server": "h1", "rank_id": -1, "stopped_by": "nobody recorded why (no abort file)", "ranks": [0, 1]}),
+    ),
+    ("marker of another server: follow it", dict(marker=MARKER), watch.Decision(watch.FOLLOW, MARKER)),
+    ("marker, and local ranks still running", dict(polled=poll("running"), marker=MARKER), watch.Decision(watch.FOLLOW, MARKER)),
+    ("marker, but the local ranks were stopped", dict(polled=poll("stopped"), marker=MARKER), watch.Decision(watch.FOLLOW, MARKER)),
+    ("marker, but every local rank finished first", dict(polled=poll("done"), marker=MARKER), watch.Decision(watch.SUCCEED)),
+    (
+        "marker, and a local rank failed: its own failure is claimed",
+        dict(polled=poll("failed", failed_rank=FAILED_RANK), marker=MARKER),
+        watch.Decision(watch.FAIL, dict(FAILED_RANK, server="h1")),
+    ),
+    ("probe: nothing", dict(probe={"abort": None, "final": 0}), watch.Decision(watch.WAIT)),
+    ("probe: some ranks ended", dict(probe={"abort": None, "final": 1}), watch.Decision(watch.WAIT)),
+    ("probe: every rank ended", dict(probe={"abort": None, "final": 2}), watch.Decision(watch.POLL_NOW)),
+    ("probe: did not run through", dict(probe=None), watch.Decision(watch.WAIT)),
+    ("probe: abort file being written", dict(probe={"abort": "", "final": 0}), watch.Decision(watch.WAIT)),
+    (
+        "probe: a runner's failure line",
+        dict(probe={"abort": "rank 1 failed (rc=3)", "final": 1}),
+        watch.Decision(
+            watch.CLAIM_EARLY,
+            {"server": "h1", "rank_id": 1, "device_id": 1, "rc": 3, "error": None, "log": LOG.format(1), "tail": [], "early": True},
+        ),
+    ),
+    (
+        "probe: a rank killed by a signal",
+        dict(probe={"abort": "rank 0 failed (rc=-9): killed by SIGKILL (signal 9) - not sent by ascend.cluster", "final": 2}),
+        watch.Decision(
+            watch.CLAIM_EARLY,
+            {
+                "server": "h1",
+                "rank_id": 0,
+                "device_id": 0,
+                "rc": -9,
+                "error": "killed by SIGKILL (signal 9) - not sent by ascend.cluster",
+                "log": LOG.format(0),
+                "tail": [],
+                "early": True,
+            },
+        ),
+    ),
+    (
+        "probe: a failure line of a rank not on this server",
+        dict(probe={"abort": "rank 7 failed (rc=1)", "final": 0}),
+        watch.Decision(
+            watch.CLAIM_EARLY,
+            {"server": "h1", "rank_id": 7, "device_id": -1, "rc": 1, "error": None, "log": "-", "tail": [], "early": True},
+        ),
+    ),
+    ("probe: stopped from outside, ranks still ending", dict(probe={"abort": STOP, "final": 1}), watch.Decision(watch.WAIT)),
+    ("probe: stopped from outside, every rank ended", dict(probe={"abort": STOP, "final": 2}), watch.Decision(watch.POLL_NOW)),
+]
+
+
+@pytest.mark.parametrize("seen, expected", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_step(seen, expected):
+    assert watch.step(watch.Seen("h1", ranks("running", "running"), **seen)) == expected
+
+
+def test_probe_before_the_first_poll_knows_no_ranks_and_waits():
+    assert watch.step(watch.Seen("h1", [], probe={"abort": None, "final": 0})) == watch.Decision(watch.WAIT)
+
+
+@pytest.mark.parametrize(
+    "ids, text",
+    [([], ""), ([3], "3"), ([0, 1, 2, 5, 8, 9], "0-2, 5, 8-9"), ([9, 8, 8, 10], "8-10"), (list(range(8, 16)), "8-15")],
+)
+def test_rank_ranges(ids, text):
+    assert watch.rank_ranges(ids) == text
+
+
+@pytest.mark.parametrize(
+    "failure, message",
+    [
+        (
+            {"server": "h1", "rank_id": 3, "device_id": 3, "rc": 1, "log": "/l", "tail": ["a", "b"]},
+            "rank 3 (server h1, device 3) failed first: exit code 1; every rank was stopped. Its log /l ends with:\n    a\n    b",
+        ),
+        (
+            {"server": "h1", "rank_id": 3, "device_id": 3, "rc": 1, "error": "cannot start", "log": "/l", "tail": []},
+            "rank 3 (server h1, device 3) failed first: exit code 1 - cannot start; every rank was stopped. Its log /l ends with:\n",
+        ),
+        (
+            {"server": "h1", "rank_id": 3, "device_id": 3, "rc": -9, "log": "/l", "tail": ["oom"]},
+            "rank 3 (server h1, device 3) failed first: killed by SIGKILL (signal 9) - not sent by ascend.cluster; the OOM killer?; "
+            "every rank was stopped. Its log /l ends with:\n    oom",
+        ),
+        (
+            {"server": "h1", "rank_id": 3, "device_id": 3, "rc": -15, "error": "stopped after running longer than the launch timeout"},
+            "rank 3 (server h1, device 3) failed first: stopped after running longer than the launch timeout; every rank was stopped. "
+            "Its log - ends with:\n",
+        ),
+        (
+            {"server": "h2", "rank_id": -1, "stopped_by": STOP, "ranks": [8, 9, 10, 11]},
+            f"the job was stopped before its ranks finished: {STOP} (ranks 8-11 on server h2 stopped; every rank was stopped)",
+        ),
+        ({"server": "h2", "rank_id": -1, "error": "cannot poll the server: boom"}, "cannot poll the server: boom"),
+        ({}, "the job failed"),
+    ],
+)
+def test_failure_message(failure, message):
+    failure.setdefault("log", "-")
+    assert watch.failure_message(failure) == message
+
+
+@pytest.mark.parametrize(
+    "claimed, server, replace",
+    [
+        ({"server": "h1", "rank_id": 1, "early": True}, "h1", True),
+        ({"server": "h2", "rank_id": 1, "early": True}, "h1", False),  # another server's early claim stays
+        ({"server": "h1", "rank_id": 1, "tail": ["x"]}, "h1", False),  # already complete
+    ],
+)
+def test_an_early_claim_is_replaced_only_by_its_own_server(claimed, server, replace):
+    assert watch.supersedes(claimed, server) is replace
