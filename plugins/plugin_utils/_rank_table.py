@@ -164,7 +164,7 @@ def build_rank_table(
 
 def missing_device_ips(servers: Any, version: Any = None, chip: str | None = None) -> dict:
     """The devices without an IP among ``servers`` (``build_rank_table``'s input), and whether the
-    table they would make needs them: ``{required, count, servers: [{server_id, host, device_ids, label}]}``.
+    table they would make needs them: ``{required, device_count, servers: [{server_id, host, device_ids, label}]}``.
 
     ``host`` is the entry's ``host`` (the inventory name ``servers_from_facts`` adds) or None.
     """
@@ -188,7 +188,7 @@ def missing_device_ips(servers: Any, version: Any = None, chip: str | None = Non
         )
     return {
         "required": bool(device_ips_needed_for(rank_servers, version)),
-        "count": sum(len(entry["device_ids"]) for entry in found),
+        "device_count": sum(len(entry["device_ids"]) for entry in found),
         "servers": found,
     }
 

@@ -17,7 +17,7 @@ def test_filter_is_registered_under_its_name():
 
 
 def test_every_ip_present_needs_nothing():
-    assert missing_device_ips(a2_cluster(2, 8)) == {"required": True, "count": 0, "servers": []}
+    assert missing_device_ips(a2_cluster(2, 8)) == {"required": True, "device_count": 0, "servers": []}
 
 
 def test_two_servers_name_every_device_with_host_and_server_id():
@@ -28,7 +28,7 @@ def test_two_servers_name_every_device_with_host_and_server_id():
     servers[2]["devices"][7]["device_ip"] = None  # hccn_facts may give None for "no address"
     assert missing_device_ips(servers, chip="910B") == {
         "required": True,
-        "count": 6,
+        "device_count": 6,
         "servers": [
             {"server_id": "10.0.0.1", "host": "npu-a", "device_ids": [0, 1, 2, 3, 6], "label": "npu-a (10.0.0.1) devices 0-3, 6"},
             {"server_id": "10.0.2.1", "host": None, "device_ids": [7], "label": "server 10.0.2.1 device 7"},
@@ -40,7 +40,7 @@ def test_one_server_does_not_need_them():
     found = missing_device_ips([server("10.0.0.1", {0: "", 1: "192.168.0.2"}, host="npu-a")])
     assert found == {
         "required": False,
-        "count": 1,
+        "device_count": 1,
         "servers": [{"server_id": "10.0.0.1", "host": "npu-a", "device_ids": [0], "label": "npu-a (10.0.0.1) device 0"}],
     }
 
