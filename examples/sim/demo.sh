@@ -27,5 +27,5 @@ ansible-playbook ascend.cluster.prepare -i examples/sim/inventory.yml -e @exampl
 # running a real data-parallel PyTorch (gloo) training, watch it, report per rank.
 echo "== ansible-playbook ascend.cluster.train -i examples/sim/inventory.yml -e np=$np -e @examples/train/sim.yml -e @examples/train/gloo.yml"
 ansible-playbook ascend.cluster.train -i examples/sim/inventory.yml -e "np=$np" \
-    -e @examples/train/sim.yml -e @examples/train/gloo.yml "$@"
+    -e @examples/train/sim.yml -e @examples/train/gloo.yml -e "torch_python=$repo/build/torch-venv/bin/python" "$@"
 echo "== rank table: $root/rank_table.json; rank logs: $root/runs/<job>/device_<rank>/"

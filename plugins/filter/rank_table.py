@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ansible.utils.display import Display
+
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
 from ansible_collections.ascend.cluster.plugins.plugin_utils._rank_table import build_rank_table
 
@@ -38,6 +40,7 @@ def rank_table(
         group_name=group_name,
         para_plane_nic_location=para_plane_nic_location,
         para_plane_nic_name=para_plane_nic_name,
+        warn=lambda text: Display().warning(f"rank_table: {text}"),
     )
 
 

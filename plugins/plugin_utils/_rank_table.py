@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Callable
 
 from ansible_collections.ascend.cluster.plugins.module_utils._chip import ChipProfile
 from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import device_id_of, resolve_chip
@@ -28,6 +28,9 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._rank_table_model i
     RankDevice,
     RankServer,
     check_cluster,
+    describe_devices_without_ip,
+    device_ips_needed_for,
+    device_ranges,
 )
 
 ORDERS = ("server_id", "given")
@@ -125,12 +128,15 @@ def build_rank_table(
     status: str = "completed",
     chip: str | None = None,
     allow_partial_servers: bool = False,
+    warn: Callable[[str], None] | None = None,
     **template2: Any,
 ) -> dict:
     """The rank table for exactly the devices given, as a dict of strings (see module docstring).
 
     ``template2`` takes ``board_id``, ``chip_info``, ``deploy_mode``, ``group_name``,
     ``para_plane_nic_location`` and ``para_plane_nic_name`` (used by version ``template2`` only).
+    ``warn`` is told about devices without an IP in a table that HCCL accepts without them (one
+    server; for version 1.2 one super pod).
     """
     unknown = set(template2) - {
         "board_id",
@@ -147,8 +153,44 @@ def build_rank_table(
     profile = resolve_chip(chip)
     version = resolve_version(version, profile)
     rank_servers = read_servers(servers, profile, order, by_super_pod=version == VERSION_1_2)
-    check_cluster(rank_servers, version, profile, allow_partial_servers)
+    missing = check_cluster(rank_servers, version, profile, allow_partial_servers)
+    if missing and warn is not None:
+        warn(
+            f"{describe_devices_without_ip(missing)}: HCCL accepts that only while the job stays inside one server "
+            f"(version 1.2: one super pod); give them IPs (ansible-playbook ascend.cluster.prepare) before it spans more"
+        )
     return render(rank_servers, version, status, template2)
+
+
+def missing_device_ips(servers: Any, version: Any = None, chip: str | None = None) -> dict:
+    """The devices without an IP among ``servers`` (``build_rank_table``'s input), and whether the
+    table they would make needs them: ``{required, device_count, servers: [{server_id, host, device_ids, label}]}``.
+
+    ``host`` is the entry's ``host`` (the inventory name ``servers_from_facts`` adds) or None.
+    """
+    profile = resolve_chip(chip)
+    version = resolve_version(version, profile)
+    rank_servers = read_servers(servers, profile, order="given")  # the input's order: entries and servers pair up
+    found = []
+    for server, entry in zip(rank_servers, servers):
+        ids = [device.device_id for device in server.devices if not device.device_ip]
+        if not ids:
+            continue
+        host = entry.get("host")
+        where = f"{host} ({server.server_id})" if host else f"server {server.server_id}"
+        found.append(
+            {
+                "server_id": server.server_id,
+                "host": host,
+                "device_ids": ids,
+                "label": f"{where} device{'s' if len(ids) > 1 else ''} {device_ranges(ids)}",
+            }
+        )
+    return {
+        "required": bool(device_ips_needed_for(rank_servers, version)),
+        "device_count": sum(len(entry["device_ids"]) for entry in found),
+        "servers": found,
+    }
 
 
 def validate_rank_table(

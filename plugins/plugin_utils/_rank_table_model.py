@@ -77,23 +77,61 @@ def check_cluster(
     version: str,
     profile: ChipProfile | None,
     allow_partial_servers: bool = False,
-) -> None:
+) -> list[tuple[RankServer, list[int]]]:
     """Raise ClusterSpecError naming the server/device for the first rule HCCL would reject.
 
     Device ids are range-checked when they are read (see ``_chip_rules.device_id_of``).
+    Every device without an IP is named in one message when the table needs IPs; when it does
+    not, they are returned (``devices_without_ip``'s shape) for the caller to warn about.
     """
     if not servers:
         raise ClusterSpecError("no servers given: a rank table needs at least one server with devices")
     layout = _check_servers(servers)
     if version == VERSION_1_2:
-        pods = _check_super_pod(servers)
-        # Inside one SuperPoD devices talk over HCCS; device IPs are needed between SuperPoDs.
-        ip_needed_for = "a table spanning several super pods" if pods > 1 else ""
-    else:
-        ip_needed_for = "a multi-server table" if len(servers) > 1 else ""
-    _check_device_ips(servers, ip_needed_for)
+        _check_super_pod(servers)
+    missing = _check_device_ips(servers, device_ips_needed_for(servers, version))
     _check_ranks([device.rank_id for server in servers for device in server.devices])
     check_hccs_layout(profile, layout, allow_partial_servers)
+    return missing
+
+
+def device_ips_needed_for(servers: Sequence[RankServer], version: str) -> str:
+    """Why HCCL needs every device's IP in this table ("" when it does not).
+
+    HCCL needs them when more than one server takes part; for version 1.2 only between SuperPoDs
+    (inside one, devices talk over HCCS).
+    """
+    if version == VERSION_1_2:
+        return "a table spanning several super pods" if len({s.super_pod_id for s in servers}) > 1 else ""
+    return "a multi-server table" if len(servers) > 1 else ""
+
+
+def device_ranges(ids: Sequence[int]) -> str:
+    """Sorted device ids with runs shortened: ``[0, 1, 2, 3, 5, 7, 8]`` -> ``"0-3, 5, 7-8"``."""
+    runs: list[list[int]] = []
+    for device_id in sorted(ids):
+        if runs and device_id == runs[-1][1] + 1:
+            runs[-1][1] = device_id
+        else:
+            runs.append([device_id, device_id])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def devices_without_ip(servers: Sequence[RankServer]) -> list[tuple[RankServer, list[int]]]:
+    """Each server that has devices without a device_ip, with their ids, in the servers' order."""
+    missing = []
+    for server in servers:
+        ids = [device.device_id for device in server.devices if not device.device_ip]
+        if ids:
+            missing.append((server, ids))
+    return missing
+
+
+def describe_devices_without_ip(missing: Sequence[tuple[RankServer, list[int]]]) -> str:
+    """``"server 10.0.0.1 devices 0-7, server 10.0.0.2 device 3 have no device_ip"``."""
+    parts = [f"server {server.server_id} device{'s' if len(ids) > 1 else ''} {device_ranges(ids)}" for server, ids in missing]
+    one = len(missing) == 1 and len(missing[0][1]) == 1
+    return f"{', '.join(parts)} {'has' if one else 'have'} no device_ip"
 
 
 def _check_servers(servers: Sequence[RankServer]) -> list[tuple[str, list[int]]]:
@@ -120,18 +158,17 @@ def _check_servers(servers: Sequence[RankServer]) -> list[tuple[str, list[int]]]
     return layout
 
 
-def _check_device_ips(servers: Sequence[RankServer], needed_for: str) -> None:
-    """Every device_ip valid and unique in the cluster; present when ``needed_for`` says why."""
+def _check_device_ips(servers: Sequence[RankServer], needed_for: str) -> list[tuple[RankServer, list[int]]]:
+    """Every device_ip valid and unique in the cluster; present when ``needed_for`` says why.
+
+    Returns the devices without an IP (only possible when none is needed)."""
     ip_owner: dict[str, tuple[RankServer, RankDevice]] = {}
+    unset = False
     for server in servers:
         for device in server.devices:
             ip = device.device_ip
             if not ip:
-                if needed_for:
-                    raise ClusterSpecError(
-                        f"{device_label(server, device)} has no device_ip, which {needed_for} needs; "
-                        f"set it (hccn_tool -i {device.device_id} -ip -s address ... netmask ...) and gather facts again"
-                    )
+                unset = True
                 continue
             if not is_ip_address(ip) or ip in _UNSET_ADDRESSES:
                 raise ClusterSpecError(f"{device_label(server, device)}: device_ip {ip!r} is not a valid device IP address")
@@ -142,6 +179,16 @@ def _check_device_ips(servers: Sequence[RankServer], needed_for: str) -> None:
                     f"every device needs its own IP"
                 )
             ip_owner[ip] = (server, device)
+    if not unset:  # the common case: no second pass
+        return []
+    missing = devices_without_ip(servers)
+    if needed_for:
+        raise ClusterSpecError(
+            f"{describe_devices_without_ip(missing)}, which {needed_for} needs; give them IPs "
+            f"(ansible-playbook ascend.cluster.prepare, or hccn_tool -i <device> -ip -s address ... netmask ...) "
+            f"and gather facts again"
+        )
+    return missing
 
 
 def _check_ranks(ranks: list[int]) -> None:
@@ -156,10 +203,9 @@ def _check_ranks(ranks: list[int]) -> None:
         seen[rank] = 1
 
 
-def _check_super_pod(servers: Sequence[RankServer]) -> int:
+def _check_super_pod(servers: Sequence[RankServer]) -> None:
     """Version 1.2 (A3 SuperPoD): super_pod_id per server, servers of a pod listed together,
-    a non-empty super_device_id unique in its pod, host_ip (optional) an IPv4 address.
-    Returns the number of super pods."""
+    a non-empty super_device_id unique in its pod, host_ip (optional) an IPv4 address."""
     super_ids: dict[tuple[str, str], str] = {}
     pods_seen: list[str] = []
     for server in servers:
@@ -186,4 +232,3 @@ def _check_super_pod(servers: Sequence[RankServer]) -> int:
                     f"{super_ids[key]} in super pod {server.super_pod_id}"
                 )
             super_ids[key] = device_label(server, device)
-    return len(pods_seen)

@@ -446,7 +446,8 @@ def do_cluster(args):
     with open(path + ".tmp", "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(path + ".tmp", path)
-    sys.stdout.write(text)
+    if not args.quiet:  # the description stays in <root>/cluster.json
+        sys.stdout.write(text)
     return 0
 
 

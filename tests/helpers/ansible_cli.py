@@ -130,8 +130,9 @@ def run_playbook(
     env: Mapping[str, str] | None = None,
     timeout: float = 900,
     args: Sequence[str] = (),
+    cwd: str | Path = REPO_ROOT,
 ) -> PlaybookResult:
-    """Run ``ansible-playbook`` and return its result (never raises on a failed play)."""
+    """Run ``ansible-playbook`` (in ``cwd``, the checkout by default) and return its result (never raises on a failed play)."""
     cmd = [str(BIN_DIR / "ansible-playbook"), str(playbook)]
     if inventory is not None:
         cmd += ["-i", str(inventory)]
@@ -147,7 +148,7 @@ def run_playbook(
     if verbose:
         cmd.append("-" + "v" * verbose)
     cmd += list(args)
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=ansible_env(env), capture_output=True, text=True, timeout=timeout, check=False)
+    proc = subprocess.run(cmd, cwd=cwd, env=ansible_env(env), capture_output=True, text=True, timeout=timeout, check=False)
     fail_on_deprecation(proc.stdout + proc.stderr, f"ansible-playbook {playbook}")
     return PlaybookResult(proc.returncode, proc.stdout, proc.stderr, parse_recap(proc.stdout))
 

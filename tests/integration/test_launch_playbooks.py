@@ -84,7 +84,7 @@ def test_np16_runs_every_rank_together_and_reports(sim_cluster):
     [
         ({}, [4, 4]),  # train.yml spreads np over the play's servers by default
         ({"npu_env": "127.0.1.1:4,127.0.1.2:4"}, [4, 4]),  # the seed launcher's --env syntax
-        ({"spread": False}, [8]),  # packed: whole servers first, like the rank_table playbook
+        ({"spread": False}, [8]),  # packed: whole servers first
     ],
     ids=["spread by default", "npu_env", "spread=false packs"],
 )

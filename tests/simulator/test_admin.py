@@ -108,6 +108,11 @@ def test_cluster_description(tmp_path):
         assert state["fabric"] == desc["fabric"] and state["host_id"] == server["name"]
 
 
+def test_cluster_quiet_prints_nothing_and_still_describes_the_cluster(tmp_path):
+    assert sim("-q", "cluster", "--root", tmp_path / "cl", "--servers", "1", "--chip", "910B", "--devices", "2") == ""
+    assert [s["name"] for s in json.loads((tmp_path / "cl" / "cluster.json").read_text())["servers"]] == ["server0"]
+
+
 def hccn(server, *args):
     proc = run([os.path.join(server["bin_dir"], "hccn_tool"), *args])
     assert proc.returncode == 0, proc.stderr

@@ -7,6 +7,7 @@ import json
 
 import pytest
 from ansible.errors import AnsibleFilterError
+from ansible.utils.display import Display
 
 from ansible_collections.ascend.cluster.plugins.filter.device_range import device_range
 from ansible_collections.ascend.cluster.plugins.filter.rank_table import FilterModule, rank_table
@@ -95,9 +96,34 @@ def test_device_ids_as_strings_are_accepted_and_sorted_numerically():
     assert [d["device_id"] for d in table["server_list"][0]["device"]] == ["2", "9", "10"]
 
 
-def test_single_server_without_ips_leaves_the_key_out():
+def test_single_server_without_ips_leaves_the_key_out_and_warns(monkeypatch):
+    warnings: list[str] = []
+    monkeypatch.setattr(Display, "warning", lambda self, msg, *a, **k: warnings.append(msg))
     table = rank_table([{"server_id": "10.0.0.1", "devices": [{"device_id": 0, "device_ip": ""}, {"device_id": 1}]}])
     assert table["server_list"][0]["device"] == [{"device_id": "0", "rank_id": "0"}, {"device_id": "1", "rank_id": "1"}]
+    assert warnings == [
+        "rank_table: server 10.0.0.1 devices 0-1 have no device_ip: HCCL accepts that only while the job stays inside one "
+        "server (version 1.2: one super pod); give them IPs (ansible-playbook ascend.cluster.prepare) before it spans more"
+    ]
+
+
+def test_a_table_with_every_ip_does_not_warn(monkeypatch):
+    warnings: list[str] = []
+    monkeypatch.setattr(Display, "warning", lambda self, msg, *a, **k: warnings.append(msg))
+    rank_table([seed002_server()])
+    assert warnings == []
+
+
+def test_every_device_without_ip_is_named_in_one_refusal():
+    servers = _with(
+        lambda s: [s[0]["devices"][d].update(device_ip="") for d in (0, 1, 2, 5)] + [d.update(device_ip="") for d in s[1]["devices"]]
+    )
+    with pytest.raises(AnsibleFilterError) as info:
+        rank_table(servers)
+    assert str(info.value).startswith(
+        "rank_table: server 10.0.0.1 devices 0-2, 5, server 10.0.0.2 devices 0-7 have no device_ip, which a multi-server table needs; "
+        "give them IPs (ansible-playbook ascend.cluster.prepare"
+    )
 
 
 def test_status_initializing():

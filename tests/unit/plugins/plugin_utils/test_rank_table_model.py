@@ -12,6 +12,7 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._rank_table_model i
     RankDevice,
     RankServer,
     check_cluster,
+    device_ranges,
     is_ip_address,
 )
 
@@ -126,3 +127,11 @@ def test_check_cluster_super_pods_must_be_contiguous():
         server.devices[0].super_device_id = server.server_id
     with pytest.raises(ClusterSpecError, match="the servers of super pod a must be listed together"):
         check_cluster(servers, "1.2", get_chip("A3"))
+
+
+@pytest.mark.parametrize(
+    "ids, text",
+    [([3], "3"), ([0, 1, 2, 3, 4, 5, 6, 7], "0-7"), ([7, 5, 0, 1, 2], "0-2, 5, 7"), ([0, 2, 3, 15], "0, 2-3, 15"), ([], "")],
+)
+def test_device_ranges_shorten_runs(ids, text):
+    assert device_ranges(ids) == text
