@@ -32,7 +32,8 @@ def host_state(bed: Bed, host: str) -> dict[str, str]:
         "echo; cat /etc/hccn.conf 2>&1; echo; ufw show added; cat /proc/sys/net/ipv4/ip_local_reserved_ports; "
         "cat /etc/ascend/rank_table.json 2>&1"
     )
-    return {"state": bed.exec(host, "sh", "-c", script).stdout}
+    # The snapshot is the output, errors included ("No such file" before prepare ran): not its exit status.
+    return {"state": bed.exec(host, "sh", "-c", script, check=False).stdout}
 
 
 def problem_lines(stdout: str) -> list[str]:
