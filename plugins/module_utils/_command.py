@@ -1,6 +1,7 @@
 # Copyright: ascend.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Run one device tool (``hccn_tool``, ``npu-smi``) with a real timeout: ``run(argv, timeout)``.
+"""Run one external command (``hccn_tool``, ``npu-smi``, the firewall tools) with a real timeout:
+``run(argv, timeout, env)``.
 
 Why not ``AnsibleModule.run_command``: it has no timeout (a hung driver call would hang the
 module; we used to wrap every call in coreutils ``timeout``, one more process per call), its
@@ -41,9 +42,12 @@ def _text(data: bytes | None) -> str:
     return (data or b"").decode("utf-8", errors="replace")
 
 
-def run(argv: list, timeout: float | None = None) -> tuple[int, str, str]:
+def run(argv: list, timeout: float | None = None, env: dict | None = None) -> tuple[int, str, str]:
     """``(rc, stdout, stderr)`` of ``argv``; rc ``TIMEOUT_RC`` when it had to be stopped (with
     what it had printed until then: callers say what the timeout means).
+
+    ``env`` adds to (or overrides in) this process's environment for the child, e.g.
+    ``{"LC_ALL": "C"}`` for output that is parsed.
 
     Raises OSError when the binary cannot be started (missing, not executable).
     """
@@ -57,6 +61,7 @@ def run(argv: list, timeout: float | None = None) -> tuple[int, str, str]:
         stderr=subprocess.PIPE,
         close_fds=True,
         start_new_session=True,
+        env=dict(os.environ, **env) if env else None,
     )
     try:
         out, err = proc.communicate(timeout=timeout or None)

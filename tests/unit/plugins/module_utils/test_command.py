@@ -20,6 +20,14 @@ def test_arguments_are_never_split_or_expanded_by_a_shell():
     assert (rc, out) == (0, "a b|$HOME|*|")
 
 
+def test_env_adds_to_the_environment_for_the_child_only(monkeypatch):
+    monkeypatch.setenv("ASCEND_TEST_KEPT", "kept")
+    monkeypatch.setenv("LC_ALL", "zh_CN.UTF-8")
+    rc, out, _err = _command.run(["sh", "-c", 'printf "%s %s" "$ASCEND_TEST_KEPT" "$LC_ALL"'], env={"LC_ALL": "C"})
+    assert (rc, out) == (0, "kept C")
+    assert os.environ["LC_ALL"] == "zh_CN.UTF-8"
+
+
 def test_a_shell_string_is_refused():
     with pytest.raises(TypeError, match="argument list"):
         _command.run("hccn_tool -i 0 -ip -g")  # type: ignore[arg-type]  # the wrong type is the point
