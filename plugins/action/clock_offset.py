@@ -17,7 +17,7 @@ from typing import Any
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.ascend.cluster.plugins.plugin_utils._clock import Sample, best_offset, gate_correction, judge
+from ansible_collections.ascend.cluster.plugins.plugin_utils._clock import Sample, best_offset, judge
 
 DATE = "date +%s.%N"
 # Where date has no %N (it prints "1700000000.N"): the server's Python, which Ansible needs anyway.
@@ -82,7 +82,6 @@ class ActionModule(ActionBase):
             offset=round(measured.offset, 4),
             uncertainty=round(measured.uncertainty, 4),
             rtt=round(measured.rtt, 4),
-            correction=round(gate_correction(measured), 4),
             samples=measured.samples,
             status=verdict.status,
             msg=verdict.msg,

@@ -82,14 +82,6 @@ uncertainty:
   returned: success
   type: float
   sample: 0.0041
-correction:
-  description:
-    - What to add to a time picked on the controller to get the same moment on the server's clock - RV(offset)
-      when it is larger than RV(uncertainty), else V(0) (an offset within its own bound may as well be none, and
-      clocks kept by NTP agree better than a reading over SSH).
-  returned: success
-  type: float
-  sample: -30.0021
 rtt:
   description: Round trip of the reading kept, in seconds.
   returned: success

@@ -54,16 +54,6 @@ def best_offset(samples: Sequence[Sample]) -> Offset:
     return Offset(best.server_time - (best.t_send + best.t_recv) / 2.0, rtt / 2.0, rtt, len(usable))
 
 
-def gate_correction(measured: Offset) -> float:
-    """What to add to the common start time for this server's gate: the offset, when it is known to be one.
-
-    An offset within its own uncertainty may as well be zero (clocks kept by NTP/PTP agree to
-    milliseconds, better than a reading over SSH); shifting the gate by it would only add the
-    reading's error. Beyond it, the offset is corrected and what remains is at most the uncertainty.
-    """
-    return measured.offset if abs(measured.offset) > measured.uncertainty else 0.0
-
-
 def describe(offset: float) -> str:
     """``30.012 s behind`` / ``2.500 s ahead of``, as in "the clock of h2 is ... the controller"."""
     return f"{abs(offset):.3f} s {'behind' if offset < 0 else 'ahead of'}"

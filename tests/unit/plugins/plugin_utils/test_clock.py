@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.plugin_utils._clock import Offset, Sample, best_offset, describe, gate_correction, judge
+from ansible_collections.ascend.cluster.plugins.plugin_utils._clock import Offset, Sample, best_offset, describe, judge
 
 T = 1_800_000_000.0  # any epoch time
 
@@ -83,17 +83,3 @@ def test_judge_warns_then_refuses_unless_allowed(offset, allow, status, words):
     assert (verdict.msg == "") == (status == "ok")
     for word in words:
         assert word in verdict.msg, (word, verdict.msg)
-
-
-@pytest.mark.parametrize(
-    "offset, uncertainty, correction",
-    [
-        (-30.002, 0.004, -30.002),  # a real offset: corrected
-        (0.003, 0.004, 0.0),  # within its own bound: may be none at all, the gate is left alone
-        (-0.004, 0.004, 0.0),  # at the bound
-        (0.05, 0.01, 0.05),
-        (0.0, 0.0, 0.0),
-    ],
-)
-def test_gate_correction_only_for_an_offset_beyond_its_uncertainty(offset, uncertainty, correction):
-    assert gate_correction(Offset(offset, uncertainty, 2 * uncertainty, 5)) == correction
