@@ -14,8 +14,9 @@ description:
     (C(date +%s.%N), or the server's Python where C(date) has no C(%N)) over the connection the play already
     holds, and times each reading on the controller.
   - Keeps the reading with the smallest round trip and computes, as NTP does,
-    C(offset = server_time - t_mid), where C(t_mid) is the controller's time halfway between sending and receiving; the true offset lies within RV(uncertainty) (half that
-    round trip) of it. A positive offset is a clock ahead of the controller's.
+    C(offset = server_time - t_mid), where C(t_mid) is the controller's time halfway between sending and
+    receiving; the true offset lies within RV(uncertainty) (half that round trip) of it. A positive offset
+    is a clock ahead of the controller's.
   - Warns (naming the server and the fix, chrony or NTP) when the offset is above O(warn_above) seconds;
     above O(refuse_above) it returns RV(status=refuse) unless O(allow). The task itself never fails for the
     offset, so that a play can show every server's offset before it refuses; it fails when the clock cannot be read.
