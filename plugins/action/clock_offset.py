@@ -61,7 +61,7 @@ class ActionModule(ActionBase):
         command = DATE
         samples = []
         try:
-            for _ in range(args["samples"]):
+            for _reading in range(args["samples"]):
                 try:
                     samples.append(self._read_clock(command))
                 except ValueError:
