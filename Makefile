@@ -36,7 +36,7 @@ torch-venv: $(TORCH_STAMP)
 
 ## Debian packages the test bed (sshd, ping, ufw) and sanity (shellcheck) need; the missing ones are
 ## installed quietly (as root), or make stops with one line naming the command to run.
-DEBIAN_PACKAGES := openssh-server openssh-client iproute2 iputils-ping shellcheck ufw procps python3-venv
+DEBIAN_PACKAGES := openssh-server openssh-client iproute2 iputils-ping shellcheck ufw procps python3-venv libfaketime
 system-packages:
 	@bash tests/setup/debian-packages.sh $(DEBIAN_PACKAGES)
 

@@ -9,11 +9,17 @@
   and every process it waited for (on the simulated cluster that includes the modules, which run
   locally; the detached ranks are not counted).
 
+- ``--clock-offset N`` (bed only): h2's clock runs N seconds off (``bed.py clock``); the skew is
+  then computed from corrected start times (h2's own timestamps minus N), i.e. how well the
+  pre-flight's measured offset lines the gate up. ``clock_sample_controller_cpu_s``: CPU seconds
+  one clock reading (``ascend.cluster.clock_offset``) costs the controller per server, from ad-hoc
+  runs with 1 and 21 samples on h1 and h2.
+
 Where: ``--where bed`` (default when root and the test bed works) runs over real SSH against a
 2-host test bed (tests/testbed/bed.py); ``--where sim`` on the simulated local 2 x 8 cluster.
 Each figure is printed as ``{"figure": NAME, "value": NUMBER, "unit": "s", "where": ...}``.
 
-    .venv/bin/python bench/bench_launch.py [--where bed|sim] [--repeat 3] [--no-failfast]
+    .venv/bin/python bench/bench_launch.py [--where bed|sim] [--repeat 3] [--no-failfast] [--clock-offset -30]
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.helpers.ansible_cli import run_playbook  # noqa: E402
+from tests.helpers.ansible_cli import run_adhoc, run_playbook  # noqa: E402
 
 TRAIN = REPO / "playbooks" / "train.yml"
 STAND_IN = REPO / "examples" / "train" / "train_1p.sh"
@@ -123,11 +129,25 @@ def one_run(inventory: Path, extra: dict, runs: Path, env: dict, cost: dict | No
     return states, res.stdout if res.rc == 0 or env.get("FAIL_RANK") else str(res)
 
 
-def launch_skew(states: dict, out: str) -> float:
+def launch_skew(states: dict, out: str, h2_offset: float = 0.0) -> float:
+    """Spread of the ranks' own start timestamps; h2's (ranks 8..15) taken back by its clock offset."""
     starts = [s["own_start"] for s in states.values()]
     if len(starts) != 16 or None in starts:
         raise SystemExit(f"expected 16 ranks with a start timestamp, got {len(starts)}:\n{out[-3000:]}")
-    return max(starts) - min(starts)
+    corrected = [s["own_start"] - (h2_offset if rank >= 8 else 0.0) for rank, s in states.items()]
+    return max(corrected) - min(corrected)
+
+
+def clock_sample_cpu(inventory: Path) -> float:
+    """Controller CPU seconds of one clock reading per server (ad-hoc clock_offset, 21 samples minus 1)."""
+    used = []
+    for samples in (1, 21):
+        before = _children_cpu()
+        results = run_adhoc("h1,h2", "ascend.cluster.clock_offset", f"samples={samples}", inventory)
+        if sorted(results) != ["h1", "h2"] or any(r["_status"] != "SUCCESS" for r in results.values()):
+            raise SystemExit(f"clock_offset failed: {results}")
+        used.append(_children_cpu() - before)
+    return (used[1] - used[0]) / 20 / 2
 
 
 def failfast(states: dict, failing: int) -> float:
@@ -140,7 +160,10 @@ def main() -> int:
     parser.add_argument("--where", choices=["bed", "sim"], default="bed" if os.geteuid() == 0 else "sim")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--no-failfast", action="store_true", help="only the successful run (launch_skew_s, train_2x8_*)")
+    parser.add_argument("--clock-offset", type=int, default=0, help="bed only: run h2's clock this many seconds off (e.g. -30)")
     args = parser.parse_args()
+    if args.clock_offset and args.where != "bed":
+        parser.error("--clock-offset needs --where bed (it shifts a bed host's clock)")
     root = Path(tempfile.mkdtemp(prefix="bench-launch-", dir="/var/tmp"))
     bed = None
     try:
@@ -150,6 +173,10 @@ def main() -> int:
             bed = Bed.up(unique_prefix(), 2)
             target = bed_target(root, bed)
             where = "testbed 2 hosts x 8 ranks over ssh"
+            if args.clock_offset:
+                bed.clock("h2", args.clock_offset)
+                target[1]["ascend_launch_allow_clock_skew"] = True  # the figure is the gate's, not the policy's
+                where += f", h2's clock {args.clock_offset:+d} s off"
         else:
             target = sim_target(root)
             where = "simulated local cluster 2 x 8 (local connection)"
@@ -157,7 +184,7 @@ def main() -> int:
         for _run in range(args.repeat):
             cost: dict = {}
             states, out = one_run(*target, {"STEPS": "10", "STEP_S": "0.3"}, cost)
-            skews.append(launch_skew(states, out))
+            skews.append(launch_skew(states, out, args.clock_offset))
             walls.append(cost["wall_s"])
             cpus.append(cost["cpu_s"])
             if args.no_failfast:
@@ -166,8 +193,10 @@ def main() -> int:
             if "rank 11 " not in out or states[11]["rc"] != 1:
                 raise SystemExit(f"the failing run did not fail on rank 11:\n{out[-3000:]}")
             fails.append(failfast(states, 11))
+        clock_cpu = [clock_sample_cpu(target[0])] if bed is not None else []
         figures = (
             ("launch_skew_s", skews, "max"),
+            ("clock_sample_controller_cpu_s", clock_cpu, "max"),
             ("failfast_s", fails, "max"),
             ("train_2x8_s", walls, "median"),
             ("train_2x8_controller_cpu_s", cpus, "median"),

@@ -8,6 +8,7 @@ Each host has its own network, mount and UTS namespaces, /etc, /usr/local/bin, /
     bed.py status [--prefix P] [--json]
     bed.py exec [--prefix P] HOST -- CMD...
     bed.py cut|restore [--prefix P] HOST DEVICE
+    bed.py clock [--prefix P] HOST SECONDS
 
 Run as root. Every address is in 198.18.0.0/15; the route ``unreachable 198.18.0.0/15`` is
 added to the root namespace before any host exists and is never removed.
@@ -24,12 +25,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # mypy reads the checkout as packages; at run time this is a script beside bedlib/
-    from tests.testbed.bedlib import lifecycle, net
+    from tests.testbed.bedlib import files, host, lifecycle, net
     from tests.testbed.bedlib.layout import CHIPS, LayoutError
     from tests.testbed.bedlib.run import BedError
 else:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bedlib import lifecycle, net
+    from bedlib import files, host, lifecycle, net
     from bedlib.layout import CHIPS, LayoutError
     from bedlib.run import BedError
 
@@ -91,13 +92,24 @@ def cmd_exec(args: argparse.Namespace) -> int:
     pid = state["pids"][args.host]
     if not lifecycle.health(state)[args.host]:
         raise BedError(f"host {args.host} of bed {args.prefix} is not running: run `bed.py up` again")
-    os.execvp("nsenter", ["nsenter", f"--target={pid}", "--net", "--mount", "--uts", "--wd=/root", "--", *command])
+    env = dict(os.environ, **files.faketime_env(host.clock_offset(layout, args.host)))
+    os.execvpe("nsenter", ["nsenter", f"--target={pid}", "--net", "--mount", "--uts", "--wd=/root", "--", *command], env)
     return 127  # not reached
 
 
 def cmd_link(args: argparse.Namespace) -> int:
     layout = lifecycle.layout_of(_require_state(args.prefix))
     net.set_fabric_port(layout, args.host, args.device, up=args.action == "restore")
+    return 0
+
+
+def cmd_clock(args: argparse.Namespace) -> int:
+    state = _require_state(args.prefix)
+    layout = lifecycle.layout_of(state)
+    layout.check_host(args.host)
+    if not lifecycle.health(state)[args.host]:
+        raise BedError(f"host {args.host} of bed {args.prefix} is not running: run `bed.py up` again")
+    host.set_clock(layout, args.host, state["pids"][args.host], args.seconds)
     return 0
 
 
@@ -129,6 +141,10 @@ def parser() -> argparse.ArgumentParser:
         sp.add_argument("host")
         sp.add_argument("device", type=int)
         sp.set_defaults(func=cmd_link)
+    sp = add("clock", "shift a host's wall clock (libfaketime) for everything started on it from now on; 0 undoes it")
+    sp.add_argument("host")
+    sp.add_argument("seconds", type=int, help="offset in whole seconds, e.g. -30 (behind) or 90 (ahead)")
+    sp.set_defaults(func=cmd_clock)
     return p
 
 

@@ -79,6 +79,10 @@ class Bed:
     def restore(self, host: str, device: int) -> None:
         bed_cli("restore", "--prefix", self.prefix, host, str(device))
 
+    def clock(self, host: str, seconds: int) -> None:
+        """Run ``host``'s sessions opened from now on ``seconds`` off the real time (libfaketime; 0 undoes it)."""
+        bed_cli("clock", "--prefix", self.prefix, host, str(seconds))
+
 
 def leftovers(prefix: str) -> list[str]:
     """Anything of bed ``prefix`` still on this machine: namespaces, links, processes, files."""

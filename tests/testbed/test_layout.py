@@ -85,6 +85,20 @@ def test_inventory_is_valid_yaml_with_what_ansible_needs() -> None:
     assert v["ansible_control_path_dir"] == "/var/tmp/ascend-bed-ab12cd/cp"
 
 
+@pytest.mark.parametrize(
+    "offset, setenv",
+    [
+        (0, None),
+        (-30, "SetEnv LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 FAKETIME=-30"),
+        (90, "SetEnv LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 FAKETIME=+90"),
+    ],
+)
+def test_a_shifted_clock_is_set_for_every_session_only(offset: int, setenv: str | None) -> None:
+    lines = files.sshd_config(Layout("ab12cd", hosts=2), "h2", offset).splitlines()
+    assert [line for line in lines if line.startswith("SetEnv")] == ([setenv] if setenv else [])
+    assert files.faketime_env(offset) == (dict(kv.split("=", 1) for kv in setenv.split()[1:]) if setenv else {})
+
+
 def test_sshd_config_is_key_only_on_the_management_address() -> None:
     text = files.sshd_config(Layout("ab12cd", hosts=2), "h2")
     lines = set(text.splitlines())

@@ -120,6 +120,41 @@ def is_our_sshd(pid: int, layout: Layout, host: str) -> bool:
     return b"sshd" in cmdline and str(layout.host_dir(host) / "sshd_config").encode() in cmdline
 
 
+def clock_offset(layout: Layout, host: str) -> int:
+    """The offset ``set_clock`` gave ``host`` (0: real time)."""
+    try:
+        return int((layout.host_dir(host) / "clock_offset").read_text())
+    except FileNotFoundError:
+        return 0
+
+
+def set_clock(layout: Layout, host: str, pid: int, offset: int) -> None:
+    """Run every SSH session opened on ``host`` from now on (and all it starts) ``offset`` seconds off (0: real time).
+
+    A time namespace cannot shift CLOCK_REALTIME, so libfaketime does it, through the sessions'
+    environment (``SetEnv`` in the host's sshd_config; ``bed.py exec`` adds it too). Not through
+    ``/etc/ld.so.preload``: sshd's pre-authentication child runs under a seccomp filter that kills it
+    (SIGSYS) when libfaketime is loaded there. sshd re-reads its config on SIGHUP (same PID); the
+    controller's ControlPersist connections are closed, since a session keeps the environment of the
+    connection it came through.
+    """
+    if offset and not Path(files.FAKETIME_LIB).exists():
+        raise BedError(f"{files.FAKETIME_LIB} is missing: apt-get install libfaketime")
+    d = layout.host_dir(host)
+    _write(d / "sshd_config", files.sshd_config(layout, host, offset), 0o600)
+    _write(d / "clock_offset", f"{offset}\n")
+    log = d / "host.log"
+    started = log.read_text(errors="replace").count("Server listening on")
+    _signal([pid], signal.SIGHUP)
+    deadline = time.monotonic() + 10
+    while log.read_text(errors="replace").count("Server listening on") <= started or not listening(pid, str(layout.mgmt_ip(host))):
+        if time.monotonic() > deadline:
+            raise BedError(f"sshd of {host} did not come back after SIGHUP; see {log}")
+        time.sleep(0.05)
+    for socket_path in layout.control_path_dir.glob("*"):
+        run(["ssh", "-o", f"ControlPath={socket_path}", "-O", "exit", host], check=False)
+
+
 def netns_pids(netns: str) -> list[int]:
     proc = run(["ip", "netns", "pids", netns], check=False)
     return [int(p) for p in proc.stdout.split()] if proc.returncode == 0 else []
