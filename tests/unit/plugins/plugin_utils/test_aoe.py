@@ -1,0 +1,53 @@
+"""The launch role's AOE environment rule (filter aoe_env_conflict), table-driven."""
+
+from __future__ import annotations
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.ascend.cluster.plugins.filter.aoe_env_conflict import aoe_env_conflict
+
+BANK = "/var/lib/ascend-cluster/tune_bank"
+
+
+@pytest.mark.parametrize(
+    "env, kwargs, conflict",
+    [
+        ({}, {}, ""),
+        ({"STEPS": "3"}, {"aoe": True}, ""),
+        ({"TUNE_BANK_PATH": BANK}, {}, ""),  # the same directory is no conflict
+        ({"TUNE_BANK_PATH": BANK, "AOE_MODE": "4"}, {"aoe": True}, ""),
+        ({"AOE_MODE": 4}, {"aoe": True, "aoe_mode": 4}, ""),  # a number or a string, the same mode
+        ({"AOE_MODE": "2"}, {}, ""),  # not a tuning run: the role sets no AOE_MODE
+        ({"TUNE_BANK_PATH": "/elsewhere"}, {"use_library": False}, ""),  # unmanaged on purpose
+        (
+            {"TUNE_BANK_PATH": "/elsewhere"},
+            {},
+            f"on s1 sets TUNE_BANK_PATH=/elsewhere but the role sets TUNE_BANK_PATH={BANK}: set ascend_aoe_bank_dir",
+        ),
+        ({"TUNE_BANK_PATH": "/elsewhere"}, {"use_library": True}, "sets TUNE_BANK_PATH=/elsewhere but the role sets"),
+        (
+            {"TUNE_BANK_PATH": "/elsewhere"},
+            {"aoe": True, "use_library": False},  # tuning always manages the bank
+            f"sets TUNE_BANK_PATH=/elsewhere but the role sets TUNE_BANK_PATH={BANK}, AOE_MODE=4:",
+        ),
+        (
+            {"X": "1", "AOE_MODE": "2", "TUNE_BANK_PATH": BANK},
+            {"aoe": True},
+            f"sets AOE_MODE=2, TUNE_BANK_PATH={BANK} but the role sets TUNE_BANK_PATH={BANK}, AOE_MODE=4:",
+        ),
+        ({"AOE_MODE": "four"}, {"aoe": True}, "sets AOE_MODE=four but"),
+    ],
+)
+def test_conflicts(env, kwargs, conflict):
+    got = aoe_env_conflict(env, BANK, server="s1", **kwargs)
+    if not conflict:
+        assert got == ""
+    else:
+        assert conflict in got
+        assert got.endswith("or use_library=false to pass your own TUNE_BANK_PATH unmanaged. Nothing was started.")
+
+
+def test_bad_environment_is_named():
+    with pytest.raises(AnsibleFilterError, match="aoe_env_conflict: the job's environment must be a mapping"):
+        aoe_env_conflict(["TUNE_BANK_PATH=/x"], BANK)
