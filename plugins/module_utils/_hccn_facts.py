@@ -216,6 +216,25 @@ class Gatherer:
             return _npu_smi.device_ids(npus, table), "npu-smi"
         return _npu_smi.davinci_devices(self.params["dev_dir"]), "/dev/davinci"
 
+    def warn_failed_devices(self, entries: list) -> None:
+        """Say so when devices did not answer: their facts are incomplete (all of them: no device state at all)."""
+        failed = [e for e in entries if e["error"]]
+        if not failed:
+            return
+        named = "; ".join("device %d: %s" % (e["device_id"], e["error"]) for e in failed[:4])
+        more = " (and %d more)" % (len(failed) - 4) if len(failed) > 4 else ""
+        if len(failed) == len(entries):
+            self.warn(
+                "no device answered every hccn_tool query (%d of %d failed: %s%s): these facts hold no reliable device "
+                "state; check the driver and the devices (npu-smi info, dmesg), or raise the timeout option"
+                % (len(failed), len(entries), named, more)
+            )
+        else:
+            self.warn(
+                "%d of %d devices did not answer every hccn_tool query, their facts are incomplete: %s%s"
+                % (len(failed), len(entries), named, more)
+            )
+
     def gather(self) -> dict:
         validate_params(self.params)
         hccn, npu = self.find_tools()
@@ -247,6 +266,7 @@ class Gatherer:
             tool = _hccn_tool.HccnTool(self.module, hccn, timeout=self.params["timeout"], runner=self.runner)
             answers = query_devices(tool, devices, queries, self.params["parallel"])
             entries = [device_from_answers(d, answers, queries, conf) for d in devices]
+            self.warn_failed_devices(entries)
             source = "hccn_tool"
         return {
             "chip": _npu_smi.chip_model(self.table) if self.table else None,

@@ -159,7 +159,7 @@ ansible_facts:
           returned: always
           sample: /usr/local/sbin/npu-smi
         warnings:
-          description: What the operator should know (fallbacks taken, cross-check skipped); also sent as task warnings.
+          description: What the operator should know (fallbacks taken, cross-check skipped, devices that did not answer); also sent as task warnings.
           type: list
           elements: str
           returned: always

@@ -239,3 +239,32 @@ def test_calls_run_concurrently_and_bounded():
     assert elapsed < 40 * 0.05 / 2  # 40 calls at 50 ms: sequential would take 2 s
     dummy, module = gather({"devices": [0, 1], "parallel": 1}, transcript)
     assert module.max_active == 1
+
+
+TIMED_OUT = (124, "", "")  # what _command.run returns for a call it had to stop
+
+
+def test_every_device_timing_out_is_warned_not_passed_silently():
+    transcript = {}
+    for dev in (0, 1):
+        transcript.update(failing_device(dev, TIMED_OUT))
+    facts, dummy = gather({"devices": [0, 1]}, transcript)
+    assert all(d["error"].startswith("no answer within the timeout") for d in facts["devices"])
+    warning = next(w for w in facts["warnings"] if w.startswith("no device answered"))
+    assert "2 of 2 failed: device 0: no answer within the timeout" in warning
+    assert "raise the timeout option" in warning
+
+
+def test_some_devices_failing_are_named_in_one_warning():
+    transcript = device_answers(0, **CONFIGURED)
+    for dev in range(1, 7):
+        transcript.update(failing_device(dev, EXEC_FAILED))
+    facts, dummy = gather({"devices": list(range(7))}, transcript)
+    warning = next(w for w in facts["warnings"] if "did not answer" in w)
+    assert warning.startswith("6 of 7 devices did not answer every hccn_tool query")
+    assert "device 1: Command execute failed!" in warning and "(and 2 more)" in warning
+
+
+def test_healthy_devices_give_no_device_warning():
+    facts, dummy = gather({"devices": [0]}, device_answers(0, **CONFIGURED))
+    assert not any("did not answer" in w or "no device answered" in w for w in facts["warnings"])
