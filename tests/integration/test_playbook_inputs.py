@@ -91,6 +91,28 @@ def test_wrong_input_is_refused_before_anything_is_touched(sim_cluster, playbook
     assert_refused_untouched(cluster, playbook, {k: v for k, v in extra.items() if v is not None}, message)
 
 
+def test_a_refused_launch_leaves_the_running_jobs_table(sim_cluster):
+    """A: the table is written after the pre-flight, so a launch refused for busy devices changes no table."""
+    cluster = sim_cluster()
+    long_run = {"STEPS": "100000", "STEP_S": "0.5"}
+    first = run_playbook(
+        PLAYBOOKS / "train.yml", SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, wait=False, ascend_train_env=long_run)
+    )
+    assert first.rc == 0, first
+    try:
+        running = snapshot(cluster, skip=("runs", "controller"))
+        jobs = sorted(p.name for p in (cluster.root / "runs").iterdir())
+        second = run_playbook(PLAYBOOKS / "train.yml", SIM_INVENTORY, extra_vars=launch_vars(cluster, np=8, spread=False))
+        assert second.rc != 0
+        assert "devices in use, nothing was started" in second.stdout, second
+        assert snapshot(cluster, skip=("runs", "controller")) == running  # the 16-rank table everywhere, as the job reads it
+        assert json.loads((cluster.root / "server0" / "etc" / "rank_table.json").read_text())["server_count"] == "2"
+        assert sorted(p.name for p in (cluster.root / "runs").iterdir()) == jobs
+    finally:
+        stop = run_playbook(PLAYBOOKS / "stop.yml", SIM_INVENTORY, extra_vars=launch_vars(cluster, job_id="all"))
+        assert stop.rc == 0, stop
+
+
 @pytest.fixture
 def npu_inventory(tmp_path):
     """The simulated cluster's inventory with the servers in group ``npu`` instead of ``ascend``."""
