@@ -118,6 +118,15 @@ def input_problems(
     return problems
 
 
+def _default_text(value: Any) -> str:
+    """A default as the operator writes it: unset, true/false, "" for the empty string."""
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return '""' if value == "" else str(value)
+
+
 def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -131,7 +140,7 @@ def inputs_markdown(declared: Mapping[str, Any]) -> str:
     for name, spec in declared.items():
         _check_spec(name, spec)
         kind = spec["type"] + (f" ({', '.join(map(str, spec['choices']))})" if spec.get("choices") else "")
-        default = "required" if spec.get("required") else spec.get("default", "")
+        default = "required" if spec.get("required") else _default_text(spec.get("default"))
         sample = spec.get("bad", "unknown" if spec.get("choices") else BAD_SAMPLES[spec["type"]])
         bad = value_problem(name, spec, sample) or ""
         lines.append(f"| `{name}` | {_cell(kind)} | {_cell(default)} | {_cell(spec.get('description', ''))} | {_cell(bad)} |")

@@ -105,7 +105,7 @@ def test_markdown_lists_each_input_with_type_default_and_what_a_bad_value_gets()
         }
     ).splitlines()
     assert table[0] == "| -e | type | default | meaning | a bad value gets |"
-    assert table[2].startswith("| `np` | int |  | ranks | np='abc' is not a whole number of at least 1")
+    assert table[2].startswith("| `np` | int | unset | ranks | np='abc' is not a whole number of at least 1")
     assert table[3].startswith("| `framework` | str (mindspore, pytorch) | mindspore |  | framework='unknown' is not one of")
     assert table[4].startswith("| `train_command` | command | required |  | train_command: the training command is only 'bash'")
-    assert table[5] == "| `wait` | bool | True |  | wait='maybe' is not true or false: write -e wait=true or -e wait=false |"
+    assert table[5] == "| `wait` | bool | true |  | wait='maybe' is not true or false: write -e wait=true or -e wait=false |"
