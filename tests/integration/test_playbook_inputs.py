@@ -41,10 +41,10 @@ def with_old_tables(cluster):
         (where / "rank_table.json").write_text(OLD_TABLE)
 
 
-def refused_message(res: PlaybookResult) -> str:
-    """The failing task's ``msg``, which must be our message from its first character."""
+def refused_message(res: PlaybookResult, after: str = "") -> str:
+    """The failing task's ``msg`` (the first after ``after``), which must be our message from its first character."""
     assert res.rc != 0, res
-    found = re.search(r'^fatal: \[\S+\]: FAILED! => (\{.*\})$', res.stdout, re.M)
+    found = re.search(r'^fatal: \[\S+\]: FAILED! => (\{.*\})$', res.stdout[res.stdout.index(after) :], re.M)
     assert found, res
     msg = json.loads(found.group(1))["msg"]
     assert not msg.startswith("Task failed"), res
@@ -148,3 +148,29 @@ def test_the_override_and_limit_select_the_hosts(sim_cluster, npu_inventory):
     assert_refused_untouched(
         cluster, "rank_table", {**extra, "ascend_hosts": "server0"}, "the pattern 'server0'", inventory=npu_inventory, limit="server1"
     )
+
+
+def test_a_server_that_cannot_be_read_refuses_the_launch_unless_allow_partial(sim_cluster):
+    """F: the job is not silently laid out on the servers left; -e allow_partial=true shrinks it, saying so.
+
+    The simulator's servers are local connections, so here server1's hccn_tool is missing (its facts
+    fail); tests/testbed/test_launch_bed.py stops a server's sshd for the unreachable case.
+    """
+    cluster = sim_cluster()
+    with_old_tables(cluster)
+    cluster["server1"].fault("driver-missing")
+    before = snapshot(cluster)
+    res = run_playbook(PLAYBOOKS / "train.yml", SIM_INVENTORY, extra_vars=launch_vars(cluster, np=8))
+    msg = refused_message(res, after="TASK [Refuse to run without a server")
+    assert msg.startswith("server(s) server1 could not be reached or read"), res
+    assert "-e allow_partial=true" in msg and msg.endswith("Nothing was changed or started.")
+    assert snapshot(cluster) == before and not (cluster.root / "runs").exists()
+
+    shrunk = run_playbook(
+        PLAYBOOKS / "train.yml", SIM_INVENTORY, extra_vars=launch_vars(cluster, np=8, allow_partial=True, ascend_train_env={"STEPS": "1"})
+    )
+    assert shrunk.rc == 0, shrunk
+    assert "allow_partial=true: training without server1" in shrunk.stdout, shrunk
+    assert json.loads((cluster.root / "server0" / "etc" / "rank_table.json").read_text())["server_count"] == "1"
+    assert len(list((cluster.root / "runs").glob("*/device_*"))) == 8
+    assert (cluster.root / "server1" / "etc" / "rank_table.json").read_text() == OLD_TABLE
