@@ -27,13 +27,14 @@ options: {}
 """
 
 EXAMPLES = r"""
-- name: Refuse a typo of np
+- name: Refuse a typo of np (-e nps=16 - "unknown extra var 'nps': did you mean np?")
   ansible.builtin.fail:
-    msg: "{{ given | ascend.cluster.input_problems({'np': {'type': 'int'}}) | join('; ') }}"
+    msg: "{{ problems | join('; ') }}"
   vars:
     names: "{{ query('ascend.cluster.extra_vars') }}"
     given: "{{ dict(names | zip(query('ansible.builtin.vars', *names))) }}"
-  when: given | ascend.cluster.input_problems({'np': {'type': 'int'}}) | length > 0
+    problems: "{{ given | ascend.cluster.input_problems({'np': {'type': 'int'}}) }}"
+  when: problems | length > 0
 """
 
 RETURN = r"""
