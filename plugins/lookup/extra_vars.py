@@ -27,7 +27,7 @@ options: {}
 """
 
 EXAMPLES = r"""
-- name: Refuse a typo of np (-e nps=16 - "unknown extra var 'nps': did you mean np?")
+- name: Refuse a typo of np, such as -e nps=16 (did you mean np?)
   ansible.builtin.fail:
     msg: "{{ problems | join('; ') }}"
   vars:
