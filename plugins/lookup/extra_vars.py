@@ -4,16 +4,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from ansible.plugins.lookup import LookupBase
-from ansible.utils.vars import load_extra_vars
-
 DOCUMENTATION = r"""
 name: extra_vars
 short_description: The names of the variables given on the command line with -e
 version_added: 0.1.0
-author: ascend.cluster contributors
+author:
+  - ascend.cluster contributors (!UNKNOWN)
 description:
   - Returns the names of the extra vars of this run, sorted, exactly as C(ansible-playbook) read them
     from its C(-e) / C(--extra-vars) options (C(key=value), JSON/YAML and C(@file) alike).
@@ -43,6 +39,12 @@ _raw:
   type: list
   elements: str
 """
+
+
+from typing import Any
+
+from ansible.plugins.lookup import LookupBase
+from ansible.utils.vars import load_extra_vars
 
 
 class LookupModule(LookupBase):
