@@ -5,6 +5,11 @@
 The logic in ``plugin_utils`` raises :class:`ClusterSpecError` (a ``ValueError``) so it can be
 used from any plugin or plain Python; the filters turn it into ``AnsibleFilterError`` with the
 filter's name in front, so the operator sees which template line failed and why.
+
+A task that wants the message for an operator passes ``errors='return'``: the filter then returns
+the message (a string, without the filter's name) instead of raising, and the next task fails
+with it as a plain ``ansible.builtin.fail``; Ansible's wrapping ("Finalization of task args ...
+The filter plugin ... failed") is not put in front of it, nor is it printed three times.
 """
 
 from __future__ import annotations
@@ -21,19 +26,27 @@ class ClusterSpecError(ValueError):
     """A rank table, device list or device selection that HCCL would refuse (or we cannot read)."""
 
 
-def filter_errors(name: str) -> Callable[[F], F]:
-    """Decorate a filter function: ``ClusterSpecError``/``TypeError`` become ``AnsibleFilterError``."""
+def filter_errors(name: str) -> Callable[[F], Callable[..., Any]]:
+    """Decorate a filter function: ``ClusterSpecError``/``TypeError`` become ``AnsibleFilterError``.
 
-    def decorate(func: F) -> F:
+    The decorated filter takes one more keyword, ``errors``: V(strict) (default) raises,
+    V(return) returns a ``ClusterSpecError``'s message instead of the filter's value.
+    """
+
+    def decorate(func: F) -> Callable[..., Any]:
         @functools.wraps(func)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
+        def wrapper(*args: Any, errors: str = "strict", **kwargs: Any) -> Any:
+            if errors not in ("strict", "return"):
+                raise AnsibleFilterError(f"{name}: errors must be 'strict' or 'return', not {errors!r}")
             try:
                 return func(*args, **kwargs)
             except ClusterSpecError as exc:
+                if errors == "return":
+                    return str(exc)
                 raise AnsibleFilterError(f"{name}: {exc}") from exc
             except TypeError as exc:  # unknown keyword argument, wrong arity
                 raise AnsibleFilterError(f"{name}: {exc}") from exc
 
-        return wrapper  # type: ignore[return-value]
+        return wrapper
 
     return decorate

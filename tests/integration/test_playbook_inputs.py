@@ -1,0 +1,176 @@
+"""Wrong or partial input to any playbook: refused on the controller with one plain message, nothing changed, nothing started.
+
+Each refusal is checked three ways: the message (the task's ``msg`` begins with it, not after
+Ansible's wrapping), a snapshot of every file the playbooks write (rank tables on the servers and
+the controller, hccn.conf, job records, locks, run and controller job directories) equal before
+and after, and no job started (no run directory).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import pytest
+
+from tests.helpers.ansible_cli import PlaybookResult, run_playbook
+from tests.helpers.collection import REPO_ROOT
+
+from .conftest import SIM_INVENTORY
+from .test_launch_playbooks import launch_vars
+
+PLAYBOOKS = REPO_ROOT / "playbooks"
+OLD_TABLE = '{"note": "the table a running job reads"}\n'
+
+
+def snapshot(cluster, skip: tuple[str, ...] = ()) -> dict[str, bytes]:
+    """Every file under the cluster's root but the simulator's own state (and ``skip``, top-level names)."""
+    files = {}
+    for path in sorted(cluster.root.rglob("*")):
+        rel = path.relative_to(cluster.root)
+        if path.is_file() and "state" not in rel.parts[1:2] and rel.parts[0] not in skip:
+            files[str(rel)] = path.read_bytes()
+    return files
+
+
+def with_old_tables(cluster):
+    """A rank table on every server and the controller copy, as an earlier job left them."""
+    for where in [cluster.root / s.name / "etc" for s in cluster.servers] + [cluster.root]:
+        where.mkdir(parents=True, exist_ok=True)
+        (where / "rank_table.json").write_text(OLD_TABLE)
+
+
+def refused_message(res: PlaybookResult, after: str = "") -> str:
+    """The failing task's ``msg`` (the first after ``after``), which must be our message from its first character."""
+    assert res.rc != 0, res
+    found = re.search(r'^fatal: \[\S+\]: FAILED! => (\{.*\})$', res.stdout[res.stdout.index(after) :], re.M)
+    assert found, res
+    msg = json.loads(found.group(1))["msg"]
+    assert not msg.startswith("Task failed"), res
+    assert "The filter plugin" not in res.output and "ascend_np" not in msg, res
+    return msg
+
+
+def assert_refused_untouched(cluster, playbook, extra, message, inventory=SIM_INVENTORY, limit=None):
+    before = snapshot(cluster)
+    res = run_playbook(PLAYBOOKS / f"{playbook}.yml", inventory, extra_vars=extra, limit=limit)
+    msg = refused_message(res)
+    assert message in msg, res
+    assert msg.endswith("Nothing was changed or started."), res
+    assert snapshot(cluster) == before
+    assert not (cluster.root / "runs").exists() and not (cluster.root / "controller").exists()
+    return res
+
+
+@pytest.mark.parametrize(
+    "playbook, extra, message",
+    [
+        # A: train checks every input before any table is written
+        ("train", {"np": 4, "train_command": None}, "train_command is required (or ascend_train_argv, ascend_train_command)"),
+        ("train", {"np": 4, "framework": "unknown"}, "framework='unknown' is not one of mindspore, tensorflow, pytorch, mindspore_legacy"),
+        ("train", {"np": 4, "train_command": "bash"}, "train_command: the training command is only 'bash'"),
+        ("train", {"np": 4, "wait": "later"}, "wait='later' is not true or false"),
+        # C: a typo of an input is refused with what it is close to
+        ("train", {"nps": 16}, "unknown extra var 'nps': did you mean np?"),
+        ("train", {"np": 4, "kill_stall": True}, "unknown extra var 'kill_stall': did you mean kill_stale?"),
+        ("smoke", {"np": 4, "framwork": "pytorch"}, "unknown extra var 'framwork': did you mean framework?"),
+        ("rank_table", {"npu_evn": "127.0.1.1:8"}, "unknown extra var 'npu_evn': did you mean npu_env?"),
+        ("status", {"jobid": "x"}, "unknown extra var 'jobid': did you mean job_id?"),
+        ("stop", {"jobid": "all"}, "unknown extra var 'jobid': did you mean job_id?"),
+        ("prepare", {"ascend_host": "ascend"}, "unknown extra var 'ascend_host': did you mean ascend_hosts?"),
+        # D: np=abc names np, not the role's ascend_np
+        ("rank_table", {"np": "abc"}, "np='abc' is not a whole number of at least 1: write for example -e np=16"),
+        ("smoke", {"np": "abc"}, "np='abc' is not a whole number of at least 1"),
+    ],
+)
+def test_wrong_input_is_refused_before_anything_is_touched(sim_cluster, playbook, extra, message):
+    cluster = sim_cluster(preset_ips=playbook != "prepare")  # prepare would set the IPs of a fresh cluster
+    with_old_tables(cluster)
+    extra = launch_vars(cluster, **extra) if playbook == "train" else {**cluster.inventory_vars, **extra}
+    assert_refused_untouched(cluster, playbook, {k: v for k, v in extra.items() if v is not None}, message)
+
+
+def test_a_refused_launch_leaves_the_running_jobs_table(sim_cluster):
+    """A: the table is written after the pre-flight, so a launch refused for busy devices changes no table."""
+    cluster = sim_cluster()
+    long_run = {"STEPS": "100000", "STEP_S": "0.5"}
+    first = run_playbook(
+        PLAYBOOKS / "train.yml", SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, wait=False, ascend_train_env=long_run)
+    )
+    assert first.rc == 0, first
+    try:
+        running = snapshot(cluster, skip=("runs", "controller"))
+        jobs = sorted(p.name for p in (cluster.root / "runs").iterdir())
+        second = run_playbook(PLAYBOOKS / "train.yml", SIM_INVENTORY, extra_vars=launch_vars(cluster, np=8, spread=False))
+        assert second.rc != 0
+        assert "devices in use, nothing was started" in second.stdout, second
+        assert snapshot(cluster, skip=("runs", "controller")) == running  # the 16-rank table everywhere, as the job reads it
+        assert json.loads((cluster.root / "server0" / "etc" / "rank_table.json").read_text())["server_count"] == "2"
+        assert sorted(p.name for p in (cluster.root / "runs").iterdir()) == jobs
+    finally:
+        stop = run_playbook(PLAYBOOKS / "stop.yml", SIM_INVENTORY, extra_vars=launch_vars(cluster, job_id="all"))
+        assert stop.rc == 0, stop
+
+
+@pytest.fixture
+def npu_inventory(tmp_path):
+    """The simulated cluster's inventory with the servers in group ``npu`` instead of ``ascend``."""
+    root = tmp_path / "inventory"
+    (root / "group_vars").mkdir(parents=True)
+    shutil.copy(SIM_INVENTORY.parent / "group_vars" / "ascend.yml", root / "group_vars" / "npu.yml")
+    text = SIM_INVENTORY.read_text().replace("\nascend:\n", "\nnpu:\n")
+    assert "\nnpu:\n" in text
+    (root / "hosts.yml").write_text(text)
+    return root / "hosts.yml"
+
+
+@pytest.mark.parametrize("playbook", ["prepare", "rank_table", "smoke", "train", "status", "stop"])
+def test_no_selected_host_fails_naming_the_pattern_and_the_override(sim_cluster, npu_inventory, playbook):
+    """B: an inventory without group ascend selects nothing; that is an error, not a green run."""
+    cluster = sim_cluster()
+    with_old_tables(cluster)
+    extra = launch_vars(cluster, np=4) if playbook == "train" else {**cluster.inventory_vars}
+    assert_refused_untouched(
+        cluster, playbook, extra, "no host selected: the pattern 'ascend' (-e ascend_hosts=...) matches no host", inventory=npu_inventory
+    )
+
+
+def test_the_override_and_limit_select_the_hosts(sim_cluster, npu_inventory):
+    """B: -e ascend_hosts names the group; --limit narrows it and still runs, or selects nothing and is refused."""
+    cluster = sim_cluster()
+    rank_table = PLAYBOOKS / "rank_table.yml"
+    extra = {**cluster.inventory_vars, "ascend_hosts": "npu", "np": 8}
+    res = run_playbook(rank_table, npu_inventory, extra_vars=extra, limit="server1")
+    assert res.rc == 0, res
+    assert (cluster.root / "server1" / "etc" / "rank_table.json").exists()
+    assert not (cluster.root / "server0" / "etc" / "rank_table.json").exists()
+    assert_refused_untouched(
+        cluster, "rank_table", {**extra, "ascend_hosts": "server0"}, "the pattern 'server0'", inventory=npu_inventory, limit="server1"
+    )
+
+
+def test_a_server_that_cannot_be_read_refuses_the_launch_unless_allow_partial(sim_cluster):
+    """F: the job is not silently laid out on the servers left; -e allow_partial=true shrinks it, saying so.
+
+    The simulator's servers are local connections, so here server1's hccn_tool is missing (its facts
+    fail); tests/testbed/test_launch_bed.py stops a server's sshd for the unreachable case.
+    """
+    cluster = sim_cluster()
+    with_old_tables(cluster)
+    cluster["server1"].fault("driver-missing")
+    before = snapshot(cluster)
+    res = run_playbook(PLAYBOOKS / "train.yml", SIM_INVENTORY, extra_vars=launch_vars(cluster, np=8))
+    msg = refused_message(res, after="TASK [Refuse to run without a server")
+    assert msg.startswith("server(s) server1 could not be reached or read"), res
+    assert "-e allow_partial=true" in msg and msg.endswith("Nothing was changed or started.")
+    assert snapshot(cluster) == before and not (cluster.root / "runs").exists()
+
+    shrunk = run_playbook(
+        PLAYBOOKS / "train.yml", SIM_INVENTORY, extra_vars=launch_vars(cluster, np=8, allow_partial=True, ascend_train_env={"STEPS": "1"})
+    )
+    assert shrunk.rc == 0, shrunk
+    assert "allow_partial=true: training without server1" in shrunk.stdout, shrunk
+    assert json.loads((cluster.root / "server0" / "etc" / "rank_table.json").read_text())["server_count"] == "1"
+    assert len(list((cluster.root / "runs").glob("*/device_*"))) == 8
+    assert (cluster.root / "server1" / "etc" / "rank_table.json").read_text() == OLD_TABLE
