@@ -12,9 +12,14 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._net_health import 
 
 @filter_errors("net_health_report")
 def net_health_report(
-    servers: Any, chip: str | None = None, layout: str | None = "auto", check_tls: bool = True, check_conf: bool = True
+    servers: Any,
+    chip: str | None = None,
+    layout: str | None = "auto",
+    check_tls: bool = True,
+    check_conf: bool = True,
+    check_mode: bool = False,
 ) -> dict:
-    return health_report(servers, chip=chip or None, layout=layout, check_tls=check_tls, check_conf=check_conf)
+    return health_report(servers, chip=chip or None, layout=layout, check_tls=check_tls, check_conf=check_conf, check_mode=check_mode)
 
 
 class FilterModule:

@@ -148,25 +148,51 @@ def _ip_problem(devices: list[tuple[str, Mapping[str, Any]]], chip: str | None, 
     return None
 
 
+def _planned_ips(item: Any) -> dict[Any, Mapping[str, Any]]:
+    """``{device_id: after}`` of the addresses the device IP stage planned on this host (its ``device_ip_result``)."""
+    result = item.get("device_ip_result")
+    entries = result.get("devices") if isinstance(result, Mapping) else None
+    planned = {}
+    for entry in entries or []:
+        after = entry.get("after") if isinstance(entry, Mapping) else None
+        if isinstance(after, Mapping) and after.get("address") and "ip" in (entry.get("changes") or []):
+            planned[entry.get("device_id")] = after
+    return planned
+
+
 def health_report(
     servers: Sequence[Any],
     chip: str | None = None,
     layout: str | None = "auto",
     check_tls: bool = True,
     check_conf: bool = True,
+    check_mode: bool = False,
 ) -> dict[str, Any]:
-    """``{rows, problems, bad, ok}`` for the whole cluster (see the module docstring)."""
+    """``{rows, problems, bad, ok}`` for the whole cluster (see the module docstring).
+
+    ``check_mode``: the play only plans; a device without an IP whose address the same run's device IP
+    stage planned (the host's ``device_ip_result``) is shown with that address as ``IP planned``,
+    not as a problem: nothing was set, so there is nothing else to check on it yet.
+    """
     require_netaddr()  # the layout check needs it; fail with the install hint, not mid-report
     if isinstance(servers, (str, Mapping)) or not isinstance(servers, Sequence):
         raise ClusterSpecError("the input must be a list of hosts' variables (ansible_play_hosts | map('extract', hostvars))")
     devices: list[tuple[str, Mapping[str, Any]]] = []
     chips = []
+    planned: dict[tuple[str, Any], Mapping[str, Any]] = {}
     for index, item in enumerate(servers):
         host, npu = _server_facts(item, index)
         chips.append(npu.get("chip"))
         devices += [(host, dev) for dev in npu.get("devices") or []]
+        if check_mode:
+            planned.update(((host, device), after) for device, after in _planned_ips(item).items())
     chip = chip or next((c for c in chips if c), None)
-    found = [_device_problem(host, dev, check_conf) for host, dev in devices]
+    found = [
+        ("IP planned", "")
+        if not dev.get("device_ip") and (host, dev.get("device_id")) in planned
+        else _device_problem(host, dev, check_conf)
+        for host, dev in devices
+    ]
     # A device whose probe fails because its target is another device of the cluster that is
     # itself broken (cut link, no IP) is a symptom, not a second fault: name it with the culprit.
     owner = {dev["device_ip"]: i for i, (_host, dev) in enumerate(devices) if dev.get("device_ip")}
@@ -187,17 +213,18 @@ def health_report(
     rows, problems, bad = [], [], []
     for i, (host, dev) in enumerate(devices):
         problem = found[i]
-        if problem and problem[0] != "target down":
+        if problem and problem[0] not in ("target down", "IP planned"):
             also = seen_by.get(i)
             suffix = f"; {', '.join(also)} probing it fail(s) because of it" if also else ""
             problems.append(f"{host} device {dev.get('device_id')}: {problem[0]} - {problem[1]}{suffix}")
             bad.append({"server": host, "device": dev.get("device_id"), "status": problem[0]})
         tls = dev.get("tls_switch")
+        plan = planned.get((host, dev.get("device_id"))) or {}
         rows.append(
             {
                 "server": host,
                 "device": dev.get("device_id"),
-                "ip": _with_prefix(dev.get("device_ip"), dev.get("netmask")),
+                "ip": _with_prefix(dev.get("device_ip"), dev.get("netmask")) or _with_prefix(plan.get("address"), plan.get("netmask")),
                 "link": dev.get("link"),
                 "health": dev.get("net_health"),
                 "netdetect": dev.get("netdetect") or None,

@@ -42,6 +42,8 @@ def test_check_diff_shows_the_planned_ips_and_changes_nothing(sim_cluster):
     result = run_playbook(PREPARE, SIM_INVENTORY, extra_vars={**cluster.inventory_vars, **PLAN}, check=True, diff=True)
     assert result.rc == 0, result
     assert '+        "address": "198.18.0.26",' in result.stdout  # server1 device 7, planned
+    # the health table shows what this run planned, not "no IP - run the device IP stage"
+    assert "IP planned" in result.stdout and "no device IP; run the device IP stage" not in result.stdout, result
     assert state(cluster) == before
     assert not (cluster.root / "server0" / "etc" / "rank_table.json").exists()
 

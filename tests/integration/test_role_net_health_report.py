@@ -183,3 +183,35 @@ def test_netdetect_targets_skip_devices_without_a_gateway_and_refuse_unknown_mod
     assert netdetect_targets([dev(0, gateway="")], "gateway") == []
     with pytest.raises(ClusterSpecError, match="use gateway or peer"):
         netdetect_targets([dev(0)], "keep")
+
+
+def planned(device_id: int, address: str, changes: tuple = ("ip", "gateway")) -> dict[str, Any]:
+    """One device of the device IP stage's registered hccn_config result (device_ip_result.devices)."""
+    return {"device_id": device_id, "changes": list(changes), "after": {"address": address, "netmask": "255.255.255.0"}}
+
+
+FRESH = {"device_ip": None, "netmask": None, "gateway": None, "netdetect": None, "net_health": "Init"}
+
+
+def test_check_mode_shows_the_ips_the_same_run_planned_instead_of_no_ip() -> None:
+    servers = cluster([dev(0, **FRESH), dev(1, **FRESH)], [dev(0, 2, **FRESH)])
+    servers[0]["device_ip_result"] = {"changed": True, "devices": [planned(0, "198.19.0.10"), planned(1, "198.19.0.11")]}
+    # h2's stage planned nothing for its device (it failed, or another play): still "no IP"
+    report = health_report(servers, check_mode=True)
+    assert [(r["server"], r["device"], r["ip"], r["status"]) for r in report["rows"]] == [
+        ("h1", 0, "198.19.0.10/24", "IP planned"),
+        ("h1", 1, "198.19.0.11/24", "IP planned"),
+        ("h2", 0, None, "no IP"),
+    ]
+    assert report["problems"] == [f"h2 device 0: no IP - {HINTS['no_ip']}"]
+
+
+def test_planned_ips_count_only_in_check_mode_and_only_for_devices_without_one() -> None:
+    servers = cluster([dev(0, **FRESH), dev(1, net_health="Init")])
+    servers[0]["device_ip_result"] = {"devices": [planned(0, "198.19.0.10"), planned(1, "198.19.0.99"), planned(2, "198.19.0.12")]}
+    applied = health_report(servers)  # a real run: what the devices say is the truth
+    assert [r["status"] for r in applied["rows"]] == ["no IP", "Init"]
+    checked = health_report(servers, check_mode=True)
+    assert [(r["ip"], r["status"]) for r in checked["rows"]] == [("198.19.0.10/24", "IP planned"), ("198.19.0.11/24", "Init")]
+    servers[0]["device_ip_result"] = {"devices": [planned(0, "198.19.0.10", changes=("gateway",))]}  # no address change planned
+    assert health_report(servers, check_mode=True)["rows"][0]["status"] == "no IP"
