@@ -190,7 +190,7 @@ def planned(device_id: int, address: str, changes: tuple = ("ip", "gateway")) ->
     return {"device_id": device_id, "changes": list(changes), "after": {"address": address, "netmask": "255.255.255.0"}}
 
 
-FRESH = {"device_ip": None, "netmask": None, "gateway": None, "netdetect": None, "net_health": "Init"}
+FRESH: dict[str, Any] = {"device_ip": None, "netmask": None, "gateway": None, "netdetect": None, "net_health": "Init"}
 
 
 def test_check_mode_shows_the_ips_the_same_run_planned_instead_of_no_ip() -> None:
