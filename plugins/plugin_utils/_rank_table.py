@@ -193,6 +193,27 @@ def missing_device_ips(servers: Any, version: Any = None, chip: str | None = Non
     }
 
 
+def missing_superpod_ids(servers: Any, version: Any = None, chip: str | None = None) -> list[str]:
+    """The servers whose ids a version 1.2 (A3 SuperPoD) table needs are not given; [] for other versions.
+
+    A 1.2 table needs each server's ``super_pod_id`` and each device's ``super_device_id``, which
+    ``hccn_facts`` cannot read: the inventory gives them. Each server is named by its ``host`` (the
+    inventory name ``servers_from_facts`` adds), else its ``server_id``.
+    """
+    if resolve_version(version, resolve_chip(chip)) != VERSION_1_2:
+        return []
+    if isinstance(servers, (str, Mapping)) or not isinstance(servers, Sequence):
+        raise ClusterSpecError("the input must be the list of servers (servers_from_facts / select_devices)")
+    missing = []
+    for index, entry in enumerate(servers):
+        if not isinstance(entry, Mapping):
+            raise ClusterSpecError(f"server entry {index} is not a mapping: {entry!r}")
+        devices = entry.get("devices") or []
+        if entry.get("super_pod_id") is None or any(not isinstance(d, Mapping) or d.get("super_device_id") is None for d in devices):
+            missing.append(str(entry.get("host") or entry.get("server_id") or f"entry {index}"))
+    return missing
+
+
 def validate_rank_table(
     table: Any,
     chip: str | None = None,
