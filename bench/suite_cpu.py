@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Where the test suite's CPU goes: sum a pytest run's ASCEND_TEST_CPU_LOG by tier, file and test.
 
     ASCEND_TEST_CPU_LOG=build/suite-cpu.jsonl .venv/bin/python -m pytest -n 4 tests/integration
