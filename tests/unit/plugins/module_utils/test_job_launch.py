@@ -240,6 +240,9 @@ def test_runner_stages_waits_at_the_gate_and_records_the_exit(tmp_path):
     assert lock_holder(str(tmp_path / "locks"), 2) is None
 
 
+# The children only take a lock and _exit: no thread of the (xdist) parent is needed in them, which is
+# what Python 3.12+ warns about when a multi-threaded process forks.
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded, use of fork:DeprecationWarning")
 def test_runners_staging_at_one_instant_all_make_the_lock_dir(tmp_path):
     """One supervisor forks a server's runners together: all find or make the fresh lock dir at once."""
     results = []
