@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import shlex
 
+from ansible_collections.ascend.cluster.plugins.module_utils._job_env import aoe_conflicts
+
 # Programs that do nothing useful without a script or arguments: as the whole command they mean
 # the shell split `-e train_command="bash train.sh ..."` and Ansible kept only the first word.
 LONE_INTERPRETERS = frozenset(("bash", "sh", "dash", "zsh", "python", "python3", "torchrun", "msrun"))
@@ -36,3 +38,19 @@ def split_command(command: str) -> list:
     except ValueError as exc:
         raise ValueError("cannot split the training command %r: %s" % (command, exc)) from exc
     return check_argv(argv)
+
+
+def resolve_launch(params: dict) -> None:
+    """Check a launch module's ``params`` before anything starts: ``argv`` set from ``command``.
+
+    Shared by ``training_rank`` and ``training_ranks``. Raises ValueError saying what to fix: a
+    command that cannot be split or would not train, or a ``TUNE_BANK_PATH`` / ``AOE_MODE`` in the
+    job's environment that conflicts with the launcher's.
+    """
+    if params.get("command") is not None:
+        params["argv"] = split_command(params["command"])
+    else:
+        check_argv(params.get("argv") or [])
+    conflicts = aoe_conflicts(params.get("env"), params.get("tune_bank_path"), params.get("aoe_mode"))
+    if conflicts:
+        raise ValueError("; ".join(conflicts))

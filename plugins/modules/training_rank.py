@@ -81,8 +81,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
-from ansible_collections.ascend.cluster.plugins.module_utils._job_command import check_argv, split_command
-from ansible_collections.ascend.cluster.plugins.module_utils._job_env import aoe_conflicts
+from ansible_collections.ascend.cluster.plugins.module_utils._job_command import resolve_launch
 from ansible_collections.ascend.cluster.plugins.module_utils._job_runner import RankRunner
 
 ARGS = options.spec(
@@ -101,15 +100,9 @@ def main() -> None:
         argument_spec=ARGS, supports_check_mode=False, mutually_exclusive=[("argv", "command")], required_one_of=[("argv", "command")]
     )
     try:
-        if module.params["command"] is not None:
-            module.params["argv"] = split_command(module.params["command"])
-        else:
-            check_argv(module.params["argv"])
+        resolve_launch(module.params)
     except ValueError as exc:
         module.fail_json(msg=str(exc))
-    conflicts = aoe_conflicts(module.params["env"], module.params["tune_bank_path"], module.params["aoe_mode"])
-    if conflicts:
-        module.fail_json(msg="; ".join(conflicts))
     state = RankRunner(module.params).run()
     # The state goes under "rank": async_status gives "started"/"finished" at the top level their own meaning.
     msg = "rank %d: %s" % (state["rank_id"], state.get("error") or "%s rc=%s" % (state.get("phase"), state.get("rc")))

@@ -84,8 +84,7 @@ ranks:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
-from ansible_collections.ascend.cluster.plugins.module_utils._job_command import check_argv, split_command
-from ansible_collections.ascend.cluster.plugins.module_utils._job_env import aoe_conflicts
+from ansible_collections.ascend.cluster.plugins.module_utils._job_command import resolve_launch
 from ansible_collections.ascend.cluster.plugins.module_utils._job_supervisor import Supervisor, summary
 
 ARGS = options.spec(
@@ -108,15 +107,9 @@ def main() -> None:
     )
     p = module.params
     try:
-        if p["command"] is not None:
-            p["argv"] = split_command(p["command"])
-        else:
-            check_argv(p["argv"])
+        resolve_launch(p)
     except ValueError as exc:
         module.fail_json(msg=str(exc))
-    conflicts = aoe_conflicts(p["env"], p["tune_bank_path"], p["aoe_mode"])
-    if conflicts:
-        module.fail_json(msg="; ".join(conflicts))
     if len(set(r["rank_id"] for r in p["ranks"])) != len(p["ranks"]) or len(set(r["device_id"] for r in p["ranks"])) != len(p["ranks"]):
         module.fail_json(msg="ranks: every rank_id and every device_id may appear once only")
     p["ranks"] = [dict(r, local_rank=index, local_count=p["local_count"]) for index, r in enumerate(p["ranks"])]

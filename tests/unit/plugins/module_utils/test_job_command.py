@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils._job_command import check_argv, split_command
+from ansible_collections.ascend.cluster.plugins.module_utils._job_command import check_argv, resolve_launch, split_command
 
 
 @pytest.mark.parametrize(
@@ -43,3 +45,35 @@ def test_argv_lists_get_the_same_checks():
         check_argv(["sh"])
     with pytest.raises(ValueError, match="empty"):
         check_argv([])
+
+
+BANK = "/var/lib/ascend-cluster/tune_bank"
+
+
+@pytest.mark.parametrize(
+    "params, argv",
+    [
+        ({"command": "bash train.sh --data_path='/d d'", "argv": None, "env": {}}, ["bash", "train.sh", "--data_path=/d d"]),
+        ({"command": None, "argv": ["python3", "t.py"], "env": {"TUNE_BANK_PATH": BANK}, "tune_bank_path": BANK}, ["python3", "t.py"]),
+    ],
+)
+def test_resolve_launch_sets_argv(params, argv):
+    resolve_launch(params)
+    assert params["argv"] == argv
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"command": "bash", "env": {}}, "the training command is only 'bash'"),
+        ({"command": "bash 'x", "env": {}}, "cannot split the training command"),
+        ({"command": None, "argv": [], "env": {}}, "the training command is empty"),
+        (
+            {"command": "bash t.sh", "env": {"AOE_MODE": "2"}, "tune_bank_path": BANK, "aoe_mode": 4},
+            "AOE_MODE=2 in the job's environment conflicts with AOE_MODE=4 set by the launcher",
+        ),
+    ],
+)
+def test_resolve_launch_refuses(params, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        resolve_launch(params)
