@@ -123,7 +123,7 @@ def parser() -> argparse.ArgumentParser:
         return sp
 
     sp = add("up", "create the bed (idempotent)")
-    sp.add_argument("--hosts", type=int, required=True, help="number of hosts, 2..8")
+    sp.add_argument("--hosts", type=int, required=True, help="number of hosts, 2..16")
     sp.add_argument("--devices", type=int, default=8, help="NPUs per host (default 8)")
     sp.add_argument("--chip", choices=CHIPS, default="910B")
     sp.add_argument("--no-sim", action="store_true", help="bare hosts without the simulator")

@@ -218,7 +218,7 @@ def test_down_cleans_up_by_name_when_state_is_lost() -> None:
 
 def test_bad_arguments_fail_with_a_clear_message() -> None:
     cases = [
-        (["up", "--hosts", "9", "--prefix", "abzz00"], "a bed has 2 to 8 hosts"),
+        (["up", "--hosts", "17", "--prefix", "abzz00"], "a bed has 2 to 16 hosts"),
         (["up", "--hosts", "2", "--prefix", "AB-1"], "bad prefix 'AB-1'"),
         (["exec", "--prefix", "abzz00", "h1", "--", "true"], "bed abzz00 is not up"),
     ]

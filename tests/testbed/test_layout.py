@@ -41,8 +41,8 @@ def test_management_addresses_follow_the_plan() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"prefix": "ab", "hosts": 1}, "a bed has 2 to 8 hosts"),
-        ({"prefix": "ab", "hosts": 9}, "a bed has 2 to 8 hosts"),
+        ({"prefix": "ab", "hosts": 1}, "a bed has 2 to 16 hosts"),
+        ({"prefix": "ab", "hosts": 17}, "a bed has 2 to 16 hosts"),
         ({"prefix": "a", "hosts": 2}, "bad prefix 'a'"),
         ({"prefix": "abcdefghi", "hosts": 2}, "bad prefix"),
         ({"prefix": "Ab12", "hosts": 2}, "bad prefix"),
