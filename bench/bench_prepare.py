@@ -11,6 +11,8 @@ plus prepare_<N>hosts_cpu_s (controller CPU seconds of that run: ansible-playboo
 workers; less sensitive to the machine's load), prepare_<N>hosts_first_s (the run that
 configures a fresh bed) and the machine's load
 average at the end of each size (the figures are wall time on a shared 2-core machine).
+With two sizes or more, prepare_cpu_per_host_s is the slope of the controller CPU between the
+smallest and the largest (issue 10's target: <= 1.0 s per added host).
 Runs as root (the bed needs namespaces). Details go to stderr.
 
 Usage: .venv/bin/python bench/bench_prepare.py [--hosts 2 4] [--runs 3]
@@ -47,7 +49,8 @@ def timed_run(bed: Bed) -> tuple[float, int, float]:
     return elapsed, result.changed(), cpu
 
 
-def bench(hosts: int, runs: int) -> None:
+def bench(hosts: int, runs: int) -> float:
+    """Print the size's figures; return its median controller CPU seconds."""
     bed = Bed.up(unique_prefix(), hosts)
     try:
         first, changed, _cpu = timed_run(bed)
@@ -67,6 +70,7 @@ def bench(hosts: int, runs: int) -> None:
     print(json.dumps({"figure": f"prepare_{hosts}hosts_first_s", "value": round(first, 2), "unit": "s"}))
     print(json.dumps({"figure": f"load_average_{hosts}hosts", "value": round(os.getloadavg()[0], 1), "unit": "1"}))
     sys.stdout.flush()
+    return statistics.median(cpus)
 
 
 def main() -> None:
@@ -76,8 +80,11 @@ def main() -> None:
     args = parser.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("bench_prepare needs root (the test bed uses network namespaces)")
-    for hosts in args.hosts:
-        bench(hosts, args.runs)
+    cpu = {hosts: bench(hosts, args.runs) for hosts in args.hosts}
+    if len(cpu) > 1:
+        low, high = min(cpu), max(cpu)
+        slope = (cpu[high] - cpu[low]) / (high - low)
+        print(json.dumps({"figure": "prepare_cpu_per_host_s", "value": round(slope, 2), "unit": "s", "between": [low, high]}))
 
 
 if __name__ == "__main__":

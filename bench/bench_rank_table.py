@@ -5,7 +5,10 @@ Prints one JSON object per line, e.g. ``{"figure": "rank_table_65536_ranks_s", "
 - ``rank_table_<N>_ranks_s``: ``servers | ascend.cluster.rank_table`` (read, check as HCCL
   does, render) for N ranks, best of a few runs; the budget for 65536 is 1.0 s and the three
   sizes show the cost growing linearly;
-- ``validate_rank_table_<N>_ranks_s``: reading the table back through ``validate_rank_table``.
+- ``validate_rank_table_<N>_ranks_s``: reading the table back through ``validate_rank_table``;
+- ``rank_layout_1000x16_cpu_s``: the controller work of train's layout step for 1000 servers x 16
+  devices, as the rank_table role does it: build the table, lay it out per server in one pass
+  (``rank_layout``) and hand each of the 1000 hosts its slice (issue 10's target: <= 2 s).
 
 Times are the CPU time of this process (``time.process_time``), best of a few runs: on an idle
 machine that equals wall time for this single-threaded work, and it does not count the time other
@@ -29,12 +32,14 @@ from tests.helpers.collection import install_import_path
 
 install_import_path()
 
+from ansible_collections.ascend.cluster.plugins.filter.rank_layout import rank_layout  # noqa: E402
 from ansible_collections.ascend.cluster.plugins.filter.rank_table import rank_table  # noqa: E402
 from ansible_collections.ascend.cluster.plugins.filter.validate_rank_table import validate_rank_table  # noqa: E402
 
 DEVICES_PER_SERVER = 16
 SIZES = (1024, 16384, 65536)
 REPEATS = 5
+LAYOUT_SERVERS = 1000
 
 
 def cluster(ranks: int) -> list[dict[str, Any]]:
@@ -46,6 +51,13 @@ def cluster(ranks: int) -> list[dict[str, Any]]:
         ]
         servers.append({"server_id": f"10.{s >> 8}.{s & 255}.1", "devices": devices})
     return servers
+
+
+def layout_step(servers: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Build, lay out, and give every host its slice: what train does once on the controller."""
+    table = rank_table(servers, chip="910B")
+    layout = rank_layout(table, servers)
+    return {server["host"]: layout["hosts"][server["host"]] for server in servers}
 
 
 def best_of(func: Callable[[], Any], repeats: int = REPEATS) -> float:
@@ -68,6 +80,10 @@ def main() -> None:
         assert int(table["server_count"]) * DEVICES_PER_SERVER == ranks
         emit(f"rank_table_{ranks}_ranks_s", best_of(functools.partial(rank_table, servers, chip="910B")))
         emit(f"validate_rank_table_{ranks}_ranks_s", best_of(functools.partial(validate_rank_table, table, chip="910B")))
+    servers = [dict(server, host=f"server{index}") for index, server in enumerate(cluster(LAYOUT_SERVERS * DEVICES_PER_SERVER))]
+    slices = layout_step(servers)
+    assert len(slices) == LAYOUT_SERVERS and all(len(ranks) == DEVICES_PER_SERVER for ranks in slices.values())
+    emit(f"rank_layout_{LAYOUT_SERVERS}x{DEVICES_PER_SERVER}_cpu_s", best_of(functools.partial(layout_step, servers)))
 
 
 if __name__ == "__main__":
