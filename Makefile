@@ -75,11 +75,13 @@ lint: link
 	PATH=$(abspath $(BIN)):$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) $(BIN)/ansible-lint --offline --profile production
 
 ## make docs-lint: the collection's documentation as the docsite builds it (antsibull-docs), run
-## from the ansible_collections/ascend/cluster link that `make link` makes.
+## from the ansible_collections/ascend/cluster link that `make link` makes; and the changelog
+## fragments and changelogs/changelog.yaml as antsibull-changelog reads them.
 .PHONY: docs-lint
 docs-lint: link
 	cd $(COLLECTIONS)/ansible_collections/ascend/cluster && PATH=$(abspath $(BIN)):$$PATH ANSIBLE_COLLECTIONS_PATH=$(COLLECTIONS) \
 		$(abspath $(BIN))/antsibull-docs lint-collection-docs --plugin-docs .
+	$(BIN)/antsibull-changelog lint
 
 ## make demo: the main job on a simulated 2 x 8 NPU cluster on this machine
 demo: $(STAMP) $(TORCH_STAMP)
