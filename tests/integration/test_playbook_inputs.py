@@ -22,6 +22,7 @@ from .test_launch_playbooks import launch_vars
 
 PLAYBOOKS = REPO_ROOT / "playbooks"
 OLD_TABLE = '{"note": "the table a running job reads"}\n'
+DOUBLE_STOP = re.compile(r"(?<!\.)\.\.(?!\.)|\?\.")  # "x.." or "mean np?." (an ellipsis is fine)
 
 
 def snapshot(cluster, skip: tuple[str, ...] = ()) -> dict[str, bytes]:
@@ -58,6 +59,7 @@ def assert_refused_untouched(cluster, playbook, extra, message, inventory=SIM_IN
     msg = refused_message(res)
     assert message in msg, res
     assert msg.endswith("Nothing was changed or started."), res
+    assert not DOUBLE_STOP.search(msg), msg  # one sentence end, whatever the last problem ends with
     assert snapshot(cluster) == before
     assert not (cluster.root / "runs").exists() and not (cluster.root / "controller").exists()
     return res
@@ -89,6 +91,25 @@ def test_wrong_input_is_refused_before_anything_is_touched(sim_cluster, playbook
     with_old_tables(cluster)
     extra = launch_vars(cluster, **extra) if playbook == "train" else {**cluster.inventory_vars, **extra}
     assert_refused_untouched(cluster, playbook, {k: v for k, v in extra.items() if v is not None}, message)
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ({}, "sim_dir is required: Directory of the simulated cluster"),
+        ({"sim_dir": "{tmp}", "servers": "abc"}, "servers='abc' is not a whole number of at least 1"),
+        ({"sim_dir": "{tmp}", "chip": "910X"}, "chip='910X' is not one of 910A, 910B, A3"),
+        ({"sim_dir": "{tmp}", "chips": "A3"}, "unknown extra var 'chips': did you mean chip?"),
+    ],
+)
+def test_sim_cluster_refuses_wrong_input_and_makes_nothing(tmp_path, extra, message):
+    target = tmp_path / "sim"
+    extra = {name: str(value).replace("{tmp}", str(target)) for name, value in extra.items()}
+    res = run_playbook(PLAYBOOKS / "sim_cluster.yml", extra_vars=extra)
+    msg = refused_message(res)
+    assert message in msg and msg.endswith("Nothing was changed or started."), res
+    assert not DOUBLE_STOP.search(msg), msg
+    assert not target.exists()
 
 
 def test_a_refused_launch_leaves_the_running_jobs_table(sim_cluster):

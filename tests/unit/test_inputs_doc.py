@@ -14,6 +14,7 @@ install_import_path()
 from ansible_collections.ascend.cluster.plugins.plugin_utils._inputs import inputs_markdown  # noqa: E402 - importable once installed
 
 PLAYBOOKS = ("train", "smoke", "rank_table", "prepare", "status", "stop")
+SIM_PLAYBOOKS = ("sim_cluster",)  # controller only: no ascend_hosts
 DOC = REPO_ROOT / "docs" / "inputs.md"
 BEGIN = "<!-- BEGIN generated from each playbook's ascend_playbook_inputs (python -m tests.unit.test_inputs_doc) -->"
 END = "<!-- END generated -->"
@@ -28,7 +29,7 @@ def declared(playbook: str) -> dict:
 
 def render() -> str:
     parts = [BEGIN]
-    for playbook in PLAYBOOKS:
+    for playbook in PLAYBOOKS + SIM_PLAYBOOKS:
         parts += ["", f"### `ascend.cluster.{playbook}`", "", inputs_markdown(declared(playbook)).rstrip("\n")]
     return "\n".join([*parts, "", END])
 
