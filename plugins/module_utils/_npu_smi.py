@@ -63,11 +63,14 @@ def _cells(line: str) -> list:
 def parse_info_table(raw: str) -> list:
     """Parse the ``npu-smi info`` box table -> one dict per NPU.
 
-    ``{"npu_id", "name", "health", "chips": [{"chip_id", "phy_id", "bus_id"}]}``; ``phy_id`` is
-    None unless the table has a ``Chip  Phy-ID`` column (A3 boards). The process section is skipped.
+    ``{"npu_id", "name", "health", "chips": [{"chip_id", "phy_id", "bus_id", "health"}]}``; ``phy_id``
+    is None unless the table has a ``Chip  Phy-ID`` column (A3 boards). A chip's health is the NPU
+    row printed above it (A3 boards print one per chip); the NPU's is its worst chip's. The process
+    section is skipped.
     """
     npus: list = []
     current: dict | None = None
+    row_health = None
     for line in raw.splitlines():
         if not line.lstrip().startswith("|"):
             continue
@@ -79,6 +82,7 @@ def parse_info_table(raw: str) -> list:
             continue
         if cells[1] in HEALTH_VALUES and len(first) >= 2:
             npu_id = int(first[0])
+            row_health = cells[1]
             # A3 boards repeat the NPU row above each of its chips: one entry per NPU id.
             current = next((npu for npu in npus if npu["npu_id"] == npu_id), None)
             if current is None:
@@ -88,10 +92,39 @@ def parse_info_table(raw: str) -> list:
                 current["health"] = cells[1]  # the NPU is as healthy as its worst chip
         elif _BUS_ID.match(cells[1]) and current is not None:
             phy_id = int(first[1]) if len(first) >= 2 and first[1].isdigit() else None
-            current["chips"].append({"chip_id": int(first[0]), "phy_id": phy_id, "bus_id": cells[1]})
+            current["chips"].append({"chip_id": int(first[0]), "phy_id": phy_id, "bus_id": cells[1], "health": row_health})
     if not npus:
         raise NpuSmiParseError("NPU table (rows '| <id> <name> | <health> |')", raw)
     return npus
+
+
+_VERSION = re.compile(r"^\|?\s*npu-smi\s+\S+\s+Version:\s*(\S+)", re.IGNORECASE | re.MULTILINE)
+# Health values that refuse a launch on the chip (an Alarm or Critical chip fails training or the node).
+FAILING_HEALTH = ("Alarm", "Critical")
+
+
+def parse_version(raw: str) -> str | None:
+    """The ``Version:`` of ``npu-smi info``'s header line (``| npu-smi 24.1.0   Version: 24.1.0 |``), or None."""
+    match = _VERSION.search(raw)
+    return match.group(1) if match else None
+
+
+def device_health(table: list) -> dict:
+    """``{device_id: health}`` from the parsed ``npu-smi info`` table, with ids as ``device_ids`` counts them.
+
+    On boards with several chips per NPU each chip is a device (its ``Phy-ID``, else ``npu_id *
+    chips + chip``) with its own row's health; otherwise the NPU id is the device.
+    """
+    health: dict = {}
+    for npu in table:
+        chips = npu["chips"]
+        if len(chips) > 1 or any(chip["phy_id"] is not None for chip in chips):
+            for chip in chips:
+                device = chip["phy_id"] if chip["phy_id"] is not None else npu["npu_id"] * len(chips) + chip["chip_id"]
+                health[device] = chip.get("health") or npu["health"]
+        else:
+            health[npu["npu_id"]] = npu["health"]
+    return health
 
 
 def device_ids(npu_list: list, table: list | None = None) -> list:

@@ -16,6 +16,9 @@ description:
   - V(preflight) fails, naming each cause, when any of O(devices) is held by a process (C(npu-smi
     info) process list), by a live rank of a recorded job, or by another launch's device lock.
     With O(kill_stale) it stops those holders and waits up to O(stale_timeout) for the devices to free.
+  - V(preflight) also reads the chip health of each of O(devices) from the same C(npu-smi info) table. C(Alarm) or
+    C(Critical) fails, naming the device (before anything is stopped or started); C(Warning) or C(UNKNOWN) warns.
+    It returns the driver version npu-smi prints in its header, for a cluster-wide comparison on the controller.
   - V(record) writes the job record (C(<job_root>/<job_id>/job.json)) for O(ranks) and makes it the latest job.
   - V(staged) waits until every local rank is staged at the gate; fails if any could not stage.
   - V(gate) opens the gate, so that every rank starts its command at O(start_at).
@@ -124,6 +127,16 @@ busy:
   returned: with preflight
   type: list
   elements: dict
+chip_health:
+  description: The C(npu-smi info) Health of each of O(devices) that the table shows (V(preflight)), device id to health.
+  returned: with preflight, when npu-smi answered
+  type: dict
+  sample: {"0": "OK", "3": "Warning"}
+npu_smi_version:
+  description: The version in C(npu-smi info)'s header (the driver's), or null when npu-smi did not answer (V(preflight)).
+  returned: with preflight
+  type: str
+  sample: 24.1.0
 failed_rank:
   description: The first local rank that failed (V(poll)).
   returned: with poll
@@ -140,13 +153,15 @@ abort:
   type: str
 """
 
+from typing import Any
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_preflight as preflight
+from ansible_collections.ascend.cluster.plugins.module_utils import _npu_smi as npu_smi
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
-from ansible_collections.ascend.cluster.plugins.module_utils._npu_smi import NpuSmi, NpuSmiError, find_binary, parse_npu_processes
 
 ARGS = options.spec(
     options.TOOL_PATHS,
@@ -170,33 +185,70 @@ ARGS = options.spec(
 REQUIRED_IF = [("state", "record", ["run_dir", "job_id"]), ("state", "gate", ["start_at"])]
 
 
-def npu_processes(module: AnsibleModule) -> list:
-    binary = find_binary(module, module.params["npu_smi"])
+def npu_info(module: AnsibleModule) -> str | None:
+    """``npu-smi info``'s text, or None (with a warning) when npu-smi is missing or fails."""
+    binary = npu_smi.find_binary(module, module.params["npu_smi"])
     if binary is None:
-        module.warn("npu-smi not found: leftover processes are checked through job records and locks only")
-        return []
+        module.warn("npu-smi not found: chip health is not checked, and leftover processes are checked through job records and locks only")
+        return None
     try:
-        return parse_npu_processes(NpuSmi(module, binary).run(["info"]))
-    except NpuSmiError as exc:
-        module.warn("npu-smi info failed (%s): leftover processes are checked through job records and locks only" % exc)
-        return []
+        return npu_smi.NpuSmi(module, binary).run(["info"])
+    except npu_smi.NpuSmiError as exc:
+        module.warn(
+            "npu-smi info failed (%s): chip health is not checked, and leftover processes are checked through job records and locks only"
+            % exc
+        )
+        return None
+
+
+def chip_health(module: AnsibleModule, raw: str | None, devices: list) -> dict:
+    """The selected devices' health from ``raw``; fails on Alarm / Critical, warns on Warning / UNKNOWN."""
+    if raw is None:
+        return {}
+    try:
+        table = npu_smi.parse_info_table(raw)
+    except npu_smi.NpuSmiParseError:
+        module.warn("cannot read the NPU table of npu-smi info: chip health is not checked")
+        return {}
+    by_device = npu_smi.device_health(table)
+    health = {device: by_device[device] for device in devices if device in by_device}
+    name = npu_smi.chip_name(table) or "NPU"
+    failing = ["device %d (%s): %s" % (d, name, h) for d, h in sorted(health.items()) if h in npu_smi.FAILING_HEALTH]
+    if failing:
+        module.fail_json(
+            msg="chip health, nothing was started: npu-smi info shows %s. Such a chip fails the training: check it "
+            "(npu-smi info, the driver's logs), then repair it or leave the device out of the job (np / npu_env)." % "; ".join(failing),
+            chip_health=health,
+            npu_smi_version=npu_smi.parse_version(raw),
+            busy=[],
+        )
+    for device, state in sorted(health.items()):
+        if state != "OK":
+            module.warn("device %d (%s): npu-smi info shows Health %s; the launch goes on, but check the chip" % (device, name, state))
+    return health
 
 
 def do_preflight(module: AnsibleModule) -> dict:
     p = module.params
     devices = list(p["devices"])
+    raw = npu_info(module)
+    found: dict[str, Any] = dict(chip_health=chip_health(module, raw, devices), npu_smi_version=npu_smi.parse_version(raw) if raw else None)
+
+    def processes(text: str | None) -> list:
+        return npu_smi.parse_npu_processes(text) if text is not None else []
 
     def check():
-        return preflight.find_busy(devices, p["lock_dir"], p["job_root"], npu_processes(module))
+        return preflight.find_busy(devices, p["lock_dir"], p["job_root"], processes(npu_info(module)))
 
-    busy = check()
+    busy = preflight.find_busy(devices, p["lock_dir"], p["job_root"], processes(raw))
     if not busy:
-        return dict(changed=False, busy=[])
+        return dict(changed=False, busy=[], **found)
     if not p["kill_stale"] or module.check_mode:
         module.fail_json(
             msg="devices in use, nothing was started: %s. Stop them (ascend.cluster.stop, or kill_stale=true to "
             "let the launch stop them) and retry." % "; ".join("device %d: %s" % (b["device_id"], b["detail"]) for b in busy),
             busy=busy,
+            **found,
         )
     actions = preflight.kill_stale(busy, p["job_root"], p["grace"])
     left = preflight.wait_free(check, p["stale_timeout"])
@@ -206,8 +258,9 @@ def do_preflight(module: AnsibleModule) -> dict:
             % (p["stale_timeout"], "; ".join("device %d: %s" % (b["device_id"], b["detail"]) for b in left)),
             busy=left,
             actions=actions,
+            **found,
         )
-    return dict(changed=True, busy=[], freed=busy, actions=actions)
+    return dict(changed=True, busy=[], freed=busy, actions=actions, **found)
 
 
 def do_stop(module: AnsibleModule) -> dict:

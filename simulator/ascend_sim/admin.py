@@ -20,6 +20,8 @@ PROFILES = {
 }
 CHIP_ALIASES = {"910a": "910A", "910": "910A", "910b": "910B", "a2": "910B", "a3": "A3", "910_93": "A3", "910c": "A3"}
 
+# npu-smi info's Health column (reference section 2).
+NPU_HEALTH_CHOICES = ("OK", "Warning", "Alarm", "Critical", "UNKNOWN")
 HEALTH_CHOICES = (
     "Success",
     "Socket fail",
@@ -520,6 +522,8 @@ def do_fault(args):
                 dev["link"] = "UP"
                 dev["tls"] = state.get("tls_default", 0)
                 dev["faults"] = {"error": False, "health": None}
+                dev.pop("npu_health", None)
+            state.pop("npu_smi_version", None)
             restored.extend(down)
             state["faults"] = {"latency": None, "unreachable": [], "stale_conf": None, "driver_missing": []}
 
@@ -587,6 +591,23 @@ def do_fault(args):
 
         ids = store.update(sdir, change)
         messages.append("net health of device(s) %s %s" % (",".join(ids), "computed again" if args.off else "forced to %r" % args.status))
+    elif kind == "chip-health":
+
+        def change(state):
+            ids = _devices_arg(state, args.device)
+            for i in ids:
+                state["devices"][i]["npu_health"] = args.status
+            return ids
+
+        ids = store.update(sdir, change)
+        messages.append("npu-smi Health of device(s) %s is %s" % (",".join(ids), args.status))
+    elif kind == "npu-smi-version":
+
+        def change(state):
+            state["npu_smi_version"] = args.version
+
+        store.update(sdir, change)
+        messages.append("npu-smi now prints version %s" % args.version)
     elif kind == "stale-conf":
 
         def change(state):
@@ -738,6 +759,15 @@ def build_parser():
     g = k.add_mutually_exclusive_group(required=True)
     g.add_argument("--status", choices=HEALTH_CHOICES)
     g.add_argument("--off", action="store_true")
+
+    k = kinds.add_parser("chip-health", help="the Health npu-smi info shows for device(s): OK, Warning, Alarm, Critical, UNKNOWN")
+    _state_arg(k, suppress=True)
+    k.add_argument("--device", required=True, help="id, comma list or 'all'")
+    k.add_argument("--status", required=True, choices=NPU_HEALTH_CHOICES)
+
+    k = kinds.add_parser("npu-smi-version", help="the driver version npu-smi info prints in its header")
+    _state_arg(k, suppress=True)
+    k.add_argument("--version", required=True)
 
     k = kinds.add_parser("stale-conf", help="rewrite hccn.conf so it disagrees with the device(s)")
     _state_arg(k, suppress=True)

@@ -141,3 +141,18 @@ def test_clear_resets_everything(make_host):
 def test_every_health_value_can_be_forced(host, status):
     host.fault("health", "--device", "0", "--status", status)
     assert host.ok("-i", "0", "-net_health", "-g") == "net health status: %s\n" % status
+
+
+def test_chip_health_and_version_show_in_npu_smi_info_until_clear(host):
+    host.fault("chip-health", "--device", "3", "--status", "Alarm")
+    host.fault("chip-health", "--device", "5", "--status", "Warning")
+    host.fault("npu-smi-version", "--version", "23.0.rc2")
+    table = host.npu_smi("info").stdout
+    rows = {line.split()[1]: line.split("|")[2].strip() for line in table.splitlines() if line.startswith("| ") and "910B3" in line}
+    assert rows == {str(d): ("Alarm" if d == 3 else "Warning" if d == 5 else "OK") for d in range(8)}
+    assert table.splitlines()[1].split() == ["|", "npu-smi", "23.0.rc2", "Version:", "23.0.rc2", "|"]
+    proc = run([ASCEND_SIM, "fault", "--state", host.state, "chip-health", "--device", "3", "--status", "Broken"])
+    assert proc.returncode == 2 and "invalid choice: 'Broken'" in proc.stderr
+    host.fault("clear")
+    table = host.npu_smi("info").stdout
+    assert "Alarm" not in table and "Warning" not in table and "23.0.rc2" not in table

@@ -61,7 +61,7 @@ def test_info_list_unparseable(raw):
 def test_info_table_910b():
     table = n.parse_info_table(INFO_TABLE_910B)
     assert [(npu["npu_id"], npu["name"], npu["health"]) for npu in table] == [(0, "910B3", "OK"), (1, "910B3", "OK")]
-    assert table[0]["chips"] == [{"chip_id": 0, "phy_id": None, "bus_id": "0000:C1:00.0"}]
+    assert table[0]["chips"] == [{"chip_id": 0, "phy_id": None, "bus_id": "0000:C1:00.0", "health": "OK"}]
     assert n.chip_name(table) == "910B3"
 
 
@@ -109,3 +109,30 @@ def test_npu_smi_asks_again_when_the_answer_was_lost():
 
     assert [npu["npu_id"] for npu in n.NpuSmi(module, NPU_SMI, runner=run_tool).info_list()] == [0, 1]
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize(
+    "raw, version",
+    [
+        (INFO_TABLE_A3, "25.3.rc1"),
+        (INFO_TABLE_910B, "23.0.0"),
+        ("| npu-smi 23.0.rc2                 Version: 23.0.rc2                                     |\n", "23.0.rc2"),
+        ("npu-smi 22.0.4   Version: 22.0.4\n", "22.0.4"),  # no box
+        ("Total Count : 2\n", None),
+        ("", None),
+    ],
+)
+def test_version_from_the_header(raw, version):
+    assert n.parse_version(raw) == version
+
+
+def test_device_health_one_chip_per_npu():
+    table = n.parse_info_table(INFO_TABLE_910B.replace("| 1     910B3               | OK  ", "| 1     910B3               | Alarm"))
+    assert n.device_health(table) == {0: "OK", 1: "Alarm"}
+
+
+def test_device_health_a3_is_per_chip():
+    """NPU 1's second chip (Phy-ID 3) is in Warning; its first chip (Phy-ID 2) is not."""
+    health = n.device_health(n.parse_info_table(INFO_TABLE_A3))
+    assert health == {0: "OK", 1: "OK", 2: "OK", 3: "Warning"}
+    assert n.parse_info_table(INFO_TABLE_A3)[1]["health"] == "Warning"  # the NPU as a whole: its worst chip

@@ -1,0 +1,34 @@
+# Copyright: ascend.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Whether the servers of a job run the same driver: the versions each server's pre-flight read."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
+
+
+def mixed_versions(versions: Any, what: str = "npu-smi (driver) version") -> str:
+    """One sentence naming each version and its servers when ``versions`` (server -> version) differ, else ''.
+
+    Servers whose version is unknown (None or '': npu-smi missing or silent) are left out of the
+    comparison; they are listed after the versions so the message says what was not compared.
+    """
+    if not isinstance(versions, Mapping):
+        raise ClusterSpecError(f"versions must be a mapping of server to version, got {type(versions).__name__}")
+    groups: dict[str, list[str]] = {}
+    unknown = []
+    for server, version in versions.items():
+        if version in (None, ""):
+            unknown.append(str(server))
+        else:
+            groups.setdefault(str(version), []).append(str(server))
+    if len(groups) < 2:
+        return ""
+    parts = [f"{version} on {', '.join(servers)}" for version, servers in sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))]
+    text = f"the servers run different {what}s: {'; '.join(parts)}"
+    if unknown:
+        text += f" (unknown on {', '.join(unknown)})"
+    return text

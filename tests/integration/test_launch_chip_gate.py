@@ -1,0 +1,48 @@
+"""The pre-flight's chip health and driver version gate (train on the simulated 2 x 8 cluster).
+
+npu-smi info's Health column: Alarm or Critical on a selected device refuses the launch, naming
+the device, before anything starts; Warning warns. Servers whose npu-smi (driver) versions differ
+are refused unless ``ascend_launch_allow_mixed_versions``.
+"""
+
+from __future__ import annotations
+
+from tests.helpers.ansible_cli import run_playbook
+
+from .conftest import SIM_INVENTORY
+from .test_launch_playbooks import TRAIN, launch_vars, rank_states
+
+
+def test_a_chip_in_alarm_refuses_the_launch_naming_it(sim_cluster):
+    cluster = sim_cluster()
+    cluster["server1"].fault("chip-health", "--device", "3", "--status", "Alarm")
+    cluster["server1"].fault("chip-health", "--device", "6", "--status", "Critical")
+    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16))
+    assert res.rc != 0
+    assert "chip health, nothing was started: npu-smi info shows device 3 (910B3): Alarm; device 6 (910B3): Critical" in res.stdout, res
+    assert "leave the device out of the job" in res.stdout
+    assert not (cluster.root / "runs").exists()  # nothing started
+    assert not (cluster.root / "controller").exists()
+
+
+def test_mixed_driver_versions_are_refused_unless_allowed_and_a_warning_chip_warns(sim_cluster):
+    cluster = sim_cluster()
+    cluster["server0"].fault("npu-smi-version", "--version", "23.0.rc2")
+    refused = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16))
+    assert refused.rc != 0
+    assert (
+        "launch refused, nothing was started: the servers run different npu-smi (driver) versions: "
+        "23.0.rc2 on server0; 24.1.0 on server1" in refused.stdout
+    ), refused
+    assert "ascend_launch_allow_mixed_versions=true" in refused.stdout
+    assert not (cluster.root / "runs").exists()
+
+    cluster["server0"].fault("chip-health", "--device", "1", "--status", "Warning")
+    allowed = run_playbook(
+        TRAIN,
+        SIM_INVENTORY,
+        extra_vars=launch_vars(cluster, np=16, ascend_launch_allow_mixed_versions=True, ascend_train_env={"STEPS": "1"}),
+    )
+    assert allowed.rc == 0, allowed
+    assert "device 1 (910B3): npu-smi info shows Health Warning; the launch goes on, but check the chip" in allowed.output
+    assert sorted(rank_states(cluster)) == list(range(16))

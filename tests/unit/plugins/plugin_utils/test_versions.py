@@ -1,0 +1,37 @@
+"""mixed_versions: which servers run which driver, when a job's servers differ."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.ascend.cluster.plugins.filter.mixed_versions import mixed_versions
+from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
+
+
+@pytest.mark.parametrize(
+    "versions, expected",
+    [
+        ({}, ""),
+        ({"s0": "24.1.0", "s1": "24.1.0"}, ""),
+        ({"s0": "24.1.0", "s1": None}, ""),  # one known version: nothing to compare
+        (
+            {"s0": "24.1.0", "s1": "23.0.rc2", "s2": "24.1.0"},
+            "the servers run different npu-smi (driver) versions: 24.1.0 on s0, s2; 23.0.rc2 on s1",
+        ),
+        (
+            {"s0": "24.1.0", "s1": "23.0.rc2", "s2": ""},
+            "the servers run different npu-smi (driver) versions: 23.0.rc2 on s1; 24.1.0 on s0 (unknown on s2)",
+        ),
+    ],
+)
+def test_mixed_versions(versions, expected):
+    assert mixed_versions(versions) == expected
+
+
+def test_not_a_mapping_is_refused():
+    with pytest.raises(Exception, match="versions must be a mapping of server to version, got list"):
+        mixed_versions(["24.1.0"])
+    with pytest.raises(ClusterSpecError):
+        from ansible_collections.ascend.cluster.plugins.plugin_utils._versions import mixed_versions as pure
+
+        pure("24.1.0")
