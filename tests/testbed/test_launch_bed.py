@@ -21,6 +21,7 @@ from tests.helpers.ansible_cli import BIN_DIR, ansible_env, run_playbook
 from tests.helpers.collection import REPO_ROOT
 from tests.helpers.procs import alive, pids_with_argv, wait_for
 from tests.helpers.runs import rank_states, read_env_log
+from tests.testbed.bedlib.files import SIM_PYTHON, sim_path
 
 TRAIN = REPO_ROOT / "playbooks" / "train.yml"
 STOP = REPO_ROOT / "playbooks" / "stop.yml"
@@ -137,6 +138,23 @@ def test_np8_runs_four_ranks_on_each_server(launch_bed):
         env = read_env_log(root / "runs" / "np8" / f"device_{rank}" / "env.log")
         placed.setdefault(env["HCCL_IF_IP"], []).append(env["DEVICE_ID"])
     assert placed == {bed.mgmt_ip("h1"): ["0", "1", "2", "3"], bed.mgmt_ip("h2"): ["0", "1", "2", "3"]}
+
+
+def test_a_critical_chip_on_one_server_refuses_the_launch_naming_it(launch_bed):
+    """npu-smi on h2 shows device 5 Critical: refused in the pre-flight, before any rank exists anywhere."""
+    bed, root = launch_bed
+    fault = [SIM_PYTHON, str(sim_path(REPO_ROOT)), "-q", "fault", "--state", "/etc/ascend-sim", "chip-health", "--device", "5"]
+    bed.exec("h2", *fault, "--status", "Critical")
+    try:
+        res = run_playbook(TRAIN, bed.inventory, extra_vars=bed_vars(launch_bed, "critical", ascend_train_env={"STEPS": "1"}))
+        assert res.rc != 0
+        assert "chip health, nothing was started: npu-smi info shows device 5 (910B3): Critical" in res.stdout, str(res)
+        assert "fatal: [h2]" in res.stdout and "fatal: [h1]" not in res.stdout
+        assert not (root / "runs" / "critical").exists()
+        for host in bed.hosts:  # no job was recorded on either server
+            assert "critical" not in bed.exec(host, "ls", "-a", "/run/ascend-cluster/jobs", check=False).stdout
+    finally:
+        bed.exec("h2", *fault, "--status", "OK")
 
 
 def test_leftover_process_blocks_launch_until_kill_stale(launch_bed):
