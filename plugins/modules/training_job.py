@@ -51,6 +51,14 @@ options:
     type: list
     elements: int
     default: []
+  ports:
+    description:
+      - TCP ports the job will listen on here, which nothing may listen on yet (V(preflight)) - HCCL's host
+        ports and, on rank 0's server, the framework's master port. A port in use fails the pre-flight, naming
+        who holds it; O(kill_stale) does not stop such a process.
+    type: list
+    elements: int
+    default: []
   kill_stale:
     description: Stop whatever holds the devices instead of failing (V(preflight)).
     type: bool
@@ -137,6 +145,10 @@ npu_smi_version:
   returned: with preflight
   type: str
   sample: 24.1.0
+ports_in_use:
+  description: The O(ports) something already listens on, port to holder (C(pid N (name))) (V(preflight), when it fails for them).
+  returned: on a failed preflight for ports
+  type: dict
 failed_rank:
   description: The first local rank that failed (V(poll)).
   returned: with poll
@@ -160,6 +172,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_preflight as preflight
+from ansible_collections.ascend.cluster.plugins.module_utils import _listen_ports as listen_ports
 from ansible_collections.ascend.cluster.plugins.module_utils import _npu_smi as npu_smi
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
 
@@ -173,6 +186,7 @@ ARGS = options.spec(
     run_dir=dict(type="path"),
     ranks=dict(type="list", elements="dict", default=[]),
     devices=dict(type="list", elements="int", default=[]),
+    ports=dict(type="list", elements="int", default=[]),
     kill_stale=dict(type="bool", default=False),
     stale_timeout=dict(type="float", default=30.0),
     timeout=dict(type="float", default=120.0),
@@ -240,6 +254,17 @@ def do_preflight(module: AnsibleModule) -> dict:
     def check():
         return preflight.find_busy(devices, p["lock_dir"], p["job_root"], processes(npu_info(module)))
 
+    taken = listen_ports.ports_in_use(p["ports"])
+    if taken:
+        module.fail_json(
+            msg="ports in use, nothing was started: %s. The job listens there (HCCL's host ports from HCCL_IF_BASE_PORT, "
+            "60000 by default; the master port on rank 0's server) and would fail with EI0019: stop what holds them, or "
+            "move the job's ports (HCCL_IF_BASE_PORT in the job's environment, ascend_launch_master_port)"
+            % "; ".join("TCP port %d is listened on by %s" % item for item in sorted(taken.items())),
+            ports_in_use=taken,
+            busy=[],
+            **found,
+        )
     busy = preflight.find_busy(devices, p["lock_dir"], p["job_root"], processes(raw))
     if not busy:
         return dict(changed=False, busy=[], **found)

@@ -2,10 +2,14 @@
 
 npu-smi info's Health column: Alarm or Critical on a selected device refuses the launch, naming
 the device, before anything starts; Warning warns. Servers whose npu-smi (driver) versions differ
-are refused unless ``ascend_launch_allow_mixed_versions``.
+are refused unless ``ascend_launch_allow_mixed_versions``. A TCP port the job will listen on that
+something already listens on is refused, naming who holds it.
 """
 
 from __future__ import annotations
+
+import os
+import socket
 
 from tests.helpers.ansible_cli import run_playbook
 
@@ -46,3 +50,17 @@ def test_mixed_driver_versions_are_refused_unless_allowed_and_a_warning_chip_war
     assert allowed.rc == 0, allowed
     assert "device 1 (910B3): npu-smi info shows Health Warning; the launch goes on, but check the chip" in allowed.output
     assert sorted(rank_states(cluster)) == list(range(16))
+
+
+def test_a_port_the_job_needs_is_taken_and_the_launch_is_refused_naming_it(sim_cluster):
+    """The simulated servers share this machine's network, so this job moves HCCL to its own base port."""
+    cluster = sim_cluster()
+    base = 61200 + os.getpid() % 500  # away from the 60000 range the other tests' jobs check
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", base + 3))
+        squatter.listen(1)
+        res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, ascend_train_env={"HCCL_IF_BASE_PORT": str(base)}))
+    assert res.rc != 0
+    assert f"ports in use, nothing was started: TCP port {base + 3} is listened on by pid {os.getpid()}" in res.stdout, res
+    assert "EI0019" in res.stdout
+    assert not (cluster.root / "runs").exists()

@@ -1,0 +1,75 @@
+# Copyright: ascend.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Which TCP ports something already listens on, and who: from /proc/net/tcp{,6} and /proc/<pid>/fd.
+
+HCCL listens on its host ports (``HCCL_IF_BASE_PORT``, 60000 by default, 16 or 32 of them) and the
+framework on its master port; a port already taken ends the job in EI0019 ("listen on ip[...] and
+specific port[...] fail"). The pre-flight asks before anything starts.
+
+Runs on target hosts: Python 3.8+, stdlib only.
+"""
+
+from __future__ import annotations
+
+import os
+
+LISTEN = "0A"  # the st column of /proc/net/tcp for a listening socket
+TABLES = ("/proc/net/tcp", "/proc/net/tcp6")
+
+
+def parse_listening(text: str) -> dict:
+    """``{port: inode}`` of the LISTEN rows of one /proc/net/tcp-style table."""
+    found = {}
+    for line in text.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) < 10 or fields[3] != LISTEN or ":" not in fields[1]:
+            continue
+        try:
+            port = int(fields[1].rsplit(":", 1)[1], 16)
+        except ValueError:
+            continue
+        found.setdefault(port, fields[9])
+    return found
+
+
+def socket_owners(inodes: set, proc: str = "/proc") -> dict:
+    """``{inode: "pid N (name)"}`` for the sockets in ``inodes`` that a process we can see holds."""
+    owners: dict = {}
+    if not inodes:
+        return owners
+    for pid in (entry for entry in os.listdir(proc) if entry.isdigit()):
+        fd_dir = os.path.join(proc, pid, "fd")
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            continue  # gone, or not ours to read
+        for fd in fds:
+            try:
+                link = os.readlink(os.path.join(fd_dir, fd))
+            except OSError:
+                continue  # closed meanwhile (the listing's own descriptor, for one)
+            if link.startswith("socket:[") and link[8:-1] in inodes and link[8:-1] not in owners:
+                try:
+                    with open(os.path.join(proc, pid, "comm")) as handle:
+                        name = handle.read().strip()
+                except OSError:
+                    name = "?"
+                owners[link[8:-1]] = "pid %s (%s)" % (pid, name)
+    return owners
+
+
+def ports_in_use(ports: list, tables: tuple = TABLES, proc: str = "/proc") -> dict:
+    """``{port: who}`` for each of ``ports`` some socket listens on (``who``: "pid N (name)" or "a socket")."""
+    wanted = set(int(port) for port in ports)
+    listening: dict = {}
+    for table in tables:
+        try:
+            with open(table) as handle:
+                text = handle.read()
+        except OSError:
+            continue
+        for port, inode in parse_listening(text).items():
+            if port in wanted:
+                listening.setdefault(port, inode)
+    owners = socket_owners(set(listening.values()), proc)
+    return {port: owners.get(inode, "a socket") for port, inode in sorted(listening.items())}
