@@ -59,7 +59,9 @@ def test_a_port_the_job_needs_is_taken_and_the_launch_is_refused_naming_it(sim_c
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", base + 3))
         squatter.listen(1)
-        res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, ascend_train_env={"HCCL_IF_BASE_PORT": str(base)}))
+        # the sim inventory checks no HCCL port (its servers share this machine's ports): this job does
+        extra = launch_vars(cluster, np=16, ascend_launch_hccl_port_count=16, ascend_train_env={"HCCL_IF_BASE_PORT": str(base)})
+        res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=extra)
     assert res.rc != 0
     assert f"ports in use, nothing was started: TCP port {base + 3} is listened on by pid {os.getpid()}" in res.stdout, res
     assert "EI0019" in res.stdout
