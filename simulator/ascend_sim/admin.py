@@ -476,6 +476,18 @@ def _bed_link(state, ids, up):
             bed.set_link(i, up)
 
 
+def _update_devices(sdir, device_arg, edit):
+    """Apply ``edit(device_state)`` to the devices ``device_arg`` names (id, list or 'all'); their ids."""
+
+    def change(state):
+        ids = _devices_arg(state, device_arg)
+        for i in ids:
+            edit(state["devices"][i])
+        return ids
+
+    return store.update(sdir, change)
+
+
 def do_fault(args):
     sdir = os.path.abspath(args.state or state_dir())
     kind = args.kind
@@ -572,34 +584,13 @@ def do_fault(args):
         ids = store.update(sdir, change)
         messages.append("device(s) %s %s" % (",".join(ids), "healthy again" if args.off else "fail every call"))
     elif kind == "tls":
-
-        def change(state):
-            ids = _devices_arg(state, args.device)
-            for i in ids:
-                state["devices"][i]["tls"] = args.switch
-            return ids
-
-        ids = store.update(sdir, change)
+        ids = _update_devices(sdir, args.device, lambda dev: dev.update(tls=args.switch))
         messages.append("tls switch %d on device(s) %s" % (args.switch, ",".join(ids)))
     elif kind == "health":
-
-        def change(state):
-            ids = _devices_arg(state, args.device)
-            for i in ids:
-                state["devices"][i].setdefault("faults", {})["health"] = None if args.off else args.status
-            return ids
-
-        ids = store.update(sdir, change)
+        ids = _update_devices(sdir, args.device, lambda dev: dev.setdefault("faults", {}).update(health=None if args.off else args.status))
         messages.append("net health of device(s) %s %s" % (",".join(ids), "computed again" if args.off else "forced to %r" % args.status))
     elif kind == "chip-health":
-
-        def change(state):
-            ids = _devices_arg(state, args.device)
-            for i in ids:
-                state["devices"][i]["npu_health"] = args.status
-            return ids
-
-        ids = store.update(sdir, change)
+        ids = _update_devices(sdir, args.device, lambda dev: dev.update(npu_health=args.status))
         messages.append("npu-smi Health of device(s) %s is %s" % (",".join(ids), args.status))
     elif kind == "npu-smi-version":
 
