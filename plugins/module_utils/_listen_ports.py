@@ -19,7 +19,7 @@ TABLES = ("/proc/net/tcp", "/proc/net/tcp6")
 
 def parse_listening(text: str) -> dict:
     """``{port: inode}`` of the LISTEN rows of one /proc/net/tcp-style table."""
-    found = {}
+    found: dict = {}
     for line in text.splitlines()[1:]:
         fields = line.split()
         if len(fields) < 10 or fields[3] != LISTEN or ":" not in fields[1]:
