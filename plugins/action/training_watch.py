@@ -35,6 +35,7 @@ import os
 import posixpath
 import threading
 import time
+from functools import partial
 from shlex import quote
 from typing import Any
 
@@ -155,7 +156,11 @@ class ActionModule(ActionBase):
         """The job's first abort reason, how many local ranks have ended and which lost their runner,
         from one shell command; None when it got no answer within ``timeout`` or did not run through."""
         rank_dirs = [posixpath.dirname(r["log"]) for r in ranks]
-        runners = [(r["rank_id"], r["runner_pid"], d) for r, d in zip(ranks, rank_dirs) if r.get("runner_pid") and r["state"] in ("staged", "running")]
+        runners = [
+            (r["rank_id"], r["runner_pid"], d)
+            for r, d in zip(ranks, rank_dirs)
+            if r.get("runner_pid") and r["state"] in ("staged", "running")
+        ]
         stdout = call_within(lambda: self._shell(files.probe_command(remote_job_dir, rank_dirs, runners)), timeout)
         return None if stdout is MISSED else files.parse_probe(stdout)
 
@@ -205,7 +210,7 @@ class ActionModule(ActionBase):
             polled = None
             if time.time() >= next_full:
                 sent = time.time()
-                polled = call_within(lambda: self._poll(poll_args, task_vars), FULL_POLL_TIMEOUT_S)
+                polled = call_within(partial(self._poll, poll_args, task_vars), FULL_POLL_TIMEOUT_S)
                 polled = None if polled is MISSED else polled
                 misses = watch.count_miss(misses, polled is not None, sent)
                 if polled is not None and not polled.get("failed"):
@@ -223,8 +228,10 @@ class ActionModule(ActionBase):
             if decision.action == watch.FAIL:
                 return self._finish(result, server, ranks, self._claim(marker, server, decision.failure or {}), misses)
             if decision.action == watch.FOLLOW:
-                if misses.count < watch.LOST_AFTER:  # a server that stopped answering cannot be told to stop
-                    stopped = call_within(lambda: self._follow(remote_job_dir, ranks, stop_args, task_vars), FULL_POLL_TIMEOUT_S + opts["grace"])
+                if misses.in_a_row < watch.LOST_AFTER:  # a server that stopped answering cannot be told to stop
+                    stopped = call_within(
+                        partial(self._follow, remote_job_dir, ranks, stop_args, task_vars), FULL_POLL_TIMEOUT_S + opts["grace"]
+                    )
                     ranks = ranks if stopped is MISSED else stopped.get("ranks", ranks)
                 return self._finish(result, server, ranks, read_marker(marker, MARKER_COMPLETE_S) or {}, misses)
             self._sleep_unless(marker, opts["poll_interval"])
@@ -264,7 +271,14 @@ class ActionModule(ActionBase):
 
     @staticmethod
     def _finish(result: dict, server: str, ranks: list, first: dict, misses: watch.Misses) -> dict:
-        lost = misses.count >= watch.LOST_AFTER  # the play's later tasks leave this server alone (its report)
+        lost = misses.in_a_row >= watch.LOST_AFTER  # the play's later tasks leave this server alone (its report)
         return dict(
-            result, failed=True, changed=True, server=server, ranks=ranks, first_failure=first, host_lost=lost, msg=watch.failure_message(first)
+            result,
+            failed=True,
+            changed=True,
+            server=server,
+            ranks=ranks,
+            first_failure=first,
+            host_lost=lost,
+            msg=watch.failure_message(first),
         )

@@ -43,7 +43,7 @@ LOST_AFTER = 2  # probes missed in a row that make a server lost (one lost packe
 class Misses(NamedTuple):
     """Probes of a server missed in a row (no answer in time, no sentinel, a connection failure) and when the first was sent."""
 
-    count: int = 0
+    in_a_row: int = 0
     since: float | None = None
 
 
@@ -51,7 +51,7 @@ def count_miss(misses: Misses, answered: bool, sent_at: float) -> Misses:
     """The misses after a probe sent at ``sent_at`` was ``answered`` or not: an answer starts over."""
     if answered:
         return Misses()
-    return Misses(misses.count + 1, misses.since if misses.count else sent_at)
+    return Misses(misses.in_a_row + 1, misses.since if misses.in_a_row else sent_at)
 
 
 class Seen(NamedTuple):
@@ -86,7 +86,7 @@ def step(seen: Seen) -> Decision:
             return Decision(SUCCEED)
     if seen.marker is not None:
         return Decision(FOLLOW, seen.marker)
-    if seen.misses.count >= LOST_AFTER:
+    if seen.misses.in_a_row >= LOST_AFTER:
         lost = [r["rank_id"] for r in seen.ranks if r["state"] not in FINAL_STATES]
         return Decision(FAIL, lost_failure(seen.server, lost, seen.misses.since, "stopped answering"))
     if polled is not None:

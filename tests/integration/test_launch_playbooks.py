@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import group_alive
 from tests.helpers.ansible_cli import BIN_DIR, DEPRECATION_MARK, ansible_env, run_playbook
 from tests.helpers.collection import REPO_ROOT
-from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import group_alive
 from tests.helpers.procs import alive, wait_for
 from tests.helpers.runs import rank_states as read_rank_states
 from tests.helpers.runs import read_env_log

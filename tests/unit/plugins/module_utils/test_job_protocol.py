@@ -117,7 +117,12 @@ CLASSIFY: list[tuple[str, dict[str, Any] | None, bool, str]] = [
     ("no state yet", None, False, "pending"),
     ("staged, runner gone", {"phase": "staged", "runner_pid": GONE}, False, "failed"),
     ("running, all gone", {"phase": "running", "pgid": GONE, "runner_pid": GONE}, False, "failed"),
-    ("running, runner killed -9, training left unsupervised", {"phase": "running", "pgid": os.getpgid(0), "runner_pid": GONE}, False, "failed"),
+    (
+        "running, runner killed -9, training left unsupervised",
+        {"phase": "running", "pgid": os.getpgid(0), "runner_pid": GONE},
+        False,
+        "failed",
+    ),
     ("running, runner alive", {"phase": "running", "pgid": GONE, "runner_pid": os.getpid()}, False, "running"),
     ("running, state without a runner pid: the training's group decides", {"phase": "running", "pgid": os.getpgid(0)}, False, "running"),
     ("exit 0", {"phase": "exited", "rc": 0, "stopped_by": None}, False, "done"),

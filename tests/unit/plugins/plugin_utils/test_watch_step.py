@@ -26,7 +26,7 @@ FAILED_RANK = {"rank_id": 1, "device_id": 1, "rc": -9, "error": "killed by SIGKI
 MARKER = {"server": "h2", "rank_id": 9, "device_id": 1, "rc": 1, "log": "-", "tail": []}
 STOP = "stopped by ascend.cluster.stop, run by root at 2026-11-23 12:03:04 UTC"
 VANISHED = "the rank's processes vanished without recording an exit code (killed -9?)"
-LOST_RANK = {"rank_id": 0, "device_id": 0, "rc": None, "phase": "running", "error": VANISHED, "log": LOG.format(0), "tail": []}
+LOST_RANK: dict = {"rank_id": 0, "device_id": 0, "rc": None, "phase": "running", "error": VANISHED, "log": LOG.format(0), "tail": []}
 T0 = 1_795_000_000.0
 
 CASES = [
@@ -109,7 +109,11 @@ CASES = [
     ("probe: stopped from outside, ranks still ending", dict(probe={"abort": STOP, "final": 1}), watch.Decision(watch.WAIT)),
     ("probe: stopped from outside, every rank ended", dict(probe={"abort": STOP, "final": 2}), watch.Decision(watch.POLL_NOW)),
     # a host that dies mid-job, a runner killed with SIGKILL
-    ("probe: a runner is gone, the full poll says how", dict(probe={"abort": None, "final": 0, "gone": [1]}), watch.Decision(watch.POLL_NOW)),
+    (
+        "probe: a runner is gone, the full poll says how",
+        dict(probe={"abort": None, "final": 0, "gone": [1]}),
+        watch.Decision(watch.POLL_NOW),
+    ),
     ("probe: no runner gone", dict(probe={"abort": None, "final": 0, "gone": []}), watch.Decision(watch.WAIT)),
     ("one miss waits", dict(misses=watch.Misses(1, T0)), watch.Decision(watch.WAIT)),
     (
@@ -117,7 +121,11 @@ CASES = [
         dict(misses=watch.Misses(2, T0)),
         watch.Decision(watch.FAIL, {"server": "h1", "rank_id": -1, "lost": [0, 1], "since": T0, "error": "stopped answering"}),
     ),
-    ("two misses, but another server failed first: follow it", dict(misses=watch.Misses(2, T0), marker=MARKER), watch.Decision(watch.FOLLOW, MARKER)),
+    (
+        "two misses, but another server failed first: follow it",
+        dict(misses=watch.Misses(2, T0), marker=MARKER),
+        watch.Decision(watch.FOLLOW, MARKER),
+    ),
     (
         "poll: runners lost without a word, every lost rank named",
         dict(polled=poll("failed", "failed", failed_rank=LOST_RANK, phases=("running", "staged"))),
@@ -152,7 +160,7 @@ def test_lost_host_names_only_its_unfinished_ranks():
     ],
 )
 def test_count_miss(before, answered, after):
-    assert watch.count_miss(before, answered, 10.0 if not before.count else 12.0) == after
+    assert watch.count_miss(before, answered, 10.0 if not before.in_a_row else 12.0) == after
 
 
 def test_one_miss_then_an_answer_does_not_fail():
@@ -209,7 +217,10 @@ def test_rank_ranges(ids, text):
             {"server": "h2", "rank_id": -1, "lost": [8, 9, 11], "since": None, "error": VANISHED},
             f"h2: ranks 8-9, 11 lost - {VANISHED}; every other rank was stopped",
         ),
-        ({"server": "h2", "rank_id": -1, "lost": [], "since": T0}, f"h2 stopped answering at {time.strftime('%H:%M:%S', time.localtime(T0))}; its ranks lost; every other rank was stopped"),
+        (
+            {"server": "h2", "rank_id": -1, "lost": [], "since": T0},
+            f"h2 stopped answering at {time.strftime('%H:%M:%S', time.localtime(T0))}; its ranks lost; every other rank was stopped",
+        ),
         ({}, "the job failed"),
     ],
 )
