@@ -200,7 +200,10 @@ def host_death(inventory: Path, extra: dict, runs: Path, bed) -> tuple[float, fl
                     out.seek(0)
                     raise SystemExit(f"the job did not get 16 ranks running:\n{out.read()[-3000:]}")
                 time.sleep(0.2)
-            time.sleep(1.0)  # mid-job, not at its first poll
+            hosts = Path(extra["ascend_launch_controller_dir"]) / job_id / "hosts"
+            while len(list(hosts.glob("*.json"))) < 2 and time.time() < deadline:  # every watcher has polled its ranks once
+                time.sleep(0.2)
+            time.sleep(1.0)  # then mid-job: the death falls anywhere in the watch's cycle of probes and full polls
             running = _states(runs, job_id)
             died = time.time()
             if bed is not None:

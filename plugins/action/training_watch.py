@@ -30,6 +30,7 @@ from the per-server summaries every watcher leaves beside the marker, and rank 0
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import posixpath
@@ -59,28 +60,42 @@ FULL_POLL_TIMEOUT_S = 30.0  # a full poll (a module round trip) unanswered this 
 MISSED = object()  # what call_within returns for a call that got no answer
 
 
+class Call:
+    """``call()`` running in a daemon thread: a thread left hanging on a dead connection is not waited for."""
+
+    def __init__(self, call: Any) -> None:
+        self._box: dict = {}
+        self._worker = threading.Thread(target=self._work, args=(call,), name="ascend-watch-call", daemon=True)
+        self._worker.start()
+
+    def _work(self, call: Any) -> None:
+        try:
+            self._box["value"] = call()
+        except AnsibleConnectionFailure:
+            self._box["value"] = MISSED
+        except Exception as exc:  # pylint: disable=broad-except  # re-raised in the caller's thread
+            self._box["error"] = exc
+
+    def wait(self, seconds: float) -> bool:
+        """Wait at most ``seconds``; True when the call has returned."""
+        self._worker.join(seconds)
+        return not self._worker.is_alive()
+
+    def value(self) -> Any:
+        """What the call returned; :data:`MISSED` while it runs or when it could not reach the server."""
+        if self._worker.is_alive():
+            return MISSED
+        if "error" in self._box:
+            raise self._box["error"]
+        return self._box["value"]
+
+
 def call_within(call: Any, seconds: float) -> Any:
     """``call()`` in a daemon thread, waiting at most ``seconds``; :data:`MISSED` when it did not return
-    in time or could not reach the server (AnsibleConnectionFailure). A thread left hanging on a dead
-    connection is not waited for."""
-    box: dict = {}
-
-    def work() -> None:
-        try:
-            box["value"] = call()
-        except AnsibleConnectionFailure:
-            box["value"] = MISSED
-        except Exception as exc:  # pylint: disable=broad-except  # re-raised in the caller's thread
-            box["error"] = exc
-
-    worker = threading.Thread(target=work, name="ascend-watch-call", daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if worker.is_alive():
-        return MISSED
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    in time or could not reach the server (AnsibleConnectionFailure)."""
+    running = Call(call)
+    running.wait(seconds)
+    return running.value()
 
 
 def _write_json(path: str, data: Any) -> None:
@@ -152,6 +167,35 @@ class ActionModule(ActionBase):
         """One cheap shell command on the server (no module round trip); its stdout."""
         return self._low_level_execute_command(command, sudoable=True).get("stdout", "")
 
+    def _twin(self) -> ActionModule:
+        """This action on its own copy of the connection (and of its shell and become plugins, which keep
+        per-command state), to probe the server while a full poll runs on the original."""
+        twin = copy.copy(self)
+        connection = copy.copy(self._connection)
+        connection._shell = copy.copy(connection._shell)  # pylint: disable=protected-access
+        if connection.become is not None:
+            connection.become = copy.copy(connection.become)
+        twin._connection = connection
+        return twin
+
+    def _poll_probed(self, args: dict, task_vars: dict, remote_job_dir: str, ranks: list, opts: dict, misses: watch.Misses) -> tuple:
+        """A full poll, probing the server every ``poll_interval`` meanwhile (a full poll takes seconds, and
+        a server may die during one): ``(result or None, misses)``; None when it got no answer within
+        :data:`FULL_POLL_TIMEOUT_S` or two probes in a row missed while it ran."""
+        sent = time.time()
+        running = Call(partial(self._poll, args, task_vars))
+        twin = None
+        while not running.wait(opts["poll_interval"]) and time.time() - sent < FULL_POLL_TIMEOUT_S:
+            twin = twin or self._twin()
+            probed_at = time.time()
+            misses = watch.count_miss(misses, twin._probe(remote_job_dir, ranks, opts["probe_timeout"]) is not None, probed_at)
+            if misses.in_a_row >= watch.LOST_AFTER:
+                return None, misses
+        polled = running.value()
+        if polled is MISSED:
+            return None, watch.count_miss(misses, False, sent)
+        return polled, watch.Misses()
+
     def _probe(self, remote_job_dir: str, ranks: list, timeout: float) -> dict | None:
         """The job's first abort reason, how many local ranks have ended and which lost their runner,
         from one shell command; None when it got no answer within ``timeout`` or did not run through."""
@@ -209,10 +253,7 @@ class ActionModule(ActionBase):
         while True:
             polled = None
             if time.time() >= next_full:
-                sent = time.time()
-                polled = call_within(partial(self._poll, poll_args, task_vars), FULL_POLL_TIMEOUT_S)
-                polled = None if polled is MISSED else polled
-                misses = watch.count_miss(misses, polled is not None, sent)
+                polled, misses = self._poll_probed(poll_args, task_vars, remote_job_dir, ranks, opts, misses)
                 if polled is not None and not polled.get("failed"):
                     ranks = polled["ranks"]
                     _write_json(os.path.join(hosts_dir, f"{server}.json"), {"server": server, "ranks": ranks})

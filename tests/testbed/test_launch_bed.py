@@ -227,8 +227,9 @@ def test_a_host_that_dies_mid_job_is_named_and_nothing_is_left_on_the_others(lau
     The play must fail with one line naming h2 and its lost ranks; h1's ranks are stopped. h2's own
     ranks run on, cut off (what a real dead host's would not): once it is back, stop.yml ends them.
     """
-    bed, _root = launch_bed
+    bed, root = launch_bed
     extra = bed_vars(launch_bed, "hostdeath", ascend_train_env={"STEPS": "100000", "STEP_S": "0.5"})
+    watched = root / "controller" / "hostdeath" / "hosts" / f"{bed.mgmt_ip('h2')}.json"  # h2's watcher has polled its ranks
     output = tmp_path / "train.out"
     with open(output, "w") as out:
         controller = subprocess.Popen(
@@ -242,6 +243,7 @@ def test_a_host_that_dies_mid_job_is_named_and_nothing_is_left_on_the_others(lau
     ranks: dict = {}
     try:
         wait_for(lambda: sum(s.get("phase") == "running" for s in states(launch_bed, "hostdeath").values()) == 16, 300, "16 ranks running")
+        wait_for(watched.exists, 120, "h2's first full poll")
         ranks = states(launch_bed, "hostdeath")
         bed.mgmt_down("h2")
         try:

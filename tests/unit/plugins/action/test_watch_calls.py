@@ -41,3 +41,50 @@ def test_any_other_error_is_raised_in_the_watcher():
 
     with pytest.raises(ValueError, match="a bug"):
         action.call_within(broken, 5.0)
+
+
+class FakeWatch(action.ActionModule):
+    """The action with its server calls replaced: ``poll`` and ``probes`` say how the server answers."""
+
+    def __init__(self, poll, probes):  # pylint: disable=super-init-not-called  # no task, no connection
+        self.poll, self.probes, self.twins = poll, list(probes), 0
+
+    def _poll(self, args, task_vars):
+        return self.poll()
+
+    def _twin(self):
+        self.twins += 1
+        return self
+
+    def _probe(self, remote_job_dir, ranks, timeout):
+        return self.probes.pop(0) if self.probes else {"abort": None, "final": 0, "gone": []}
+
+
+OPTS = {"poll_interval": 0.05, "probe_timeout": 2.0}
+ANSWER: dict = {"abort": None, "final": 0, "gone": []}
+
+
+def test_a_full_poll_that_answers_resets_the_misses():
+    watch = FakeWatch(lambda: {"ranks": []}, [])
+    polled, misses = watch._poll_probed({}, {}, "/run/j", [], OPTS, action.watch.Misses(1, 5.0))
+    assert (polled, misses) == ({"ranks": []}, action.watch.Misses())
+
+
+def test_a_server_that_dies_during_a_full_poll_is_lost_after_two_missed_probes():
+    release = threading.Event()
+    try:
+        watch = FakeWatch(lambda: release.wait(60), [ANSWER, None, None])
+        polled, misses = watch._poll_probed({}, {}, "/run/j", [], OPTS, action.watch.Misses())
+        assert polled is None and misses.in_a_row == 2 and watch.twins == 1  # the probes ran on one twin connection
+    finally:
+        release.set()
+
+
+def test_a_slow_full_poll_of_a_live_server_is_one_miss_at_its_deadline(monkeypatch):
+    monkeypatch.setattr(action, "FULL_POLL_TIMEOUT_S", 0.3)
+    release = threading.Event()
+    try:
+        polled, misses = FakeWatch(lambda: release.wait(60), [])._poll_probed({}, {}, "/run/j", [], OPTS, action.watch.Misses())
+        assert polled is None and misses.in_a_row == 1
+    finally:
+        release.set()
