@@ -62,7 +62,7 @@ options:
       - Seconds a probe may take before it counts as missed; two misses in a row make the server lost.
       - With the default O(poll_interval) a dead server is noticed within about 2 x (O(probe_timeout) + O(poll_interval)).
     type: float
-    default: 2.0
+    default: 1.5
   progress_interval:
     description: Seconds between progress lines.
     type: float
