@@ -15,11 +15,19 @@
   one clock reading (``ascend.cluster.clock_offset``) costs the controller per server, from ad-hoc
   runs with 1 and 21 samples on h1 and h2.
 
+- ``--host-death``: instead of the above, a job of 16 ranks that runs until stopped; once every
+  rank runs, h2 (ranks 8..15) dies. On the bed its management link goes down (``bed.py
+  mgmt-down``): ``host_death_detect_s`` is from just before that to the failure marker the
+  watch writes naming h2's lost ranks (its mtime). On the simulated cluster server1's runners and
+  trainings are killed with SIGKILL instead: ``runner_death_detect_s``, the same span. With both,
+  ``host_death_stopped_s``: until the last rank of the surviving server ended (its recorded end).
+  Target <= 5 s (issue 12). Afterwards h2 comes back and its ranks, left running cut off, are stopped.
+
 Where: ``--where bed`` (default when root and the test bed works) runs over real SSH against a
 2-host test bed (tests/testbed/bed.py); ``--where sim`` on the simulated local 2 x 8 cluster.
 Each figure is printed as ``{"figure": NAME, "value": NUMBER, "unit": "s", "where": ...}``.
 
-    .venv/bin/python bench/bench_launch.py [--where bed|sim] [--repeat 3] [--no-failfast] [--clock-offset -30]
+    .venv/bin/python bench/bench_launch.py [--where bed|sim] [--repeat 3] [--no-failfast] [--clock-offset -30] [--host-death]
 """
 
 from __future__ import annotations
@@ -29,6 +37,8 @@ import json
 import os
 import re
 import resource
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -37,9 +47,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.helpers.ansible_cli import run_adhoc, run_playbook  # noqa: E402
+from tests.helpers.ansible_cli import BIN_DIR, ansible_env, run_adhoc, run_playbook  # noqa: E402
 
 TRAIN = REPO / "playbooks" / "train.yml"
+STOP = REPO / "playbooks" / "stop.yml"
 STAND_IN = REPO / "examples" / "train" / "train_1p.sh"
 SIM = REPO / "simulator" / "bin" / "ascend-sim"
 _START = re.compile(r"^start rank=(\d+) .* at (\d+\.\d+)", re.MULTILINE)
@@ -155,12 +166,79 @@ def failfast(states: dict, failing: int) -> float:
     return max(others) - states[failing]["ended"]
 
 
+def _states(runs: Path, job_id: str) -> dict:
+    found = {}
+    for path in (runs / job_id).glob("device_*/state.json"):
+        try:
+            state = json.loads(path.read_text())
+        except ValueError:  # being replaced
+            continue
+        found[state["rank_id"]] = state
+    return found
+
+
+def host_death(inventory: Path, extra: dict, runs: Path, bed) -> tuple[float, float]:
+    """One run of ``--host-death`` (see the module docstring): (detect_s, stopped_s)."""
+    job_id = f"death{len(list(runs.iterdir())) if runs.exists() else 0}"
+    variables = dict(
+        extra, np=16, ascend_job_id=job_id, ascend_train_env={"STEPS": "100000", "STEP_S": "0.5"}, train_command=f"bash {STAND_IN}"
+    )
+    marker = Path(extra["ascend_launch_controller_dir"]) / job_id / "failed"
+    with tempfile.TemporaryFile("w+") as out:
+        play = subprocess.Popen(  # pylint: disable=consider-using-with
+            [str(BIN_DIR / "ansible-playbook"), str(TRAIN), "-i", str(inventory), "-e", json.dumps(variables)],
+            cwd=REPO,
+            env=ansible_env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.time() + 600
+            while sum(s.get("phase") == "running" for s in _states(runs, job_id).values()) < 16:
+                if time.time() > deadline or play.poll() is not None:
+                    out.seek(0)
+                    raise SystemExit(f"the job did not get 16 ranks running:\n{out.read()[-3000:]}")
+                time.sleep(0.2)
+            hosts = Path(extra["ascend_launch_controller_dir"]) / job_id / "hosts"
+            while len(list(hosts.glob("*.json"))) < 2 and time.time() < deadline:  # every watcher has polled its ranks once
+                time.sleep(0.2)
+            time.sleep(1.0)  # then mid-job: the death falls anywhere in the watch's cycle of probes and full polls
+            running = _states(runs, job_id)
+            died = time.time()
+            if bed is not None:
+                bed.mgmt_down("h2")
+            else:
+                for rank in range(8, 16):  # runners first: a training killed before its runner is an exit it records
+                    os.kill(running[rank]["runner_pid"], signal.SIGKILL)
+                for rank in range(8, 16):
+                    os.killpg(running[rank]["pid"], signal.SIGKILL)
+            try:
+                play.wait(timeout=300)
+            finally:
+                if bed is not None:
+                    bed.mgmt_up("h2")
+        finally:
+            if play.poll() is None:
+                os.killpg(play.pid, signal.SIGKILL)
+                play.wait()
+        out.seek(0)
+        played = out.read()
+    if bed is not None:  # h2's ranks ran on, cut off
+        run_playbook(STOP, inventory, env={"ANSIBLE_SSH_ARGS": "-o ControlMaster=no"}, extra_vars=dict(extra, ascend_hosts="h2"))
+    if not re.search(r"ranks 8-15 lost", played) or not marker.exists():
+        raise SystemExit(f"the job did not fail naming ranks 8-15 as lost:\n{played[-3000:]}")
+    states = _states(runs, job_id)
+    return marker.stat().st_mtime - died, max(states[r]["ended"] for r in range(8)) - died
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--where", choices=["bed", "sim"], default="bed" if os.geteuid() == 0 else "sim")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--no-failfast", action="store_true", help="only the successful run (launch_skew_s, train_2x8_*)")
     parser.add_argument("--clock-offset", type=int, default=0, help="bed only: run h2's clock this many seconds off (e.g. -30)")
+    parser.add_argument("--host-death", action="store_true", help="only host_death_detect_s (bed) / runner_death_detect_s (sim)")
     args = parser.parse_args()
     if args.clock_offset and args.where != "bed":
         parser.error("--clock-offset needs --where bed (it shifts a bed host's clock)")
@@ -181,7 +259,12 @@ def main() -> int:
             target = sim_target(root)
             where = "simulated local cluster 2 x 8 (local connection)"
         skews, fails, walls, cpus = [], [], [], []
-        for _run in range(args.repeat):
+        detects, stops = [], []
+        for _run in range(args.repeat if args.host_death else 0):
+            detect, stopped = host_death(*target, bed)
+            detects.append(detect)
+            stops.append(stopped)
+        for _run in range(0 if args.host_death else args.repeat):
             cost: dict = {}
             states, out = one_run(*target, {"STEPS": "10", "STEP_S": "0.3"}, cost)
             skews.append(launch_skew(states, out, args.clock_offset))
@@ -193,8 +276,10 @@ def main() -> int:
             if "rank 11 " not in out or states[11]["rc"] != 1:
                 raise SystemExit(f"the failing run did not fail on rank 11:\n{out[-3000:]}")
             fails.append(failfast(states, 11))
-        clock_cpu = [clock_sample_cpu(target[0])] if bed is not None else []
+        clock_cpu = [clock_sample_cpu(target[0])] if bed is not None and not args.host_death else []
         figures = (
+            ("host_death_detect_s" if bed is not None else "runner_death_detect_s", detects, "max"),
+            ("host_death_stopped_s", stops, "max"),
             ("launch_skew_s", skews, "max"),
             ("clock_sample_controller_cpu_s", clock_cpu, "max"),
             ("failfast_s", fails, "max"),

@@ -17,7 +17,12 @@ is decided by ``plugin_utils/_watch.step``:
 - the marker written by another server's watcher (noticed within 50 ms between polls): TERM
   the local ranks' process groups with one shell command, then ``state=stop`` (KILL after the
   grace time, wait for the runners), and fail with the marker's message;
-- every local rank done: succeed with the per-rank results.
+- every local rank done: succeed with the per-rank results;
+- the server stops answering - two probes in a row (or a full poll and a probe) get no answer
+  within ``probe_timeout``, fail to connect, or do not run through - or the probe finds ranks whose
+  runner is gone before recording an exit: claim the marker naming the server and its lost ranks
+  (the others follow and stop theirs). Calls to the server run in a daemon worker thread, so a
+  hung connection costs at most its deadline; the task returns without waiting for it.
 
 The watcher that holds rank 0 prints progress (ranks running / done / failed cluster-wide, read
 from the per-server summaries every watcher leaves beside the marker, and rank 0's last log line).
@@ -25,14 +30,17 @@ from the per-server summaries every watcher leaves beside the marker, and rank 0
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import posixpath
+import threading
 import time
+from functools import partial
 from shlex import quote
 from typing import Any
 
-from ansible.errors import AnsibleActionFail
+from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
@@ -48,6 +56,46 @@ MODULE = "ascend.cluster.training_job"
 ARGS = options.WATCH
 STOPPED_BY_ANOTHER_SERVER = "another server failed"
 MARKER_COMPLETE_S = 2.0  # how long a follower waits for an early marker to get its log tail
+FULL_POLL_TIMEOUT_S = 30.0  # a full poll (a module round trip) unanswered this long counts as one miss
+MISSED = object()  # what call_within returns for a call that got no answer
+
+
+class Call:
+    """``call()`` running in a daemon thread: a thread left hanging on a dead connection is not waited for."""
+
+    def __init__(self, call: Any) -> None:
+        self._box: dict = {}
+        self._worker = threading.Thread(target=self._work, args=(call,), name="ascend-watch-call", daemon=True)
+        self._worker.start()
+
+    def _work(self, call: Any) -> None:
+        try:
+            self._box["value"] = call()
+        except AnsibleConnectionFailure:
+            self._box["value"] = MISSED
+        except Exception as exc:  # pylint: disable=broad-except  # re-raised in the caller's thread
+            self._box["error"] = exc
+
+    def wait(self, seconds: float) -> bool:
+        """Wait at most ``seconds``; True when the call has returned."""
+        self._worker.join(seconds)
+        return not self._worker.is_alive()
+
+    def value(self) -> Any:
+        """What the call returned; :data:`MISSED` while it runs or when it could not reach the server."""
+        if self._worker.is_alive():
+            return MISSED
+        if "error" in self._box:
+            raise self._box["error"]
+        return self._box["value"]
+
+
+def call_within(call: Any, seconds: float) -> Any:
+    """``call()`` in a daemon thread, waiting at most ``seconds``; :data:`MISSED` when it did not return
+    in time or could not reach the server (AnsibleConnectionFailure)."""
+    running = Call(call)
+    running.wait(seconds)
+    return running.value()
 
 
 def _write_json(path: str, data: Any) -> None:
@@ -119,10 +167,46 @@ class ActionModule(ActionBase):
         """One cheap shell command on the server (no module round trip); its stdout."""
         return self._low_level_execute_command(command, sudoable=True).get("stdout", "")
 
-    def _probe(self, remote_job_dir: str, ranks: list) -> dict | None:
-        """The job's first abort reason and how many local ranks have ended, from one shell command."""
+    def _twin(self) -> ActionModule:
+        """This action on its own copy of the connection (and of its shell and become plugins, which keep
+        per-command state), to probe the server while a full poll runs on the original."""
+        twin = copy.copy(self)
+        connection = copy.copy(self._connection)
+        connection._shell = copy.copy(connection._shell)  # pylint: disable=protected-access
+        if connection.become is not None:
+            connection.become = copy.copy(connection.become)
+        twin._connection = connection
+        return twin
+
+    def _poll_probed(self, args: dict, task_vars: dict, remote_job_dir: str, ranks: list, opts: dict, misses: watch.Misses) -> tuple:
+        """A full poll, probing the server every ``poll_interval`` meanwhile (a full poll takes seconds, and
+        a server may die during one): ``(result or None, misses)``; None when it got no answer within
+        :data:`FULL_POLL_TIMEOUT_S` or two probes in a row missed while it ran."""
+        sent = time.time()
+        running = Call(partial(self._poll, args, task_vars))
+        twin = None
+        while not running.wait(opts["poll_interval"]) and time.time() - sent < FULL_POLL_TIMEOUT_S:
+            twin = twin or self._twin()
+            probed_at = time.time()
+            misses = watch.count_miss(misses, twin._probe(remote_job_dir, ranks, opts["probe_timeout"]) is not None, probed_at)
+            if misses.in_a_row >= watch.LOST_AFTER:
+                return None, misses
+        polled = running.value()
+        if polled is MISSED:
+            return None, watch.count_miss(misses, False, sent)
+        return polled, watch.Misses()
+
+    def _probe(self, remote_job_dir: str, ranks: list, timeout: float) -> dict | None:
+        """The job's first abort reason, how many local ranks have ended and which lost their runner,
+        from one shell command; None when it got no answer within ``timeout`` or did not run through."""
         rank_dirs = [posixpath.dirname(r["log"]) for r in ranks]
-        return files.parse_probe(self._shell(files.probe_command(remote_job_dir, rank_dirs)))
+        runners = [
+            (r["rank_id"], r["runner_pid"], d)
+            for r, d in zip(ranks, rank_dirs)
+            if r.get("runner_pid") and r["state"] in ("staged", "running")
+        ]
+        stdout = call_within(lambda: self._shell(files.probe_command(remote_job_dir, rank_dirs, runners)), timeout)
+        return None if stdout is MISSED else files.parse_probe(stdout)
 
     def _fast_stop(self, remote_job_dir: str, ranks: list) -> None:
         """Abort the gate and TERM every running rank's process group with one shell command."""
@@ -165,35 +249,50 @@ class ActionModule(ActionBase):
         last_progress = 0.0
         next_full = 0.0
         ranks: list = []
+        misses = watch.Misses()
         while True:
             polled = None
             if time.time() >= next_full:
-                polled = self._poll(poll_args, task_vars)
-                if not polled.get("failed"):
+                polled, misses = self._poll_probed(poll_args, task_vars, remote_job_dir, ranks, opts, misses)
+                if polled is not None and not polled.get("failed"):
                     ranks = polled["ranks"]
                     _write_json(os.path.join(hosts_dir, f"{server}.json"), {"server": server, "ranks": ranks})
                     if any(r["rank_id"] == 0 for r in ranks) and time.time() - last_progress >= opts["progress_interval"]:
                         last_progress = time.time()
                         self._progress(hosts_dir, opts["job_id"])
-            decision = watch.step(watch.Seen(server, ranks, polled=polled, marker=read_marker(marker)))
+                next_full = time.time() + 1.0  # after a missed full poll: probe first, poll again soon
+            decision = watch.step(watch.Seen(server, ranks, polled=polled, marker=read_marker(marker), misses=misses))
             if polled is not None:
                 next_full = time.time() + (1.0 if decision.soon else opts["full_poll_interval"])
             if decision.action == watch.SUCCEED:
                 return dict(result, changed=False, server=server, ranks=ranks, msg=f"{len(ranks)} ranks on {server} finished")
             if decision.action == watch.FAIL:
-                return self._finish(result, server, ranks, self._claim(marker, server, decision.failure or {}))
+                return self._finish(result, server, ranks, self._claim(marker, server, decision.failure or {}), misses)
             if decision.action == watch.FOLLOW:
-                self._fast_stop(remote_job_dir, ranks)
-                stopped = self._poll(stop_args, task_vars)
-                return self._finish(result, server, stopped.get("ranks", ranks), read_marker(marker, MARKER_COMPLETE_S) or {})
+                if misses.in_a_row < watch.LOST_AFTER:  # a server that stopped answering cannot be told to stop
+                    stopped = call_within(
+                        partial(self._follow, remote_job_dir, ranks, stop_args, task_vars), FULL_POLL_TIMEOUT_S + opts["grace"]
+                    )
+                    ranks = ranks if stopped is MISSED else stopped.get("ranks", ranks)
+                return self._finish(result, server, ranks, read_marker(marker, MARKER_COMPLETE_S) or {}, misses)
             self._sleep_unless(marker, opts["poll_interval"])
             if os.path.exists(marker):
                 continue
-            decision = watch.step(watch.Seen(server, ranks, probe=self._probe(remote_job_dir, ranks)))
+            sent = time.time()
+            probe = self._probe(remote_job_dir, ranks, opts["probe_timeout"])
+            misses = watch.count_miss(misses, probe is not None, sent)
+            decision = watch.step(watch.Seen(server, ranks, probe=probe, misses=misses))
             if decision.action == watch.CLAIM_EARLY:  # a rank failed here: tell the other servers now, read the details next
                 claim_failure(marker, decision.failure or {})
             if decision.action in (watch.CLAIM_EARLY, watch.POLL_NOW):
                 next_full = 0.0
+            if decision.action == watch.FAIL:  # the server stopped answering: its ranks are lost
+                return self._finish(result, server, ranks, self._claim(marker, server, decision.failure or {}), misses)
+
+    def _follow(self, remote_job_dir: str, ranks: list, stop_args: dict, task_vars: dict) -> dict:
+        """Stop the local ranks because another server's watcher failed the job: the fast TERM, then ``state=stop``."""
+        self._fast_stop(remote_job_dir, ranks)
+        return self._poll(stop_args, task_vars)
 
     @staticmethod
     def _claim(marker: str, server: str, failure: dict) -> dict:
@@ -212,5 +311,15 @@ class ActionModule(ActionBase):
             time.sleep(0.05)
 
     @staticmethod
-    def _finish(result: dict, server: str, ranks: list, first: dict) -> dict:
-        return dict(result, failed=True, changed=True, server=server, ranks=ranks, first_failure=first, msg=watch.failure_message(first))
+    def _finish(result: dict, server: str, ranks: list, first: dict, misses: watch.Misses) -> dict:
+        lost = misses.in_a_row >= watch.LOST_AFTER  # the play's later tasks leave this server alone (its report)
+        return dict(
+            result,
+            failed=True,
+            changed=True,
+            server=server,
+            ranks=ranks,
+            first_failure=first,
+            host_lost=lost,
+            msg=watch.failure_message(first),
+        )

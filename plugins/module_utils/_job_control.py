@@ -29,6 +29,8 @@ STOP_EXIT_CODES = STOP_SIGNALS + (128 + signal.SIGTERM, 128 + signal.SIGKILL)
 FINAL = ("done", "failed", "stopped")
 TIMED_OUT = "stopped after running longer than the launch timeout"
 VANISHED = "the rank's processes vanished without recording an exit code (killed -9?)"
+RUNNER_DIED = "its runner died without recording an exit (killed -9?); the training, process group %s, was left unsupervised"
+LOST_PHASES = (files.STAGING, files.STAGED, files.RUNNING)  # a failed rank still in one of these is lost
 
 
 class JobError(Exception):
@@ -93,7 +95,11 @@ def classify(state: dict | None, aborted: bool) -> str:
     if phase in (files.STAGING, files.STAGED):
         return "staged" if pid_alive(state.get("runner_pid")) else "failed"
     if phase == files.RUNNING:
-        if group_alive(state.get("pgid")) or pid_alive(state.get("runner_pid")):
+        # The runner records the exit; without it the rank is lost, even when its training still
+        # runs (stop_job kills that orphaned process group by its recorded pgid). State files
+        # without a runner pid fall back to the training's group.
+        runner = state.get("runner_pid")
+        if pid_alive(runner) if runner else group_alive(state.get("pgid")):
             return "running"
         return "failed"
     if phase == files.EXITED:
@@ -116,7 +122,9 @@ def failure_cause(state: dict | None, rank_state: str) -> str | None:
         return TIMED_OUT
     if rank_state != "failed":
         return None
-    if state.get("phase") in (files.STAGED, files.STAGING, files.RUNNING):
+    if state.get("phase") in LOST_PHASES:
+        if state.get("phase") == files.RUNNING and group_alive(state.get("pgid")):
+            return RUNNER_DIED % state.get("pgid")
         return VANISHED
     return state.get("error") or signal_death(state.get("rc"))
 

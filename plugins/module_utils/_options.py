@@ -77,6 +77,7 @@ WATCH = spec(
     server=dict(type="str"),
     poll_interval=dict(type="float", default=0.25),
     full_poll_interval=dict(type="float", default=5.0),
+    probe_timeout=dict(type="float", default=1.5),
     progress_interval=dict(type="float", default=10.0),
     tail_lines=dict(type="int", default=20),
 )

@@ -27,6 +27,11 @@ description:
     marker too and fails, naming who stopped it (the first line of the job's C(abort) file on the server).
   - When another server's watcher wrote the marker, stops the local ranks (C(state=stop)) and fails with the
     same message. Between polls it wakes up as soon as the marker appears.
+  - When the server stops answering - two probes in a row (or a full poll and a probe) get no answer within
+    O(probe_timeout), cannot connect, or do not run through - writes the marker naming the server and its lost
+    ranks (C(h2 stopped answering at 12:03:04; ranks 8-15 lost)) and fails; the other servers' watchers stop
+    their ranks. Ranks whose runner is gone before recording an exit (killed with SIGKILL) are lost too, and
+    the full poll that follows stops the server's other ranks, including a training left running without its runner.
   - The watcher of the server holding rank 0 prints progress (ranks by state, cluster-wide, and rank 0's
     last log line) every O(progress_interval) seconds.
   - Used by the C(ascend.cluster.launch_training) role.
@@ -52,6 +57,12 @@ options:
     description: Seconds between full polls of every rank (M(ascend.cluster.training_job) C(state=poll)).
     type: float
     default: 5.0
+  probe_timeout:
+    description:
+      - Seconds a probe may take before it counts as missed; two misses in a row make the server lost.
+      - With the default O(poll_interval) a dead server is noticed within about 2 x (O(probe_timeout) + O(poll_interval)).
+    type: float
+    default: 1.5
   progress_interval:
     description: Seconds between progress lines.
     type: float
@@ -100,9 +111,14 @@ first_failure:
   description:
     - What ended the job, as written in the marker - the first failing rank (rank_id, device_id, server, rc,
       error, log, tail); or who stopped it (server, stopped_by, ranks); or why a server could not be watched
-      (server, error).
+      (server, error); or the server's lost ranks (server, lost, since - when it stopped answering, or null
+      when the ranks' runners died -, error).
   returned: failed
   type: dict
+host_lost:
+  description: The server stopped answering (two probes in a row missed); the play's later tasks leave it alone.
+  returned: failed
+  type: bool
 """
 
 from ansible.module_utils.basic import AnsibleModule

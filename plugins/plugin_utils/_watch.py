@@ -12,13 +12,18 @@ A *failure* is the record the watchers share through the marker, one of three ki
 - a rank failed: ``{"server", "rank_id", "device_id", "rc", "log", "tail", "error"}``
   (``"early": True`` while only the runner's abort line is known);
 - the job was stopped from outside: ``{"server", "rank_id": -1, "stopped_by", "ranks"}``;
-- a server could not be watched: ``{"server", "rank_id": -1, "error"}``.
+- a server could not be watched: ``{"server", "rank_id": -1, "error"}``;
+- a server's ranks were lost: ``{"server", "rank_id": -1, "lost": [rank ids], "since", "error"}`` -
+  the server stopped answering at ``since`` (two probes in a row missed, see :func:`count_miss`),
+  or (``since`` None) their runners died without recording an exit (``error`` says how).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any, NamedTuple
 
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import signal_death
 
@@ -32,6 +37,21 @@ SUCCEED = "succeed"  # every local rank exited 0
 
 WAITING_STATES = ("pending", "staged")
 FINAL_STATES = ("done", "failed", "stopped")
+LOST_AFTER = 2  # probes missed in a row that make a server lost (one lost packet is not a dead host)
+
+
+class Misses(NamedTuple):
+    """Probes of a server missed in a row (no answer in time, no sentinel, a connection failure) and when the first was sent."""
+
+    in_a_row: int = 0
+    since: float | None = None
+
+
+def count_miss(misses: Misses, answered: bool, sent_at: float) -> Misses:
+    """The misses after a probe sent at ``sent_at`` was ``answered`` or not: an answer starts over."""
+    if answered:
+        return Misses()
+    return Misses(misses.in_a_row + 1, misses.since if misses.in_a_row else sent_at)
 
 
 class Seen(NamedTuple):
@@ -42,6 +62,7 @@ class Seen(NamedTuple):
     polled: dict | None = None  # a full poll's result (training_job state=poll), when one was made
     probe: dict | None = None  # a probe's result (_job_files.parse_probe), when one was made
     marker: dict | None = None  # the controller-side marker, when it exists
+    misses: Misses = Misses()  # probes (or full polls) missed in a row, this one included
 
 
 class Decision(NamedTuple):
@@ -57,11 +78,17 @@ def step(seen: Seen) -> Decision:
         if polled.get("failed"):
             return Decision(FAIL, {"server": seen.server, "rank_id": -1, "error": f"cannot poll the server: {polled.get('msg')}"})
         if polled.get("failed_rank"):
+            lost = [r for r in polled["ranks"] if r["state"] == "failed" and r.get("phase") in control.LOST_PHASES]
+            if polled["failed_rank"].get("phase") in control.LOST_PHASES:  # only lost ranks failed: name them all
+                return Decision(FAIL, lost_failure(seen.server, [r["rank_id"] for r in lost], None, polled["failed_rank"]["error"]))
             return Decision(FAIL, dict(polled["failed_rank"], server=seen.server))
         if all(r["state"] == "done" for r in polled["ranks"]):
             return Decision(SUCCEED)
     if seen.marker is not None:
         return Decision(FOLLOW, seen.marker)
+    if seen.misses.in_a_row >= LOST_AFTER:
+        lost = [r["rank_id"] for r in seen.ranks if r["state"] not in FINAL_STATES]
+        return Decision(FAIL, lost_failure(seen.server, lost, seen.misses.since, "stopped answering"))
     if polled is not None:
         ranks = polled["ranks"]
         if all(r["state"] in FINAL_STATES for r in ranks):
@@ -73,8 +100,8 @@ def step(seen: Seen) -> Decision:
             found = files.parse_abort_line(probe["abort"])
             if found["rank_id"] is not None:
                 return Decision(CLAIM_EARLY, early_failure(seen.server, found, seen.ranks))
-        if seen.ranks and probe["final"] >= len(seen.ranks):
-            return Decision(POLL_NOW)
+        if probe.get("gone") or (seen.ranks and probe["final"] >= len(seen.ranks)):
+            return Decision(POLL_NOW)  # ranks ended, or lost their runner: the full poll says how
     return Decision(WAIT)
 
 
@@ -91,6 +118,11 @@ def early_failure(server: str, found: dict, ranks: list) -> dict:
         "tail": [],
         "early": True,
     }
+
+
+def lost_failure(server: str, ranks: list, since: float | None, error: str | None) -> dict:
+    """The record of a server's ranks lost: it stopped answering at ``since``, or (None) their runners died."""
+    return {"server": server, "rank_id": -1, "lost": sorted(ranks), "since": since, "error": error}
 
 
 def stopped_failure(server: str, reason: str | None, ranks: list) -> dict:
@@ -128,6 +160,12 @@ def failure_message(failure: dict) -> str:
             f"the job was stopped before its ranks finished: {failure['stopped_by']} "
             f"(ranks {rank_ranges(failure.get('ranks') or [])} on server {failure['server']} stopped; every rank was stopped)"
         )
+    if "lost" in failure:
+        ranks = f"ranks {rank_ranges(failure['lost'])}" if failure["lost"] else "its ranks"
+        if failure.get("since") is not None:
+            when = time.strftime("%H:%M:%S", time.localtime(failure["since"]))
+            return f"{failure['server']} stopped answering at {when}; {ranks} lost; every other rank was stopped"
+        return f"{failure['server']}: {ranks} lost - {failure.get('error')}; every other rank was stopped"
     if failure.get("rank_id", -1) < 0:
         return str(failure.get("error") or "the job failed")
     tail = "\n".join(f"    {line}" for line in failure.get("tail") or [])

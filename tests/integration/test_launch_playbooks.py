@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import group_alive
 from tests.helpers.ansible_cli import BIN_DIR, DEPRECATION_MARK, ansible_env, run_playbook
 from tests.helpers.collection import REPO_ROOT
 from tests.helpers.procs import alive, wait_for
@@ -172,6 +173,53 @@ def test_stop_of_a_watched_job_fails_the_watching_play_naming_the_stop(sim_clust
     states = rank_states(cluster)
     assert all(s["rc"] in (-15, -9) and s["stopped_by"].startswith("stopped by ascend.cluster.stop") for s in states.values()), states
     assert not any(alive(s["pid"]) for s in states.values())
+
+
+@pytest.mark.parametrize("training_too", [True, False], ids=["runners and training killed", "only the runners killed"])
+def test_a_server_whose_runners_are_killed_fails_the_job_naming_its_lost_ranks(sim_cluster, tmp_path, training_too):
+    """Issue 12 item 2: server1's runners die by SIGKILL (a host going down takes them without a word).
+
+    None of them records an exit. The watch must fail naming server1's ranks as lost, stop server0's
+    ranks, and - when the training outlived its runner - kill that orphaned training too.
+    """
+    cluster = sim_cluster()
+    extra = launch_vars(cluster, np=16, ascend_train_env={"STEPS": "100000", "STEP_S": "0.5"})
+    output = tmp_path / "train.out"
+    with open(output, "w") as out:
+        proc = subprocess.Popen(
+            [str(BIN_DIR / "ansible-playbook"), str(TRAIN), "-i", str(SIM_INVENTORY), "-e", json.dumps(extra)],
+            cwd=REPO_ROOT,
+            env=ansible_env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        wait_for(
+            lambda: (cluster.root / "runs").exists() and sum(s.get("phase") == "running" for s in rank_states(cluster).values()) == 16,
+            240,
+            "16 ranks running",
+        )
+        running = rank_states(cluster)
+        for rank in range(8, 16):  # the runners first: a training killed before its runner would be recorded as an exit
+            os.kill(running[rank]["runner_pid"], signal.SIGKILL)
+        if training_too:
+            for rank in range(8, 16):
+                os.killpg(running[rank]["pid"], signal.SIGKILL)
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    played = output.read_text()
+    assert proc.returncode != 0, played
+    lost = "the rank's processes vanished without recording an exit code" if training_too else "its runner died without recording an exit"
+    assert f"127.0.1.2: ranks 8-15 lost - {lost}" in played, played
+    states = rank_states(cluster)
+    assert all(states[r]["phase"] == "running" for r in range(8, 16)), states  # nobody recorded their end
+    assert all(states[r]["rc"] in (-15, -9) and states[r]["stopped_by"] == "another server failed" for r in range(8)), states
+    assert not any(alive(p) for s in running.values() for p in (s["pid"], s["runner_pid"]))
+    assert not any(group_alive(s["pid"]) for s in running.values())  # the orphaned trainings were killed too
 
 
 def test_wait_false_status_leftover_kill_stale_and_stop(sim_cluster):

@@ -8,6 +8,7 @@ Each host has its own network, mount and UTS namespaces, /etc, /usr/local/bin, /
     bed.py status [--prefix P] [--json]
     bed.py exec [--prefix P] HOST -- CMD...
     bed.py cut|restore [--prefix P] HOST DEVICE
+    bed.py mgmt-down|mgmt-up [--prefix P] HOST
     bed.py clock [--prefix P] HOST SECONDS
 
 Run as root. Every address is in 198.18.0.0/15; the route ``unreachable 198.18.0.0/15`` is
@@ -103,6 +104,12 @@ def cmd_link(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mgmt(args: argparse.Namespace) -> int:
+    layout = lifecycle.layout_of(_require_state(args.prefix))
+    net.set_mgmt_link(layout, args.host, up=args.action == "mgmt-up")
+    return 0
+
+
 def cmd_clock(args: argparse.Namespace) -> int:
     state = _require_state(args.prefix)
     layout = lifecycle.layout_of(state)
@@ -141,6 +148,10 @@ def parser() -> argparse.ArgumentParser:
         sp.add_argument("host")
         sp.add_argument("device", type=int)
         sp.set_defaults(func=cmd_link)
+    for name, what in (("mgmt-down", "take a host's management link down (it stops answering)"), ("mgmt-up", "bring it back up")):
+        sp = add(name, what)
+        sp.add_argument("host")
+        sp.set_defaults(func=cmd_mgmt)
     sp = add("clock", "shift a host's wall clock (libfaketime) for everything started on it from now on; 0 undoes it")
     sp.add_argument("host")
     sp.add_argument("seconds", type=int, help="offset in whole seconds, e.g. -30 (behind) or 90 (ahead)")

@@ -79,6 +79,13 @@ class Bed:
     def restore(self, host: str, device: int) -> None:
         bed_cli("restore", "--prefix", self.prefix, host, str(device))
 
+    def mgmt_down(self, host: str) -> None:
+        """Take ``host``'s management link down: to the controller it is a host that died."""
+        bed_cli("mgmt-down", "--prefix", self.prefix, host)
+
+    def mgmt_up(self, host: str) -> None:
+        bed_cli("mgmt-up", "--prefix", self.prefix, host)
+
     def clock(self, host: str, seconds: int) -> None:
         """Run ``host``'s sessions opened from now on ``seconds`` off the real time (libfaketime; 0 undoes it)."""
         bed_cli("clock", "--prefix", self.prefix, host, str(seconds))

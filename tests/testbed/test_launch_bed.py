@@ -237,3 +237,57 @@ def test_an_unreachable_server_refuses_the_launch_unless_allow_partial(launch_be
     assert sorted(ranks) == list(range(8)) and all(s["rc"] == 0 for s in ranks.values())
     table = json.loads(bed.exec("h1", "cat", "/etc/ascend/rank_table.json").stdout)
     assert [s["server_id"] for s in table["server_list"]] == [bed.mgmt_ip("h1")]  # all 8 ranks on h1, h2 left out
+
+
+def test_a_host_that_dies_mid_job_is_named_and_nothing_is_left_on_the_others(launch_bed, tmp_path):
+    """Issue 12 item 2: h2's management link goes down mid-job - to the controller, h2 has died.
+
+    The play must fail with one line naming h2 and its lost ranks; h1's ranks are stopped. h2's own
+    ranks run on, cut off (what a real dead host's would not): once it is back, stop.yml ends them.
+    """
+    bed, root = launch_bed
+    extra = bed_vars(launch_bed, "hostdeath", ascend_train_env={"STEPS": "100000", "STEP_S": "0.5"})
+    watched = root / "controller" / "hostdeath" / "hosts" / f"{bed.mgmt_ip('h2')}.json"  # h2's watcher has polled its ranks
+    output = tmp_path / "train.out"
+    with open(output, "w") as out:
+        controller = subprocess.Popen(
+            [str(BIN_DIR / "ansible-playbook"), str(TRAIN), "-i", str(bed.inventory), "-e", json.dumps(extra)],
+            cwd=REPO_ROOT,
+            env=ansible_env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    ranks: dict = {}
+    try:
+        wait_for(lambda: sum(s.get("phase") == "running" for s in states(launch_bed, "hostdeath").values()) == 16, 300, "16 ranks running")
+        wait_for(watched.exists, 120, "h2's first full poll")
+        ranks = states(launch_bed, "hostdeath")
+        bed.mgmt_down("h2")
+        try:
+            controller.wait(timeout=180)
+        finally:
+            bed.mgmt_up("h2")
+    finally:
+        if controller.poll() is None:
+            os.killpg(controller.pid, signal.SIGKILL)
+            controller.wait()
+        # h2's ranks ran on, cut off: end them over a fresh connection (not the master that stalled with the link)
+        if ranks:
+            run_playbook(
+                STOP,
+                bed.inventory,
+                env={"ANSIBLE_SSH_ARGS": "-o ControlMaster=no"},
+                extra_vars={"ascend_hosts": "h2", "ascend_launch_job_root": "/run/ascend-cluster/jobs"},
+            )
+    played = output.read_text()
+    assert controller.returncode != 0, played
+    lost = re.findall(
+        rf"{re.escape(bed.mgmt_ip('h2'))} stopped answering at \d\d:\d\d:\d\d; ranks 8-15 lost; every other rank was stopped", played
+    )
+    assert lost, played
+    after = states(launch_bed, "hostdeath")
+    h1 = [after[r] for r in range(8)]
+    assert all(s["rc"] in (-15, -9) and s["stopped_by"] == "another server failed" for s in h1), h1
+    assert not any(alive(p) for r in range(8) for p in (ranks[r]["pid"], ranks[r]["runner_pid"]))  # nothing left on h1
+    assert not any(alive(p) for s in ranks.values() for p in (s["pid"], s["runner_pid"]))  # nor on h2, after stop.yml

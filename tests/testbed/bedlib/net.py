@@ -142,6 +142,16 @@ def destroy(prefix: str) -> None:
         raise BedError(f"could not delete {', '.join(left)}: see `ip netns list` / `ip link`")
 
 
+def set_mgmt_link(layout: Layout, host: str, up: bool) -> None:
+    """``mgmt-down`` (down) or ``mgmt-up`` (up) the bridge side of ``host``'s management link.
+
+    Down, the host is gone from the controller's view (and every other host's) as if it had died:
+    no SSH, no answer; what runs inside it keeps running, cut off.
+    """
+    layout.check_host(host)
+    run(["ip", "link", "set", layout.mgmt_veth(host), "up" if up else "down"])
+
+
 def set_fabric_port(layout: Layout, host: str, device: int, up: bool) -> None:
     """``cut`` (down) or ``restore`` (up) the fabric side of ``host``'s ``eth<device>``."""
     layout.check_host(host)

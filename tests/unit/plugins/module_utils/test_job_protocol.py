@@ -70,11 +70,38 @@ def test_probe_reads_the_abort_reason_and_counts_ranks_in_a_final_phase(tmp_path
         rank_dir.mkdir()
         files.write_json(str(rank_dir / files.STATE_FILE), {"phase": phase, "error": '"phase": "exited"'})
     missing = tmp_path / "device_9"
-    assert run_probe(job_dir, rank_dirs + [missing]) == {"abort": None, "final": 3}
+    assert run_probe(job_dir, rank_dirs + [missing]) == {"abort": None, "final": 3, "gone": []}
     files.record_abort(str(job_dir), "it's stopped: $(touch pwned) `x`")
-    assert run_probe(job_dir, rank_dirs) == {"abort": "it's stopped: $(touch pwned) `x`", "final": 3}
+    assert run_probe(job_dir, rank_dirs) == {"abort": "it's stopped: $(touch pwned) `x`", "final": 3, "gone": []}
     assert not os.path.exists("pwned")
-    assert run_probe(job_dir, []) == {"abort": "it's stopped: $(touch pwned) `x`", "final": 0}
+    assert run_probe(job_dir, []) == {"abort": "it's stopped: $(touch pwned) `x`", "final": 0, "gone": []}
+
+
+def test_probe_lists_ranks_whose_runner_is_gone_before_a_final_phase(tmp_path):
+    job_dir = tmp_path / "job"
+    job_dir.mkdir()
+    phases = {8: "running", 9: "staged", 10: "exited", 11: "running", 12: "running"}
+    for rank, phase in phases.items():
+        (tmp_path / f"device_{rank}").mkdir()
+        files.write_json(str(tmp_path / f"device_{rank}" / files.STATE_FILE), {"phase": phase})
+    zombie = subprocess.Popen(["true"])  # exited, not reaped yet: gone, though /proc still lists it
+    wait_zombie = time.time() + 10
+    while "Z" not in open(f"/proc/{zombie.pid}/stat").read().split(")")[-1].split()[0] and time.time() < wait_zombie:
+        time.sleep(0.01)
+    try:
+        runners = [
+            (8, GONE, str(tmp_path / "device_8")),  # killed -9 while running: lost
+            (9, GONE, str(tmp_path / "device_9")),  # killed at the gate: lost
+            (10, GONE, str(tmp_path / "device_10")),  # finished and recorded its exit: not lost
+            (11, os.getpid(), str(tmp_path / "device_11")),  # alive
+            (12, zombie.pid, str(tmp_path / "device_12")),  # a zombie runner is a dead one
+        ]
+        command = files.probe_command(str(job_dir), [d for _r, _p, d in runners], runners)
+        found = files.parse_probe(subprocess.run(["sh", "-c", command], capture_output=True, text=True, check=True).stdout)
+    finally:
+        zombie.wait()
+    assert found == {"abort": None, "final": 1, "gone": [8, 9, 12]}
+    assert run_probe(job_dir, [])["gone"] == []  # no runners to look at
 
 
 @pytest.mark.parametrize("stdout", ["", "FINAL 3\n", "ABORT x\n"])
@@ -90,6 +117,14 @@ CLASSIFY: list[tuple[str, dict[str, Any] | None, bool, str]] = [
     ("no state yet", None, False, "pending"),
     ("staged, runner gone", {"phase": "staged", "runner_pid": GONE}, False, "failed"),
     ("running, all gone", {"phase": "running", "pgid": GONE, "runner_pid": GONE}, False, "failed"),
+    (
+        "running, runner killed -9, training left unsupervised",
+        {"phase": "running", "pgid": os.getpgid(0), "runner_pid": GONE},
+        False,
+        "failed",
+    ),
+    ("running, runner alive", {"phase": "running", "pgid": GONE, "runner_pid": os.getpid()}, False, "running"),
+    ("running, state without a runner pid: the training's group decides", {"phase": "running", "pgid": os.getpgid(0)}, False, "running"),
     ("exit 0", {"phase": "exited", "rc": 0, "stopped_by": None}, False, "done"),
     ("exit 0 after a stop", {"phase": "exited", "rc": 0, "stopped_by": STOP}, True, "done"),
     ("exit 1", {"phase": "exited", "rc": 1, "stopped_by": None}, False, "failed"),
@@ -114,6 +149,12 @@ CLASSIFY: list[tuple[str, dict[str, Any] | None, bool, str]] = [
 @pytest.mark.parametrize("state, aborted, expected", [c[1:] for c in CLASSIFY], ids=[c[0] for c in CLASSIFY])
 def test_classify(state, aborted, expected):
     assert control.classify(state, aborted) == expected
+
+
+def test_a_lost_rank_says_whether_its_training_was_left_running():
+    orphan = {"phase": "running", "pgid": os.getpgid(0), "runner_pid": GONE}
+    assert control.failure_cause(orphan, "failed") == control.RUNNER_DIED % os.getpgid(0)
+    assert control.failure_cause(dict(orphan, pgid=GONE), "failed") == control.VANISHED
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils import _watch as watch
@@ -13,13 +15,19 @@ def ranks(*states: str, first: int = 0) -> list:
     return [{"rank_id": first + i, "device_id": i, "state": s, "log": LOG.format(first + i)} for i, s in enumerate(states)]
 
 
-def poll(*states: str, failed_rank: dict | None = None, abort: str | None = None) -> dict:
-    return {"ranks": ranks(*states), "failed_rank": failed_rank, "abort": abort}
+def poll(*states: str, failed_rank: dict | None = None, abort: str | None = None, phases: tuple = ()) -> dict:
+    polled = ranks(*states)
+    for rank, phase in zip(polled, phases):
+        rank["phase"] = phase
+    return {"ranks": polled, "failed_rank": failed_rank, "abort": abort}
 
 
 FAILED_RANK = {"rank_id": 1, "device_id": 1, "rc": -9, "error": "killed by SIGKILL", "log": LOG.format(1), "tail": ["x"]}
 MARKER = {"server": "h2", "rank_id": 9, "device_id": 1, "rc": 1, "log": "-", "tail": []}
 STOP = "stopped by ascend.cluster.stop, run by root at 2026-11-23 12:03:04 UTC"
+VANISHED = "the rank's processes vanished without recording an exit code (killed -9?)"
+LOST_RANK: dict = {"rank_id": 0, "device_id": 0, "rc": None, "phase": "running", "error": VANISHED, "log": LOG.format(0), "tail": []}
+T0 = 1_795_000_000.0
 
 CASES = [
     # (id, seen, expected decision)
@@ -100,12 +108,67 @@ CASES = [
     ),
     ("probe: stopped from outside, ranks still ending", dict(probe={"abort": STOP, "final": 1}), watch.Decision(watch.WAIT)),
     ("probe: stopped from outside, every rank ended", dict(probe={"abort": STOP, "final": 2}), watch.Decision(watch.POLL_NOW)),
+    # a host that dies mid-job, a runner killed with SIGKILL
+    (
+        "probe: a runner is gone, the full poll says how",
+        dict(probe={"abort": None, "final": 0, "gone": [1]}),
+        watch.Decision(watch.POLL_NOW),
+    ),
+    ("probe: no runner gone", dict(probe={"abort": None, "final": 0, "gone": []}), watch.Decision(watch.WAIT)),
+    ("one miss waits", dict(misses=watch.Misses(1, T0)), watch.Decision(watch.WAIT)),
+    (
+        "two misses in a row fail, naming the server's unfinished ranks and the first miss",
+        dict(misses=watch.Misses(2, T0)),
+        watch.Decision(watch.FAIL, {"server": "h1", "rank_id": -1, "lost": [0, 1], "since": T0, "error": "stopped answering"}),
+    ),
+    (
+        "two misses, but another server failed first: follow it",
+        dict(misses=watch.Misses(2, T0), marker=MARKER),
+        watch.Decision(watch.FOLLOW, MARKER),
+    ),
+    (
+        "poll: runners lost without a word, every lost rank named",
+        dict(polled=poll("failed", "failed", failed_rank=LOST_RANK, phases=("running", "staged"))),
+        watch.Decision(watch.FAIL, {"server": "h1", "rank_id": -1, "lost": [0, 1], "since": None, "error": VANISHED}),
+    ),
+    (
+        "poll: a rank that failed by itself comes before a lost one",
+        dict(polled=poll("failed", "failed", failed_rank=dict(FAILED_RANK, phase="exited"), phases=("running", "exited"))),
+        watch.Decision(watch.FAIL, dict(FAILED_RANK, phase="exited", server="h1")),
+    ),
 ]
 
 
 @pytest.mark.parametrize("seen, expected", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_step(seen, expected):
     assert watch.step(watch.Seen("h1", ranks("running", "running"), **seen)) == expected
+
+
+def test_lost_host_names_only_its_unfinished_ranks():
+    seen = watch.Seen("h2", ranks("done", "running", "staged", first=8), misses=watch.Misses(2, T0))
+    assert watch.step(seen).failure == {"server": "h2", "rank_id": -1, "lost": [9, 10], "since": T0, "error": "stopped answering"}
+
+
+@pytest.mark.parametrize(
+    "before, answered, after",
+    [
+        (watch.Misses(), True, watch.Misses()),
+        (watch.Misses(), False, watch.Misses(1, 10.0)),  # one miss: the time it was sent
+        (watch.Misses(1, 10.0), False, watch.Misses(2, 10.0)),  # two in a row: still the first miss's time
+        (watch.Misses(1, 10.0), True, watch.Misses()),  # a miss then an answer starts over
+        (watch.Misses(2, 10.0), False, watch.Misses(3, 10.0)),
+    ],
+)
+def test_count_miss(before, answered, after):
+    assert watch.count_miss(before, answered, 10.0 if not before.in_a_row else 12.0) == after
+
+
+def test_one_miss_then_an_answer_does_not_fail():
+    misses = watch.count_miss(watch.Misses(), False, T0)
+    assert watch.step(watch.Seen("h1", ranks("running"), misses=misses)) == watch.Decision(watch.WAIT)
+    misses = watch.count_miss(misses, True, T0 + 0.5)
+    misses = watch.count_miss(misses, False, T0 + 1.0)
+    assert watch.step(watch.Seen("h1", ranks("running"), misses=misses)) == watch.Decision(watch.WAIT)
 
 
 def test_probe_before_the_first_poll_knows_no_ranks_and_waits():
@@ -146,6 +209,18 @@ def test_rank_ranges(ids, text):
             f"the job was stopped before its ranks finished: {STOP} (ranks 8-11 on server h2 stopped; every rank was stopped)",
         ),
         ({"server": "h2", "rank_id": -1, "error": "cannot poll the server: boom"}, "cannot poll the server: boom"),
+        (
+            {"server": "h2", "rank_id": -1, "lost": list(range(8, 16)), "since": T0, "error": "stopped answering"},
+            f"h2 stopped answering at {time.strftime('%H:%M:%S', time.localtime(T0))}; ranks 8-15 lost; every other rank was stopped",
+        ),
+        (
+            {"server": "h2", "rank_id": -1, "lost": [8, 9, 11], "since": None, "error": VANISHED},
+            f"h2: ranks 8-9, 11 lost - {VANISHED}; every other rank was stopped",
+        ),
+        (
+            {"server": "h2", "rank_id": -1, "lost": [], "since": T0},
+            f"h2 stopped answering at {time.strftime('%H:%M:%S', time.localtime(T0))}; its ranks lost; every other rank was stopped",
+        ),
         ({}, "the job failed"),
     ],
 )

@@ -1,0 +1,90 @@
+"""The training watch's calls to a server run with a deadline (plugins/action/training_watch.call_within).
+
+A dead server's connection can hang for minutes; the watcher must count such a call as missed
+after its deadline, and the same for a call that cannot connect at all.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from ansible.errors import AnsibleConnectionFailure
+
+from ansible_collections.ascend.cluster.plugins.action import training_watch as action
+
+
+def test_an_answer_in_time_is_returned():
+    assert action.call_within(lambda: "ascend-probe-ok", 5.0) == "ascend-probe-ok"
+
+
+def test_a_call_that_hangs_is_missed_at_its_deadline_and_not_waited_for():
+    release = threading.Event()
+    try:
+        assert action.call_within(lambda: release.wait(60), 0.2) is action.MISSED
+        hung = [t for t in threading.enumerate() if t.name == "ascend-watch-call" and t.is_alive()]
+        assert hung and all(t.daemon for t in hung)  # it cannot keep the worker process alive
+    finally:
+        release.set()
+
+
+def test_a_call_that_cannot_connect_is_missed():
+    def unreachable():
+        raise AnsibleConnectionFailure("ssh: connect to host h2 port 22: No route to host")
+
+    assert action.call_within(unreachable, 5.0) is action.MISSED
+
+
+def test_any_other_error_is_raised_in_the_watcher():
+    def broken():
+        raise ValueError("a bug")
+
+    with pytest.raises(ValueError, match="a bug"):
+        action.call_within(broken, 5.0)
+
+
+class FakeWatch(action.ActionModule):
+    """The action with its server calls replaced: ``poll`` and ``probes`` say how the server answers."""
+
+    def __init__(self, poll, probes):  # pylint: disable=super-init-not-called  # no task, no connection
+        self.poll, self.probes, self.twins = poll, list(probes), 0
+
+    def _poll(self, args, task_vars):
+        return self.poll()
+
+    def _twin(self):
+        self.twins += 1
+        return self
+
+    def _probe(self, remote_job_dir, ranks, timeout):
+        return self.probes.pop(0) if self.probes else {"abort": None, "final": 0, "gone": []}
+
+
+OPTS = {"poll_interval": 0.05, "probe_timeout": 2.0}
+ANSWER: dict = {"abort": None, "final": 0, "gone": []}
+
+
+def test_a_full_poll_that_answers_resets_the_misses():
+    watch = FakeWatch(lambda: {"ranks": []}, [])
+    polled, misses = watch._poll_probed({}, {}, "/run/j", [], OPTS, action.watch.Misses(1, 5.0))
+    assert (polled, misses) == ({"ranks": []}, action.watch.Misses())
+
+
+def test_a_server_that_dies_during_a_full_poll_is_lost_after_two_missed_probes():
+    release = threading.Event()
+    try:
+        watch = FakeWatch(lambda: release.wait(60), [ANSWER, None, None])
+        polled, misses = watch._poll_probed({}, {}, "/run/j", [], OPTS, action.watch.Misses())
+        assert polled is None and misses.in_a_row == 2 and watch.twins == 1  # the probes ran on one twin connection
+    finally:
+        release.set()
+
+
+def test_a_slow_full_poll_of_a_live_server_is_one_miss_at_its_deadline(monkeypatch):
+    monkeypatch.setattr(action, "FULL_POLL_TIMEOUT_S", 0.3)
+    release = threading.Event()
+    try:
+        polled, misses = FakeWatch(lambda: release.wait(60), [])._poll_probed({}, {}, "/run/j", [], OPTS, action.watch.Misses())
+        assert polled is None and misses.in_a_row == 1
+    finally:
+        release.set()
