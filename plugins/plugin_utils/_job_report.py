@@ -50,7 +50,7 @@ def rank_rows(hosts: Sequence[str], hostvars: Mapping[str, Any], result: str) ->
 
 SCHEMA = 1
 # The table of the summary; the OK rows (state done or running) after the others, a few of them only.
-SUMMARY_COLUMNS = ("server", "device_id", "rank_id", "state", "outcome", "duration_s", "log")
+SUMMARY_COLUMNS = ("server", "device_id", "rank_id", "state", "outcome", "duration_s")
 OK_STATES = ("done", "running")
 OK_ROWS = 4
 MORE_HINT = "-e ascend_report_all_rows=true lists them"
@@ -140,6 +140,7 @@ def job_summary(
     ``all_rows``, only ``ok_rows`` of the OK ones.
     """
     rows = rank_rows(hosts, hostvars, result)
+    job_id = job_id or next((str(r["job_id"]) for r in rows if r.get("job_id")), "")
     failure, message = _first_failure(hosts, hostvars, result)
     fail_fast = failure is not None and "stopped_by" not in failure and int(failure.get("rank_id", -1) or 0) >= 0
     ranks = []

@@ -77,6 +77,17 @@ def test_np16_runs_every_rank_together_and_reports(sim_cluster):
     assert len(fetched) == 16
     assert "SERVER     DEVICE_ID  RANK_ID  STATE" in res.stdout
     assert "ranks: " in res.stdout  # progress lines
+    # the summary: one line, a short table, the JSON document for CI (docs/summaries.md)
+    summary_file = cluster.root / "controller" / job.name / "summary.json"
+    assert oct(summary_file.stat().st_mode & 0o777) == "0o644"
+    summary = json.loads(summary_file.read_text())
+    assert (summary["ok"], summary["job_id"], summary["counts"], summary["failure"]) == (True, job.name, {"done": 16}, None)
+    assert summary["line"] == f"train {job.name}: 16/16 ranks done in {summary['duration_s']:g} s", summary["line"]
+    assert summary["line"] in res.stdout
+    assert [r["rank_id"] for r in summary["ranks"]] == list(range(16))
+    assert {r["outcome"] for r in summary["ranks"]} == {"exit 0"}
+    assert all(r["duration_s"] == round(r["duration_s"], 1) for r in summary["ranks"])
+    assert "... 12 more row(s) with STATE done/running; -e ascend_report_all_rows=true lists them" in res.stdout
 
 
 @pytest.mark.parametrize(
@@ -110,6 +121,15 @@ def test_one_failing_rank_stops_every_rank_and_is_named(sim_cluster):
     assert res.rc != 0, res
     assert "rank 11 (server 127.0.1.2, device 3) failed first: exit code 1" in res.stdout, res
     assert "rank 11 crashing at step 3" in res.stdout
+    # the failure once (no result dump per server), the summary line and summary.json
+    assert res.stdout.count("failed first: exit code 1") == 1, res
+    assert '"first_failure"' not in res.stdout and '"ranks"' not in res.stdout, res
+    job = next((cluster.root / "runs").iterdir()).name
+    assert f"FAILED: train {job}: rank 11 (server 127.0.1.2, device 3) exit 1; 15 stopped" in res.stdout, res
+    summary = json.loads((cluster.root / "controller" / job / "summary.json").read_text())
+    assert summary["ok"] is False and summary["failure"]["rank_id"] == 11 and summary["failure"]["outcome"] == "exit 1"
+    assert summary["counts"] == {"failed": 1, "stopped": 15}, summary["counts"]
+    assert {r["outcome"] for r in summary["ranks"] if r["rank_id"] != 11} <= {"stopped by fail-fast (SIGTERM)", "stopped by fail-fast (SIGKILL)"}
     states = rank_states(cluster)
     assert states[11]["rc"] == 1
     others = [s for r, s in states.items() if r != 11]
@@ -185,7 +205,8 @@ def test_wait_false_status_leftover_kill_stale_and_stop(sim_cluster):
 
     status = run_playbook(STATUS, SIM_INVENTORY, extra_vars=launch_vars(cluster))
     assert status.rc == 0, status
-    assert status.stdout.count(" running ") >= 16, status
+    first_job = next((cluster.root / "runs").iterdir()).name
+    assert f"status {first_job}: 16 running" in status.stdout, status  # the table lists the first four
 
     # a second launch on the same devices is refused before anything starts
     second = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, ascend_job_id="second"))
