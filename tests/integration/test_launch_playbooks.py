@@ -26,6 +26,9 @@ TRAIN = REPO_ROOT / "playbooks" / "train.yml"
 STATUS = REPO_ROOT / "playbooks" / "status.yml"
 STOP = REPO_ROOT / "playbooks" / "stop.yml"
 STAND_IN = REPO_ROOT / "examples" / "train" / "train_1p.sh"
+# The collection's compact stdout callback (plugins/callback/compact.py), and the default one showing only changes and failures.
+COMPACT = {"ANSIBLE_STDOUT_CALLBACK": "ascend.cluster.compact"}
+QUIET = {"ANSIBLE_DISPLAY_OK_HOSTS": "false", "ANSIBLE_DISPLAY_SKIPPED_HOSTS": "false"}
 
 
 def launch_vars(cluster, **extra):
@@ -55,7 +58,7 @@ def rank_states(cluster, job_id=None):
 
 def test_np16_runs_every_rank_together_and_reports(sim_cluster):
     cluster = sim_cluster()
-    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, ascend_train_env={"STEPS": "3"}))
+    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, ascend_train_env={"STEPS": "3"}), env=COMPACT)
     assert res.rc == 0, res
     states = rank_states(cluster)
     assert sorted(states) == list(range(16))
@@ -88,6 +91,12 @@ def test_np16_runs_every_rank_together_and_reports(sim_cluster):
     assert {r["outcome"] for r in summary["ranks"]} == {"exit 0"}
     assert all(r["duration_s"] == round(r["duration_s"], 1) for r in summary["ranks"])
     assert "... 12 more row(s) with STATE done/running; -e ascend_report_all_rows=true lists them" in res.stdout
+    # the compact callback: plays, changes, tables and the summary last, not 290 lines of per-host results
+    lines = res.stdout.splitlines()
+    assert len(lines) < 80, res
+    assert lines[-3:-1] == ["SUMMARY", f"  {summary['line']}"], res
+    assert lines[-1].startswith("RECAP 3 host(s): ") and "failed" not in lines[-1], res
+    assert not any(line.startswith(("skipping:", "ok: [", "TASK [")) for line in lines), res
 
 
 @pytest.mark.parametrize(
@@ -101,8 +110,12 @@ def test_np16_runs_every_rank_together_and_reports(sim_cluster):
 )
 def test_eight_ranks_per_server_layout(sim_cluster, selection, layout):
     cluster = sim_cluster()
-    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=8, ascend_train_env={"STEPS": "1"}, **selection))
+    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=8, ascend_train_env={"STEPS": "1"}, **selection), env=QUIET)
     assert res.rc == 0, res
+    # only changes and failures are shown, and still the table and the summary line
+    assert "ok: [" not in res.stdout and "skipping: [" not in res.stdout, res
+    assert "SERVER     DEVICE_ID  RANK_ID  STATE" in res.stdout, res
+    assert f'"train {next((cluster.root / "runs").iterdir()).name}: 8/8 ranks done in ' in res.stdout, res
     job = next((cluster.root / "runs").iterdir())
     per_server: dict[str, Any] = {}
     for rank in range(8):
@@ -117,7 +130,7 @@ def test_eight_ranks_per_server_layout(sim_cluster, selection, layout):
 def test_one_failing_rank_stops_every_rank_and_is_named(sim_cluster):
     cluster = sim_cluster()
     env = {"FAIL_RANK": "11", "FAIL_STEP": "3", "STEPS": "400", "STEP_S": "0.1"}
-    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, ascend_train_env=env))
+    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, ascend_train_env=env), env=QUIET)
     assert res.rc != 0, res
     assert "rank 11 (server 127.0.1.2, device 3) failed first: exit code 1" in res.stdout, res
     assert "rank 11 crashing at step 3" in res.stdout

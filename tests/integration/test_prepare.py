@@ -26,8 +26,9 @@ def state(cluster) -> dict:
 def test_a_fresh_cluster_is_prepared_in_one_run_and_the_second_changes_nothing(sim_cluster):
     cluster = sim_cluster(preset_ips=False)
     extra = {**cluster.inventory_vars, **PLAN}
-    first = run_playbook(PREPARE, SIM_INVENTORY, extra_vars=extra)
+    first = run_playbook(PREPARE, SIM_INVENTORY, extra_vars=extra, env={"ANSIBLE_STDOUT_CALLBACK": "ascend.cluster.compact"})
     assert first.rc == 0, first
+    assert first.stdout.splitlines()[-2].startswith("  prepare: device IPs changed on 2 server(s); net_health: 16/16 devices OK"), first
     table = json.loads((cluster.root / "server1" / "etc" / "rank_table.json").read_text())
     assert [d["device_ip"] for d in table["server_list"][1]["device"]] == [f"198.18.0.{19 + d}" for d in range(8)]
     report = json.loads((cluster.root / "controller" / "net_health.json").read_text())
