@@ -50,6 +50,12 @@ from typing import Any
 from ansible import constants as C
 from ansible.plugins.callback import CallbackBase
 
+# ansible.constants sets the colours from the configuration at import time (not visible to type checkers).
+COLOR_OK = getattr(C, "COLOR_OK", "green")
+COLOR_CHANGED = getattr(C, "COLOR_CHANGED", "yellow")
+COLOR_ERROR = getattr(C, "COLOR_ERROR", "red")
+COLOR_UNREACHABLE = getattr(C, "COLOR_UNREACHABLE", "bright red")
+COLOR_SKIP = getattr(C, "COLOR_SKIP", "cyan")
 DEBUG_ACTIONS = frozenset(("debug", "ansible.builtin.debug", "ansible.legacy.debug"))
 STATS_PREFIX = "ascend_"
 
@@ -90,9 +96,9 @@ class CallbackModule(CallbackBase):
         name = task.get_name().strip()
         if self._changed:
             hosts = sorted(set(self._changed))
-            self._display.display(f"  changed: {name} ({len(hosts)} host{'s' if len(hosts) != 1 else ''})", color=C.COLOR_CHANGED)
+            self._display.display(f"  changed: {name} ({len(hosts)} host{'s' if len(hosts) != 1 else ''})", color=COLOR_CHANGED)
         elif self._ok and not self._failed and self.get_option("show_ok_tasks"):
-            self._display.display(f"  ok: {name}", color=C.COLOR_OK)
+            self._display.display(f"  ok: {name}", color=COLOR_OK)
         self._task = None
         self._changed, self._ok, self._failed, self._shown = [], [], {}, set()
 
@@ -110,7 +116,7 @@ class CallbackModule(CallbackBase):
         self._task = task
 
     def v2_playbook_on_no_hosts_matched(self) -> None:
-        self._display.display("skipping: no hosts matched", color=C.COLOR_SKIP)
+        self._display.display("skipping: no hosts matched", color=COLOR_SKIP)
 
     def _warnings(self, data: dict) -> None:
         self._handle_warnings(data)
@@ -122,7 +128,7 @@ class CallbackModule(CallbackBase):
             text = "\n".join(_lines(data["msg"]))
             if text not in self._shown:  # the same message from several hosts: once
                 self._shown.add(text)
-                self._display.display(text, color=C.COLOR_CHANGED if data.get("changed") else C.COLOR_OK)
+                self._display.display(text, color=COLOR_CHANGED if data.get("changed") else COLOR_OK)
         if data.get("changed"):
             self._changed.append(host.get_name())
         else:
@@ -153,17 +159,17 @@ class CallbackModule(CallbackBase):
         hosts = self._failed.setdefault(text, [])
         hosts.append(host.get_name())
         if len(hosts) == 1:  # a later host with the same message adds nothing to read
-            self._display.display(f"FAILED [{host.get_name()}] {task.get_name().strip()}: {text}", color=C.COLOR_ERROR)
+            self._display.display(f"FAILED [{host.get_name()}] {task.get_name().strip()}: {text}", color=COLOR_ERROR)
 
     def v2_runner_on_unreachable(self, result: Any) -> None:
         task, host, data = _parts(result)
-        self._display.display(f"UNREACHABLE [{host.get_name()}] {task.get_name().strip()}: {self._message(data)}", color=C.COLOR_UNREACHABLE)
+        self._display.display(f"UNREACHABLE [{host.get_name()}] {task.get_name().strip()}: {self._message(data)}", color=COLOR_UNREACHABLE)
 
     def v2_runner_on_skipped(self, result: Any) -> None:
         pass
 
     def v2_runner_item_on_ok(self, result: Any) -> None:
-        task, host, data = _parts(result)
+        task, dummy, data = _parts(result)
         self._warnings(data)
         if task.action in DEBUG_ACTIONS and "msg" in data:
             self._display.display("\n".join(_lines(data["msg"])))
@@ -172,7 +178,7 @@ class CallbackModule(CallbackBase):
         task, host, data = _parts(result)
         self._warnings(data)
         item = self._get_item_label(data)
-        self._display.display(f"FAILED [{host.get_name()}] {task.get_name().strip()} ({item}): {self._message(data)}", color=C.COLOR_ERROR)
+        self._display.display(f"FAILED [{host.get_name()}] {task.get_name().strip()} ({item}): {self._message(data)}", color=COLOR_ERROR)
 
     def v2_runner_item_on_skipped(self, result: Any) -> None:
         pass
@@ -181,7 +187,7 @@ class CallbackModule(CallbackBase):
         pass
 
     def v2_on_file_diff(self, result: Any) -> None:
-        task, host, data = _parts(result)
+        task, dummy, data = _parts(result)
         if not getattr(task, "loop", None) and data.get("diff") and data.get("changed"):
             diff = self._get_diff(data["diff"])
             if diff:
@@ -200,7 +206,7 @@ class CallbackModule(CallbackBase):
         if lines:
             self._display.display("SUMMARY")
             for line in lines:
-                self._display.display(f"  {line}", color=C.COLOR_ERROR if line.startswith(("FAILED", "STOPPED")) else C.COLOR_OK)
+                self._display.display(f"  {line}", color=COLOR_ERROR if line.startswith(("FAILED", "STOPPED")) else COLOR_OK)
         hosts = sorted(stats.processed.keys())
         totals = {"ok": 0, "changed": 0, "failures": 0, "unreachable": 0, "skipped": 0}
         failed, unreachable = [], []
@@ -217,4 +223,4 @@ class CallbackModule(CallbackBase):
             text += f" failed: {', '.join(failed)}"
         if unreachable:
             text += f" unreachable: {', '.join(unreachable)}"
-        self._display.display(text, color=C.COLOR_ERROR if failed or unreachable else C.COLOR_OK)
+        self._display.display(text, color=COLOR_ERROR if failed or unreachable else COLOR_OK)

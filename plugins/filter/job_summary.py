@@ -11,7 +11,9 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._job_report import 
 
 
 @filter_errors("job_summary")
-def job_summary(hosts: Any, hostvars: Any, result: str, job_id: str = "", kind: str = "train", all_rows: bool = False, ok_rows: int = 4) -> dict:
+def job_summary(
+    hosts: Any, hostvars: Any, result: str, job_id: str = "", kind: str = "train", all_rows: bool = False, ok_rows: int = 4
+) -> dict:
     return _job_summary(hosts, hostvars, result, job_id=job_id, kind=kind, all_rows=all_rows, ok_rows=ok_rows)
 
 

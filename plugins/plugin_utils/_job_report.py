@@ -10,11 +10,10 @@ Each server's task registered one result with a ``ranks`` list (``training_watch
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
-
 import os
 from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import signal_name
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError

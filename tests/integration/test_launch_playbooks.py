@@ -142,7 +142,10 @@ def test_one_failing_rank_stops_every_rank_and_is_named(sim_cluster):
     summary = json.loads((cluster.root / "controller" / job / "summary.json").read_text())
     assert summary["ok"] is False and summary["failure"]["rank_id"] == 11 and summary["failure"]["outcome"] == "exit 1"
     assert summary["counts"] == {"failed": 1, "stopped": 15}, summary["counts"]
-    assert {r["outcome"] for r in summary["ranks"] if r["rank_id"] != 11} <= {"stopped by fail-fast (SIGTERM)", "stopped by fail-fast (SIGKILL)"}
+    assert {r["outcome"] for r in summary["ranks"] if r["rank_id"] != 11} <= {
+        "stopped by fail-fast (SIGTERM)",
+        "stopped by fail-fast (SIGKILL)",
+    }
     states = rank_states(cluster)
     assert states[11]["rc"] == 1
     others = [s for r, s in states.items() if r != 11]

@@ -54,7 +54,12 @@ def test_a_healthy_cluster_prints_one_table_and_changes_nothing(sim_cluster, pla
     assert "... 12 more row(s) with STATUS ok; -e ascend_report_all_rows=true lists them" in result.stdout
     assert "net_health: 16/16 devices OK on 2 server(s)" in result.stdout
     report = json.loads((cluster.root / "controller" / "net_health.json").read_text())
-    assert (report["schema"], report["kind"], report["ok"], report["line"]) == (1, "net_health", True, "net_health: 16/16 devices OK on 2 server(s)")
+    assert (report["schema"], report["kind"], report["ok"], report["line"]) == (
+        1,
+        "net_health",
+        True,
+        "net_health: 16/16 devices OK on 2 server(s)",
+    )
     assert len(report["rows"]) == 16 and report["problems"] == []
     assert (cluster.root / "controller" / "net_health.json").stat().st_mode & 0o777 == 0o644
 

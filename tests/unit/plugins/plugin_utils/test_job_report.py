@@ -54,7 +54,16 @@ def watched(server, ranks, **extra):
 
 
 def finished(rank_id, device_id, state="done", rc=0, started=100.0, took=3.121):
-    return rank(rank_id, device_id, state=state, rc=rc, started=started, ended=started + took, duration=took, log=f"/runs/j//device_{rank_id}/train.log")
+    return rank(
+        rank_id,
+        device_id,
+        state=state,
+        rc=rc,
+        started=started,
+        ended=started + took,
+        duration=took,
+        log=f"/runs/j//device_{rank_id}/train.log",
+    )
 
 
 def test_a_healthy_job_is_one_line_with_a_rounded_duration_and_a_short_table():
@@ -82,7 +91,9 @@ def test_a_failed_rank_is_named_first_and_the_others_stopped_by_fail_fast():
     ranks1 = [finished(r + 8, r, state="stopped", rc=-15) for r in range(8)]
     ranks1[3] = finished(11, 3, state="failed", rc=1)
     hostvars = {
-        "server0": watched("10.0.0.1", [finished(r, r, state="stopped", rc=-15) for r in range(8)], first_failure=failure, msg="rank 11 ... boom"),
+        "server0": watched(
+            "10.0.0.1", [finished(r, r, state="stopped", rc=-15) for r in range(8)], first_failure=failure, msg="rank 11 ... boom"
+        ),
         "server1": watched("10.0.0.2", ranks1, first_failure=failure, msg="rank 11 ... boom"),
     }
     summary = job_summary(["server0", "server1"], hostvars, "_ascend_watch", job_id="j1")
@@ -100,8 +111,14 @@ def test_a_failed_rank_is_named_first_and_the_others_stopped_by_fail_fast():
 @pytest.mark.parametrize(
     "first, line",
     [
-        ({"server": "s", "rank_id": 3, "device_id": 3, "rc": -9, "error": "killed by SIGKILL (signal 9)"}, "rank 3 (server s, device 3) killed by SIGKILL; 1 stopped"),
-        ({"server": "s", "rank_id": -1, "stopped_by": "ascend.cluster.stop", "ranks": [0, 1]}, "STOPPED: train j: ascend.cluster.stop; 1 of 2 ranks stopped"),
+        (
+            {"server": "s", "rank_id": 3, "device_id": 3, "rc": -9, "error": "killed by SIGKILL (signal 9)"},
+            "rank 3 (server s, device 3) killed by SIGKILL; 1 stopped",
+        ),
+        (
+            {"server": "s", "rank_id": -1, "stopped_by": "ascend.cluster.stop", "ranks": [0, 1]},
+            "STOPPED: train j: ascend.cluster.stop; 1 of 2 ranks stopped",
+        ),
         ({"server": "s", "rank_id": -1, "error": "cannot poll the server: gone"}, "FAILED: train j: cannot poll the server: gone"),
     ],
     ids=["signal", "stopped from outside", "server error"],
