@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 name: compact
 type: stdout
 short_description: Plays, changes, failures and the ascend.cluster summaries - no per-host, per-item or skipped lines
-version_added: 0.2.0
+version_added: 0.1.0
 author: ascend.cluster contributors
 description:
   - A stdout callback for the playbooks of this collection (and any other). It prints one line per play, one line per

@@ -161,8 +161,16 @@ def test_a_rank_killed_by_sigkill_fails_a_one_server_job_naming_the_signal(sim_c
     cluster = sim_cluster()
     # rank 3 kills itself with SIGKILL, as the OOM killer would: nobody of ours sent it
     env = {"FAIL_RANK": "3", "FAIL_STEP": "3", "FAIL_SIGNAL": "KILL", "STEPS": "400", "STEP_S": "0.1"}
-    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=8, spread=False, ascend_train_env=env))
+    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=8, spread=False, ascend_train_env=env), env=COMPACT)
     assert res.rc != 0, res
+    # the compact callback: the failure's message once, the failing task's line, the summary and the failed host last
+    assert res.stdout.count("failed first: killed by SIGKILL") == 1, res
+    job = next((cluster.root / "runs").iterdir()).name
+    line = f"FAILED: train {job}: rank 3 (server 127.0.1.1, device 3) killed by SIGKILL; 7 stopped"
+    assert res.stdout.splitlines()[-3:] == ["SUMMARY", f"  {line}", res.stdout.splitlines()[-1]], res
+    assert res.stdout.splitlines()[-1].startswith("RECAP ") and "failed: server0" in res.stdout.splitlines()[-1], res
+    assert f"FAILED [server0] ascend.cluster.launch_training : Fail with the job's summary line: {line}" in res.stdout, res
+    assert json.loads((cluster.root / "controller" / job / "summary.json").read_text())["failure"]["outcome"] == "killed by SIGKILL"
     assert (
         "rank 3 (server 127.0.1.1, device 3) failed first: killed by SIGKILL (signal 9) - not sent by ascend.cluster; the OOM killer?"
     ) in res.stdout, res

@@ -71,6 +71,10 @@ def test_a_link_down_fails_naming_exactly_that_server_and_device(sim_cluster, pl
     assert result.rc != 0, result
     assert problem_lines(result.stdout) == ["server1 device 2: link DOWN - check the optics/cable of NPU 2 (eth2) and its switch port"]
     assert "1 problem(s) on the parameter plane: server1 device 2: link DOWN" in result.stdout
+    report = json.loads((cluster.root / "controller" / "net_health.json").read_text())
+    assert report["ok"] is False and report["bad"] == [{"server": "server1", "device": 2, "status": "link DOWN"}]
+    assert report["line"].startswith("FAILED: net_health: 1 problem(s) on the parameter plane: server1 device 2: link DOWN")
+    assert report["table"][1].split()[:2] == ["server1", "2"]  # the bad device first
 
 
 def test_peer_mode_points_each_device_at_the_next_server_once(sim_cluster, play):
