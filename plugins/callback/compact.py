@@ -9,7 +9,8 @@ name: compact
 type: stdout
 short_description: Plays, changes, failures and the ascend.cluster summaries - no per-host, per-item or skipped lines
 version_added: 0.1.0
-author: ascend.cluster contributors
+author:
+  - ascend.cluster contributors (!UNKNOWN)
 description:
   - A stdout callback for the playbooks of this collection (and any other). It prints one line per play, one line per
     task that changed something or failed (the hosts counted, not listed one per line), the messages of
