@@ -10,9 +10,9 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._text_table import 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._text_table import text_table as _text_table
 
 
-def text_table(rows, columns, headers=None):
+def text_table(rows, columns, headers=None, ok_column=None, ok_values=("OK",), max_ok=None, more_hint=""):
     try:
-        return _text_table(rows, columns, headers)
+        return _text_table(rows, columns, headers, ok_column=ok_column, ok_values=ok_values, max_ok=max_ok, more_hint=more_hint)
     except TableError as exc:
         raise AnsibleFilterError(f"text_table: {exc}") from exc
 

@@ -1,6 +1,7 @@
 # Copyright: ascend.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The per-rank rows the launch prints (the report after a watched job, status.yml's table).
+"""The per-rank rows the launch prints (the report after a watched job, status.yml's table), and the
+job's summary (:func:`job_summary`: one line, a short table, the JSON document of docs/summaries.md).
 
 Each server's task registered one result with a ``ranks`` list (``training_watch`` or
 ``training_job state=status``); the rows are every server's ranks, each named with its server
@@ -9,10 +10,14 @@ Each server's task registered one result with a ``ranks`` list (``training_watch
 
 from __future__ import annotations
 
+import os
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import signal_name
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
+from ansible_collections.ascend.cluster.plugins.plugin_utils._text_table import text_table
 
 LAST_LINE_CHARS = 60
 
@@ -40,3 +45,144 @@ def rank_rows(hosts: Sequence[str], hostvars: Mapping[str, Any], result: str) ->
                 )
             )
     return sorted(rows, key=lambda row: int(row["rank_id"]))
+
+
+SCHEMA = 1
+# The table of the summary; the OK rows (state done or running) after the others, a few of them only.
+SUMMARY_COLUMNS = ("server", "device_id", "rank_id", "state", "outcome", "duration_s")
+OK_STATES = ("done", "running")
+OK_ROWS = 4
+MORE_HINT = "-e ascend_report_all_rows=true lists them"
+
+
+def seconds(value: Any) -> float | None:
+    """A duration rounded for people: 3.121 -> 3.1, 0.04 -> 0.04, 95.7 -> 96.0 (None stays None)."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    if number < 0.1:
+        return round(number, 2)
+    return round(number, 1) if number < 60 else float(round(number))
+
+
+def _signal(rc: Any) -> str | None:
+    return signal_name(-rc) if isinstance(rc, int) and not isinstance(rc, bool) and rc < 0 else None
+
+
+def rank_outcome(rank: Mapping[str, Any], fail_fast: bool = False) -> str:
+    """How one rank ended, in words: ``exit 0``, ``exit 1``, ``killed by SIGKILL``,
+    ``stopped by fail-fast (SIGTERM)`` (``fail_fast``: another rank failed), ``stopped (SIGTERM)``."""
+    state, rc = rank.get("state"), rank.get("rc")
+    sig = _signal(rc)
+    if state == "stopped":
+        how = "stopped by fail-fast" if fail_fast else "stopped"
+        return f"{how} ({sig})" if sig else (f"{how} (exit {rc})" if rc is not None else how)
+    if state in ("done", "failed"):
+        if sig:
+            return f"killed by {sig}"
+        if rc is not None:
+            return f"exit {rc}"
+        return str(rank.get("error") or state)
+    return str(state or "unknown")
+
+
+def _first_failure(hosts: Sequence[str], hostvars: Mapping[str, Any], result: str) -> tuple[dict | None, str]:
+    """The job's first failure (every watcher returns the same one) and the message it was told with."""
+    for host in hosts:
+        registered = hostvars[host].get(result)
+        if isinstance(registered, Mapping) and isinstance(registered.get("first_failure"), Mapping):
+            return dict(registered["first_failure"]), str(registered.get("msg") or "")
+    return None, ""
+
+
+def _line(kind: str, job_id: str, ranks: list[dict[str, Any]], failure: dict | None, duration: float | None) -> str:
+    name = f"{kind} {job_id}".strip()
+    counts = Counter(r["state"] for r in ranks)
+    stopped = counts.get("stopped", 0)
+    if failure is None:
+        if ranks and counts.get("done", 0) == len(ranks):
+            took = f" in {duration:g} s" if duration is not None else ""
+            return f"{name}: {len(ranks)}/{len(ranks)} ranks done{took}"
+        if not ranks:
+            return f"{name}: no ranks found"
+        return f"{name}: " + ", ".join(f"{counts[state]} {state}" for state in sorted(counts))
+    if "stopped_by" in failure:
+        return f"STOPPED: {name}: {failure['stopped_by']}; {stopped} of {len(ranks)} ranks stopped"
+    if failure.get("rank_id", -1) is None or int(failure.get("rank_id", -1)) < 0:
+        return f"FAILED: {name}: {failure.get('error') or 'the job failed'}"
+    how = rank_outcome(dict(failure, state="failed"))
+    if failure.get("early") and failure.get("error"):
+        how = f"{how} - {failure['error']}"
+    return (
+        f"FAILED: {name}: rank {failure['rank_id']} (server {failure.get('server')}, device {failure.get('device_id')}) {how}; "
+        f"{stopped} stopped"
+    )
+
+
+def job_summary(
+    hosts: Sequence[str],
+    hostvars: Mapping[str, Any],
+    result: str,
+    job_id: str = "",
+    kind: str = "train",
+    all_rows: bool = False,
+    ok_rows: int = OK_ROWS,
+) -> dict[str, Any]:
+    """The job's summary from the ``result`` each host registered (see docs/summaries.md).
+
+    ``{schema, kind, job_id, ok, line, duration_s, counts, failure, message, ranks, table}``:
+    ``line`` the one line to print last; ``message`` the first failure's full message (its log
+    tail), '' when none; ``table`` the rank table with the failed ranks first and, unless
+    ``all_rows``, only ``ok_rows`` of the OK ones.
+    """
+    rows = rank_rows(hosts, hostvars, result)
+    job_id = job_id or next((str(r["job_id"]) for r in rows if r.get("job_id")), "")
+    failure, message = _first_failure(hosts, hostvars, result)
+    fail_fast = failure is not None and "stopped_by" not in failure and int(failure.get("rank_id", -1) or 0) >= 0
+    ranks = []
+    for row in rows:
+        ranks.append(
+            {
+                "rank_id": row.get("rank_id"),
+                "server": row.get("server"),
+                "device_id": row.get("device_id"),
+                "state": row.get("state"),
+                "rc": row.get("rc"),
+                "outcome": rank_outcome(row, fail_fast),
+                "duration_s": seconds(row.get("duration")),
+                "log": os.path.normpath(str(row["log"])) if row.get("log") else None,
+            }
+        )
+    started = [float(r["started"]) for r in rows if isinstance(r.get("started"), (int, float))]
+    ended = [float(r["ended"]) for r in rows if isinstance(r.get("ended"), (int, float))]
+    duration = seconds(max(ended) - min(started)) if started and len(ended) == len(rows) else None
+    ok = failure is None and bool(ranks) and all(r["state"] == "done" for r in ranks)
+    table = text_table(
+        sorted(ranks, key=lambda r: r["state"] != "failed"),  # the failed ranks, then the stopped ones, then the rest
+        SUMMARY_COLUMNS,
+        ok_column="state",
+        ok_values=OK_STATES,
+        max_ok=None if all_rows else int(ok_rows),
+        more_hint=MORE_HINT,
+    )
+    brief = None
+    if failure is not None:
+        brief = {k: failure.get(k) for k in ("rank_id", "server", "device_id", "rc", "error", "stopped_by") if k in failure}
+        if "stopped_by" not in failure and int(failure.get("rank_id", -1) or 0) >= 0:
+            brief["outcome"] = rank_outcome(dict(failure, state="failed"))
+    return {
+        "schema": SCHEMA,
+        "kind": kind,
+        "job_id": job_id,
+        "ok": ok,
+        "line": _line(kind, job_id, ranks, failure, duration),
+        "duration_s": duration,
+        "counts": dict(sorted(Counter(str(r["state"]) for r in ranks).items())),
+        "failure": brief,
+        "message": message,
+        "ranks": ranks,
+        "table": table,
+    }

@@ -20,6 +20,7 @@ from typing import Any
 from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import resolve_chip
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
 from ansible_collections.ascend.cluster.plugins.plugin_utils._ip_plan import LAYOUTS, require_netaddr, validate_plan
+from ansible_collections.ascend.cluster.plugins.plugin_utils._text_table import text_table
 
 UNREACHED = ("Receive timeout", "Unreachable", "Time exceeded")
 # Faults of a device that make every probe aimed at it fail.
@@ -235,6 +236,34 @@ def health_report(
     cluster = [_tls_problem(devices) if check_tls else None, _ip_problem(devices, chip, _layout(layout, chip))]
     problems += [p for p in cluster if p]
     return {"rows": rows, "problems": problems, "bad": bad, "ok": not problems}
+
+
+HEALTH_COLUMNS = ("server", "device", "ip", "link", "health", "netdetect", "tls", "status")
+
+
+def health_summary(report: Mapping[str, Any], all_rows: bool = False, ok_rows: int = 4, check_mode: bool = False) -> dict[str, Any]:
+    """``report`` (:func:`health_report`) as the document of docs/summaries.md: plus ``schema``,
+    ``kind`` (``net_health``), ``check_mode``, ``line`` (printed last) and ``table`` (the devices
+    with a problem first; unless ``all_rows`` only ``ok_rows`` of the others)."""
+    rows = list(report["rows"])
+    problems = list(report["problems"])
+    servers = len({r["server"] for r in rows})
+    good = sum(1 for r in rows if r["status"] == "ok")
+    if problems:
+        line = f"FAILED: net_health: {len(problems)} problem(s) on the parameter plane: {' | '.join(problems)}"
+    else:
+        line = f"net_health: {good}/{len(rows)} devices OK on {servers} server(s)"
+    if check_mode:
+        line += " (check mode: no target was set)"
+    table = text_table(
+        rows,
+        HEALTH_COLUMNS,
+        ok_column="status",
+        ok_values=["ok"],
+        max_ok=None if all_rows else int(ok_rows),
+        more_hint="-e ascend_report_all_rows=true lists them",
+    )
+    return dict(report, schema=1, kind="net_health", check_mode=bool(check_mode), line=line, table=table)
 
 
 NETDETECT_MODES = ("gateway", "peer")

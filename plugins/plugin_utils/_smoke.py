@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
+from ansible_collections.ascend.cluster.plugins.plugin_utils._text_table import text_table
 
 # Written by roles/smoke_check/files/ascend_rank_check.py (which cannot import this module).
 VERDICT = "ASCEND_RANK_CHECK_VERDICT"
@@ -178,6 +179,8 @@ def smoke_report(
     table_error: str | None = None,
     job_id: str = "",
     check_mode: bool = False,
+    all_rows: bool = False,
+    ok_rows: int = 4,
 ) -> dict[str, Any]:
     """The smoke run's summary (:func:`smoke_summary`) from what each stage left in the play's hosts.
 
@@ -189,6 +192,11 @@ def smoke_report(
     servers, path}`` of the rank table, None when none was made; ``health_error`` / ``table_error``:
     why a stage failed. The ranks ran when a table was made without error, no launch failed and this
     is not check mode.
+
+    Besides ``rows``, ``failures`` and ``ok`` the result is the smoke run's document
+    (docs/summaries.md): ``schema``, ``kind`` (``smoke``), ``job_id``, ``check_mode``, ``line`` (the
+    one line printed last) and ``table`` (the rows as text, findings first and, unless ``all_rows``,
+    only ``ok_rows`` of the OK rows).
     """
     if isinstance(hosts, (str, Mapping)) or not isinstance(hosts, Sequence):
         raise ClusterSpecError(f"the input must be the play's host names, got {hosts!r}")
@@ -229,4 +237,34 @@ def smoke_report(
         for name, hv in per_host.items()
         for rank in hv.get("ascend_local_ranks") or []
     ]
-    return smoke_summary(ranks, health=health, stages=stages, launched=launched)
+    summary = smoke_summary(ranks, health=health, stages=stages, launched=launched)
+    return dict(
+        summary,
+        schema=1,
+        kind="smoke",
+        job_id=job_id,
+        check_mode=bool(check_mode),
+        line=smoke_line(summary, job_id, launched),
+        table=text_table(
+            summary["rows"],
+            COLUMNS,
+            ok_column="result",
+            ok_values=[OK],
+            max_ok=None if all_rows else int(ok_rows),
+            more_hint="-e ascend_report_all_rows=true lists them",
+        ),
+    )
+
+
+def smoke_line(summary: Mapping[str, Any], job_id: str, launched: bool) -> str:
+    """The smoke run in one line: ``smoke <job>: 16/16 ranks OK, health OK, rank table OK`` or
+    ``FAILED: smoke <job>: 2 finding(s): <finding> | <finding>``."""
+    name = f"smoke {job_id}".strip()
+    failures = list(summary["failures"])
+    if failures:
+        return f"FAILED: {name}: {len(failures)} finding(s): {' | '.join(failures)}"
+    rows = summary["rows"]
+    ranks = [r for r in rows if r["stage"] == "rank"]
+    parts = [f"{len(ranks)}/{len(ranks)} ranks OK"] if launched else ["not launched (check mode)"]
+    parts += [f"{stage.replace('_', ' ')} OK" for stage in ("health", "rank_table") if any(r["stage"] == stage for r in rows)]
+    return f"{name}: {', '.join(parts)}"

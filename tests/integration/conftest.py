@@ -65,8 +65,8 @@ class SimCluster:
 
     @property
     def inventory_vars(self) -> dict[str, str]:
-        """Extra vars that point examples/sim/inventory.yml at this cluster."""
-        return {"ascend_sim_root": str(self.root)}
+        """Extra vars that point examples/sim/inventory.yml at this cluster (and the health report into it, not $HOME)."""
+        return {"ascend_sim_root": str(self.root), "ascend_net_health_summary_file": f"{self.root}/controller/net_health.json"}
 
 
 def sim(*args: str) -> str:

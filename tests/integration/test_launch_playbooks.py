@@ -27,6 +27,9 @@ TRAIN = REPO_ROOT / "playbooks" / "train.yml"
 STATUS = REPO_ROOT / "playbooks" / "status.yml"
 STOP = REPO_ROOT / "playbooks" / "stop.yml"
 STAND_IN = REPO_ROOT / "examples" / "train" / "train_1p.sh"
+# The collection's compact stdout callback (plugins/callback/compact.py), and the default one showing only changes and failures.
+COMPACT = {"ANSIBLE_STDOUT_CALLBACK": "ascend.cluster.compact"}
+QUIET = {"ANSIBLE_DISPLAY_OK_HOSTS": "false", "ANSIBLE_DISPLAY_SKIPPED_HOSTS": "false"}
 
 
 def launch_vars(cluster, **extra):
@@ -56,7 +59,7 @@ def rank_states(cluster, job_id=None):
 
 def test_np16_runs_every_rank_together_and_reports(sim_cluster):
     cluster = sim_cluster()
-    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, ascend_train_env={"STEPS": "3"}))
+    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, ascend_train_env={"STEPS": "3"}), env=COMPACT)
     assert res.rc == 0, res
     states = rank_states(cluster)
     assert sorted(states) == list(range(16))
@@ -78,6 +81,23 @@ def test_np16_runs_every_rank_together_and_reports(sim_cluster):
     assert len(fetched) == 16
     assert "SERVER     DEVICE_ID  RANK_ID  STATE" in res.stdout
     assert "ranks: " in res.stdout  # progress lines
+    # the summary: one line, a short table, the JSON document for CI (docs/summaries.md)
+    summary_file = cluster.root / "controller" / job.name / "summary.json"
+    assert oct(summary_file.stat().st_mode & 0o777) == "0o644"
+    summary = json.loads(summary_file.read_text())
+    assert (summary["ok"], summary["job_id"], summary["counts"], summary["failure"]) == (True, job.name, {"done": 16}, None)
+    assert summary["line"] == f"train {job.name}: 16/16 ranks done in {summary['duration_s']:g} s", summary["line"]
+    assert summary["line"] in res.stdout
+    assert [r["rank_id"] for r in summary["ranks"]] == list(range(16))
+    assert {r["outcome"] for r in summary["ranks"]} == {"exit 0"}
+    assert all(r["duration_s"] == round(r["duration_s"], 1) for r in summary["ranks"])
+    assert "... 12 more row(s) with STATE done/running; -e ascend_report_all_rows=true lists them" in res.stdout
+    # the compact callback: plays, changes, tables and the summary last, not 290 lines of per-host results
+    lines = res.stdout.splitlines()
+    assert len(lines) < 80, res
+    assert lines[-3:-1] == ["SUMMARY", f"  {summary['line']}"], res
+    assert lines[-1].startswith("RECAP 3 host(s): ") and "failed" not in lines[-1], res
+    assert not any(line.startswith(("skipping:", "ok: [", "TASK [")) for line in lines), res
 
 
 @pytest.mark.parametrize(
@@ -91,8 +111,12 @@ def test_np16_runs_every_rank_together_and_reports(sim_cluster):
 )
 def test_eight_ranks_per_server_layout(sim_cluster, selection, layout):
     cluster = sim_cluster()
-    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=8, ascend_train_env={"STEPS": "1"}, **selection))
+    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=8, ascend_train_env={"STEPS": "1"}, **selection), env=QUIET)
     assert res.rc == 0, res
+    # only changes and failures are shown, and still the table and the summary line
+    assert "ok: [" not in res.stdout and "skipping: [" not in res.stdout, res
+    assert "SERVER     DEVICE_ID  RANK_ID  STATE" in res.stdout, res
+    assert f'"train {next((cluster.root / "runs").iterdir()).name}: 8/8 ranks done in ' in res.stdout, res
     job = next((cluster.root / "runs").iterdir())
     per_server: dict[str, Any] = {}
     for rank in range(8):
@@ -107,10 +131,22 @@ def test_eight_ranks_per_server_layout(sim_cluster, selection, layout):
 def test_one_failing_rank_stops_every_rank_and_is_named(sim_cluster):
     cluster = sim_cluster()
     env = {"FAIL_RANK": "11", "FAIL_STEP": "3", "STEPS": "400", "STEP_S": "0.1"}
-    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, ascend_train_env=env))
+    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, ascend_train_env=env), env=QUIET)
     assert res.rc != 0, res
     assert "rank 11 (server 127.0.1.2, device 3) failed first: exit code 1" in res.stdout, res
     assert "rank 11 crashing at step 3" in res.stdout
+    # the failure once (no result dump per server), the summary line and summary.json
+    assert res.stdout.count("failed first: exit code 1") == 1, res
+    assert '"first_failure"' not in res.stdout and '"ranks"' not in res.stdout, res
+    job = next((cluster.root / "runs").iterdir()).name
+    assert f"FAILED: train {job}: rank 11 (server 127.0.1.2, device 3) exit 1; 15 stopped" in res.stdout, res
+    summary = json.loads((cluster.root / "controller" / job / "summary.json").read_text())
+    assert summary["ok"] is False and summary["failure"]["rank_id"] == 11 and summary["failure"]["outcome"] == "exit 1"
+    assert summary["counts"] == {"failed": 1, "stopped": 15}, summary["counts"]
+    assert {r["outcome"] for r in summary["ranks"] if r["rank_id"] != 11} <= {
+        "stopped by fail-fast (SIGTERM)",
+        "stopped by fail-fast (SIGKILL)",
+    }
     states = rank_states(cluster)
     assert states[11]["rc"] == 1
     others = [s for r, s in states.items() if r != 11]
@@ -126,8 +162,16 @@ def test_a_rank_killed_by_sigkill_fails_a_one_server_job_naming_the_signal(sim_c
     cluster = sim_cluster()
     # rank 3 kills itself with SIGKILL, as the OOM killer would: nobody of ours sent it
     env = {"FAIL_RANK": "3", "FAIL_STEP": "3", "FAIL_SIGNAL": "KILL", "STEPS": "400", "STEP_S": "0.1"}
-    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=8, spread=False, ascend_train_env=env))
+    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=8, spread=False, ascend_train_env=env), env=COMPACT)
     assert res.rc != 0, res
+    # the compact callback: the failure's message once, the failing task's line, the summary and the failed host last
+    assert res.stdout.count("failed first: killed by SIGKILL") == 1, res
+    job = next((cluster.root / "runs").iterdir()).name
+    line = f"FAILED: train {job}: rank 3 (server 127.0.1.1, device 3) killed by SIGKILL; 7 stopped"
+    assert res.stdout.splitlines()[-3:] == ["SUMMARY", f"  {line}", res.stdout.splitlines()[-1]], res
+    assert res.stdout.splitlines()[-1].startswith("RECAP ") and "failed: server0" in res.stdout.splitlines()[-1], res
+    assert f"FAILED [server0] ascend.cluster.launch_training : Fail with the job's summary line: {line}" in res.stdout, res
+    assert json.loads((cluster.root / "controller" / job / "summary.json").read_text())["failure"]["outcome"] == "killed by SIGKILL"
     assert (
         "rank 3 (server 127.0.1.1, device 3) failed first: killed by SIGKILL (signal 9) - not sent by ascend.cluster; the OOM killer?"
     ) in res.stdout, res
@@ -233,7 +277,8 @@ def test_wait_false_status_leftover_kill_stale_and_stop(sim_cluster):
 
     status = run_playbook(STATUS, SIM_INVENTORY, extra_vars=launch_vars(cluster))
     assert status.rc == 0, status
-    assert status.stdout.count(" running ") >= 16, status
+    first_job = next((cluster.root / "runs").iterdir()).name
+    assert f"status {first_job}: 16 running" in status.stdout, status  # the table lists the first four
 
     # a second launch on the same devices is refused before anything starts
     second = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, ascend_job_id="second"))

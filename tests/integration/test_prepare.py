@@ -26,11 +26,16 @@ def state(cluster) -> dict:
 def test_a_fresh_cluster_is_prepared_in_one_run_and_the_second_changes_nothing(sim_cluster):
     cluster = sim_cluster(preset_ips=False)
     extra = {**cluster.inventory_vars, **PLAN}
-    first = run_playbook(PREPARE, SIM_INVENTORY, extra_vars=extra)
+    first = run_playbook(PREPARE, SIM_INVENTORY, extra_vars=extra, env={"ANSIBLE_STDOUT_CALLBACK": "ascend.cluster.compact"})
     assert first.rc == 0, first
+    assert first.stdout.splitlines()[-2].startswith("  prepare: device IPs changed on 2 server(s); net_health: 16/16 devices OK"), first
     table = json.loads((cluster.root / "server1" / "etc" / "rank_table.json").read_text())
     assert [d["device_ip"] for d in table["server_list"][1]["device"]] == [f"198.18.0.{19 + d}" for d in range(8)]
-    assert "server1  7       198.18.0.26/24  UP    Success  198.18.0.1  off  ok" in first.stdout
+    report = json.loads((cluster.root / "controller" / "net_health.json").read_text())
+    assert {k: v for k, v in report["rows"][-1].items() if k in ("server", "device", "ip", "status")} == {
+        "server": "server1", "device": 7, "ip": "198.18.0.26/24", "status": "ok"
+    }  # fmt: skip
+    assert report["ok"] and report["line"] in first.stdout
     assert "server0  none  not checked (mode none)  nothing to do" in first.stdout
     second = run_playbook(PREPARE, SIM_INVENTORY, extra_vars=extra)
     assert second.rc == 0 and second.changed() == 0, second

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -48,7 +49,19 @@ def test_a_healthy_cluster_prints_one_table_and_changes_nothing(sim_cluster, pla
     assert result.rc == 0, result
     assert result.changed() == 0, result
     assert "SERVER   DEVICE  IP              LINK  HEALTH   NETDETECT   TLS  STATUS" in result.stdout
-    assert result.stdout.count("  Success  198.18.0.1  off  ok") == 16
+    # four devices, then one line for the others; the JSON report for CI has every device
+    assert result.stdout.count("  Success  198.18.0.1  off  ok") == 4
+    assert "... 12 more row(s) with STATUS ok; -e ascend_report_all_rows=true lists them" in result.stdout
+    assert "net_health: 16/16 devices OK on 2 server(s)" in result.stdout
+    report = json.loads((cluster.root / "controller" / "net_health.json").read_text())
+    assert (report["schema"], report["kind"], report["ok"], report["line"]) == (
+        1,
+        "net_health",
+        True,
+        "net_health: 16/16 devices OK on 2 server(s)",
+    )
+    assert len(report["rows"]) == 16 and report["problems"] == []
+    assert (cluster.root / "controller" / "net_health.json").stat().st_mode & 0o777 == 0o644
 
 
 def test_a_link_down_fails_naming_exactly_that_server_and_device(sim_cluster, play):
@@ -58,6 +71,10 @@ def test_a_link_down_fails_naming_exactly_that_server_and_device(sim_cluster, pl
     assert result.rc != 0, result
     assert problem_lines(result.stdout) == ["server1 device 2: link DOWN - check the optics/cable of NPU 2 (eth2) and its switch port"]
     assert "1 problem(s) on the parameter plane: server1 device 2: link DOWN" in result.stdout
+    report = json.loads((cluster.root / "controller" / "net_health.json").read_text())
+    assert report["ok"] is False and report["bad"] == [{"server": "server1", "device": 2, "status": "link DOWN"}]
+    assert report["line"].startswith("FAILED: net_health: 1 problem(s) on the parameter plane: server1 device 2: link DOWN")
+    assert report["table"][1].split()[:2] == ["server1", "2"]  # the bad device first
 
 
 def test_peer_mode_points_each_device_at_the_next_server_once(sim_cluster, play):
@@ -78,7 +95,7 @@ def test_peer_mode_points_each_device_at_the_next_server_once(sim_cluster, play)
 def test_a_tls_switch_differing_between_devices_fails_the_cluster(sim_cluster, play):
     cluster = sim_cluster()
     cluster["server0"].fault("tls", "--device", "5", "--switch", "1")
-    result = run_playbook(play, SIM_INVENTORY, extra_vars=cluster.inventory_vars)
+    result = run_playbook(play, SIM_INVENTORY, extra_vars={**cluster.inventory_vars, "ascend_report_all_rows": True})
     assert result.rc != 0, result
     assert "cluster: TLS switch differs between devices (on at server0 device 5)" in result.stdout
     assert "server0  5       198.18.1.15/16  UP    Success  198.18.0.1  on   ok" in result.stdout

@@ -24,27 +24,37 @@ CHECK_SCRIPT = REPO_ROOT / "roles" / "smoke_check" / "files" / "ascend_rank_chec
 # ---- the playbook on the simulated cluster ------------------------------------------------
 
 
-def summary_rows(res):
-    """The printed summary's rows as dicts (the last text table headed STAGE)."""
-    lines = res.stdout.splitlines()
-    start = max(i for i, line in enumerate(lines) if line.strip().startswith('"STAGE '))
-    rows = []
-    for line in lines[start + 1 :]:
-        text = line.strip()
-        if not text.startswith('"'):
-            break
-        cells = json.loads(text.rstrip(","))
-        stage, server, device, rank, result, detail = cells.split(None, 5)
-        rows.append({"stage": stage, "server": server, "device": device, "rank": rank, "result": result, "detail": detail})
-    return rows
+def summary_document(cluster):
+    """The last run's <controller_dir>/<job_id>/summary.json (docs/summaries.md)."""
+    path = max((cluster.root / "controller").glob("*/summary.json"), key=lambda p: p.stat().st_mtime)
+    assert path.stat().st_mode & 0o777 == 0o644
+    return json.loads(path.read_text())
 
 
-@pytest.mark.parametrize("framework, np, checks", [("mindspore", 16, 7), ("pytorch", 16, 10), ("mindspore_legacy", 8, 7)])
-def test_healthy_cluster_all_ranks_ok(sim_cluster, framework, np, checks):
+def summary_rows(res, cluster):
+    """Every row of the summary, from summary.json, cells as the printed table shows them (None: ``-``)."""
+    document = summary_document(cluster)
+    assert document["line"] in res.stdout, res  # printed last (on failure as the failing task's message)
+    assert document["table"][0] in res.stdout, res
+    return [{k: "-" if row.get(k) is None else str(row[k]) for k in _smoke.COLUMNS} for row in document["rows"]]
+
+
+@pytest.mark.parametrize(
+    "framework, np, checks, env",
+    [
+        ("mindspore", 16, 7, {"ANSIBLE_STDOUT_CALLBACK": "ascend.cluster.compact"}),
+        ("pytorch", 16, 10, {"ANSIBLE_DISPLAY_OK_HOSTS": "false", "ANSIBLE_DISPLAY_SKIPPED_HOSTS": "false"}),
+        ("mindspore_legacy", 8, 7, {}),
+    ],
+    ids=["mindspore compact", "pytorch changes only", "mindspore_legacy"],
+)
+def test_healthy_cluster_all_ranks_ok(sim_cluster, framework, np, checks, env):
     cluster = sim_cluster()
-    res = run_playbook(SMOKE, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=np, framework=framework))
+    res = run_playbook(SMOKE, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=np, framework=framework), env=env)
     assert res.rc == 0, res
-    rows = summary_rows(res)
+    if env:  # the compact callback, or the default one with ok and skipped results hidden: still every summary
+        assert "ok: [" not in res.stdout and "skipping: [" not in res.stdout, res
+    rows = summary_rows(res, cluster)
     ranks = [r for r in rows if r["stage"] == "rank"]
     assert [int(r["rank"]) for r in ranks] == list(range(np))
     # np=8 is spread 4 + 4 as train.yml spreads it
@@ -58,6 +68,12 @@ def test_healthy_cluster_all_ranks_ok(sim_cluster, framework, np, checks):
     assert (job / "ascend_rank_check.py").read_bytes() == CHECK_SCRIPT.read_bytes()
     assert (job / "ascend_rank_check.py").stat().st_mode & 0o777 == 0o644
     assert f"{_smoke.VERDICT} " in (job / f"device_{np - 1}" / "train.log").read_text()
+    # summary.json has every row; the printed table the first four OK ones, then one line for the rest
+    document = summary_document(cluster)
+    assert (document["ok"], document["job_id"], document["check_mode"]) == (True, job.name, False)
+    assert document["line"] == f"smoke {job.name}: {np}/{np} ranks OK, health OK, rank table OK"
+    assert document["table"][-1].startswith(f"... {np + 3 - 4} more row(s) with RESULT OK")
+    assert document["table"][-1] in res.stdout
 
 
 def test_a_faulted_device_is_named_and_fails_the_run(sim_cluster):
@@ -66,7 +82,7 @@ def test_a_faulted_device_is_named_and_fails_the_run(sim_cluster):
     before = [server.show()["devices"] for server in cluster.servers]
     res = run_playbook(SMOKE, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16))
     assert res.rc != 0, res
-    rows = summary_rows(res)
+    rows = summary_rows(res, cluster)
     assert [r for r in rows if r["result"] == "FAIL"] == [
         {
             "stage": "health",
@@ -80,7 +96,11 @@ def test_a_faulted_device_is_named_and_fails_the_run(sim_cluster):
     # read-only: no device setting changed; the ranks still ran and reported
     assert [server.show()["devices"] for server in cluster.servers] == before
     assert len([r for r in rows if r["stage"] == "rank" and r["result"] == "OK"]) == 16
-    assert "smoke check: 1 finding(s): health server1 device 3 rank 11: link DOWN" in res.stdout
+    assert ": 1 finding(s): health server1 device 3 rank 11: link DOWN" in res.stdout
+    document = summary_document(cluster)
+    assert document["ok"] is False and document["kind"] == "smoke" and document["line"].startswith("FAILED: smoke smoke-")
+    assert [f.split(" - ")[0] for f in document["failures"]] == ["health server1 device 3 rank 11: link DOWN"]
+    assert document["table"][1].split()[:2] == ["health", "server1"]  # the finding first
 
 
 def test_a_wrong_rank_environment_names_every_failing_rank_and_check(sim_cluster):
@@ -94,7 +114,7 @@ def test_a_wrong_rank_environment_names_every_failing_rank_and_check(sim_cluster
         SMOKE, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, framework="tensorflow", ascend_launch_extra_env=extra_env)
     )
     assert res.rc != 0, res
-    failed = {int(r["rank"]): r["detail"] for r in summary_rows(res) if r["result"] == "FAIL"}
+    failed = {int(r["rank"]): r["detail"] for r in summary_rows(res, cluster) if r["result"] == "FAIL"}
     assert sorted(failed) == list(range(8, 15)), res
     assert failed[8] == "device_id: table device 0, DEVICE_ID=0, ASCEND_DEVICE_ID=7"
     assert "rank server1 device 2 rank 10: device_id: table device 2, DEVICE_ID=2, ASCEND_DEVICE_ID=7" in res.stdout
@@ -104,7 +124,7 @@ def test_an_impossible_np_fails_clearly_before_anything_starts(sim_cluster):
     cluster = sim_cluster()
     res = run_playbook(SMOKE, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=17))
     assert res.rc != 0, res
-    rows = summary_rows(res)
+    rows = summary_rows(res, cluster)
     assert [(r["stage"], r["result"]) for r in rows] == [("health", "OK"), ("rank_table", "FAIL")]
     assert rows[1]["detail"].startswith("np=17 is not possible with the available 910B devices")  # the message alone, no filter name
     assert "possible np values are 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16" in rows[1]["detail"]
@@ -116,14 +136,14 @@ def test_an_unreadable_server_and_check_mode(sim_cluster):
     # --check: facts, health and the table are worked out, nothing is launched or written
     checked = run_playbook(SMOKE, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16), check=True)
     assert checked.rc == 0, checked
-    assert [(r["stage"], r["result"]) for r in summary_rows(checked)] == [("health", "OK"), ("rank_table", "OK")]
+    assert [(r["stage"], r["result"]) for r in summary_rows(checked, cluster)] == [("health", "OK"), ("rank_table", "OK")]
     assert not (cluster.root / "runs").exists()
     assert not (cluster.root / "server0" / "etc" / "rank_table.json").exists()
     # a server whose hccn_tool is gone is named; the others are still checked
     cluster["server1"].fault("driver-missing")
     res = run_playbook(SMOKE, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=8))
     assert res.rc != 0, res
-    rows = summary_rows(res)
+    rows = summary_rows(res, cluster)
     assert [(r["stage"], r["server"], r["result"]) for r in rows][:1] == [("facts", "server1", "FAIL")], rows
     assert [(r["stage"], r["result"]) for r in rows][1:3] == [("health", "OK"), ("rank_table", "OK")]
     assert [r["result"] for r in rows if r["stage"] == "rank"] == ["OK"] * 8
@@ -134,7 +154,7 @@ def test_a_held_device_fails_the_launch_row_with_the_holder(sim_cluster):
     with cluster["server1"].hold(3) as squatter:
         res = run_playbook(SMOKE, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16))
     assert res.rc != 0, res
-    rows = summary_rows(res)
+    rows = summary_rows(res, cluster)
     assert [(r["stage"], r["server"], r["result"]) for r in rows] == [
         ("health", "-", "OK"),
         ("rank_table", "-", "OK"),

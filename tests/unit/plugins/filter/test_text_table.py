@@ -32,3 +32,18 @@ def test_custom_headers():
 def test_bad_input(rows, columns, headers, message):
     with pytest.raises(AnsibleFilterError, match=message):
         text_table(rows, columns, headers)
+
+
+def test_problem_rows_come_first_and_ok_rows_beyond_max_ok_are_counted():
+    rows = [{"name": f"d{i}", "result": "OK"} for i in range(6)] + [{"name": "bad", "result": "FAIL"}]
+    lines = text_table(rows, ["name", "result"], ok_column="result", max_ok=2, more_hint="-e all=true")
+    assert lines == ["NAME  RESULT", "bad   FAIL", "d0    OK", "d1    OK", "... 4 more row(s) with RESULT OK; -e all=true"]
+    assert len(text_table(rows, ["name", "result"], ok_column="result")) == 8  # max_ok none: every row
+    assert text_table(rows, ["name"], ok_column="result", max_ok=-1)[1] == "bad"
+
+
+def test_bad_ok_arguments_are_refused():
+    with pytest.raises(AnsibleFilterError, match="ok_values must be a list"):
+        text_table([{"a": 1}], ["a"], ok_column="a", ok_values="OK")
+    with pytest.raises(AnsibleFilterError, match="max_ok must be a whole number"):
+        text_table([{"a": 1}], ["a"], ok_column="a", max_ok="3")

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.ascend.cluster.plugins.filter.job_summary import job_summary
 from ansible_collections.ascend.cluster.plugins.filter.rank_rows import rank_rows
+from ansible_collections.ascend.cluster.plugins.plugin_utils._job_report import seconds
 
 
 def rank(rank_id, device_id, **extra):
@@ -40,3 +44,106 @@ def test_no_host_with_a_result_gives_no_rows():
 def test_bad_input_is_named(hosts, message):
     with pytest.raises(AnsibleFilterError, match=f"rank_rows: {message}"):
         rank_rows(hosts, HOSTVARS, "_ascend_watch")
+
+
+# job_summary: the line, the short table and the JSON document of a watched job
+
+
+def watched(server, ranks, **extra):
+    return {"_ascend_watch": dict({"server": server, "ranks": ranks}, **extra)}
+
+
+def finished(rank_id, device_id, state="done", rc=0, started=100.0, took=3.121):
+    return rank(
+        rank_id,
+        device_id,
+        state=state,
+        rc=rc,
+        started=started,
+        ended=started + took,
+        duration=took,
+        log=f"/runs/j//device_{rank_id}/train.log",
+    )
+
+
+def test_a_healthy_job_is_one_line_with_a_rounded_duration_and_a_short_table():
+    hostvars = {
+        "server0": watched("10.0.0.1", [finished(r, r) for r in range(8)]),
+        "server1": watched("10.0.0.2", [finished(r + 8, r) for r in range(8)]),
+    }
+    summary = job_summary(["server0", "server1"], hostvars, "_ascend_watch", job_id="j1")
+    assert summary["line"] == "train j1: 16/16 ranks done in 3.1 s"
+    assert summary["ok"] is True and summary["failure"] is None and summary["message"] == ""
+    assert summary["counts"] == {"done": 16}
+    assert summary["ranks"][0] == {
+        "rank_id": 0, "server": "10.0.0.1", "device_id": 0, "state": "done", "rc": 0,
+        "outcome": "exit 0", "duration_s": 3.1, "log": "/runs/j/device_0/train.log",
+    }  # fmt: skip
+    # header, 4 ranks, one line for the 12 left out
+    assert len(summary["table"]) == 6
+    assert summary["table"][-1] == "... 12 more row(s) with STATE done/running; -e ascend_report_all_rows=true lists them"
+    assert len(job_summary(["server0", "server1"], hostvars, "_ascend_watch", job_id="j1", all_rows=True)["table"]) == 17
+    json.dumps(summary)  # a JSON document as it is
+
+
+def test_a_failed_rank_is_named_first_and_the_others_stopped_by_fail_fast():
+    failure = {"server": "10.0.0.2", "rank_id": 11, "device_id": 3, "rc": 1, "log": "/l", "tail": ["boom"], "error": None}
+    ranks1 = [finished(r + 8, r, state="stopped", rc=-15) for r in range(8)]
+    ranks1[3] = finished(11, 3, state="failed", rc=1)
+    hostvars = {
+        "server0": watched(
+            "10.0.0.1", [finished(r, r, state="stopped", rc=-15) for r in range(8)], first_failure=failure, msg="rank 11 ... boom"
+        ),
+        "server1": watched("10.0.0.2", ranks1, first_failure=failure, msg="rank 11 ... boom"),
+    }
+    summary = job_summary(["server0", "server1"], hostvars, "_ascend_watch", job_id="j1")
+    assert summary["ok"] is False
+    assert summary["line"] == "FAILED: train j1: rank 11 (server 10.0.0.2, device 3) exit 1; 15 stopped"
+    assert summary["message"] == "rank 11 ... boom"
+    assert summary["failure"] == {"rank_id": 11, "server": "10.0.0.2", "device_id": 3, "rc": 1, "error": None, "outcome": "exit 1"}
+    assert summary["table"][1].split()[:5] == ["10.0.0.2", "3", "11", "failed", "exit"]  # the failed rank first
+    stopped = [r for r in summary["ranks"] if r["state"] == "stopped"]
+    assert len(stopped) == 15 and {r["outcome"] for r in stopped} == {"stopped by fail-fast (SIGTERM)"}
+    assert summary["counts"] == {"failed": 1, "stopped": 15}
+    assert len(summary["table"]) == 17  # no row ended well: every one listed
+
+
+@pytest.mark.parametrize(
+    "first, line",
+    [
+        (
+            {"server": "s", "rank_id": 3, "device_id": 3, "rc": -9, "error": "killed by SIGKILL (signal 9)"},
+            "rank 3 (server s, device 3) killed by SIGKILL; 1 stopped",
+        ),
+        (
+            {"server": "s", "rank_id": -1, "stopped_by": "ascend.cluster.stop", "ranks": [0, 1]},
+            "STOPPED: train j: ascend.cluster.stop; 1 of 2 ranks stopped",
+        ),
+        ({"server": "s", "rank_id": -1, "error": "cannot poll the server: gone"}, "FAILED: train j: cannot poll the server: gone"),
+    ],
+    ids=["signal", "stopped from outside", "server error"],
+)
+def test_every_kind_of_failure_has_its_line(first, line):
+    ranks = [finished(3, 3, state="failed", rc=-9), finished(4, 4, state="stopped", rc=-15)]
+    summary = job_summary(["h"], {"h": watched("s", ranks, first_failure=first, msg="m")}, "_ascend_watch", job_id="j")
+    assert summary["line"].endswith(line)
+    outcome = {r["rank_id"]: r["outcome"] for r in summary["ranks"]}
+    assert outcome[3] == "killed by SIGKILL"
+    assert outcome[4] == ("stopped by fail-fast (SIGTERM)" if first["rank_id"] >= 0 else "stopped (SIGTERM)")
+
+
+def test_a_running_job_counts_its_states():
+    ranks = [rank(0, 0, state="running", rc=None), rank(1, 1, state="done")]
+    summary = job_summary(["h"], {"h": {"_ascend_status": {"ranks": ranks}}}, "_ascend_status", job_id="j", kind="status")
+    assert summary["line"] == "status j: 1 done, 1 running"
+    assert summary["duration_s"] is None and summary["ok"] is False
+
+
+@pytest.mark.parametrize("value, rounded", [(3.121, 3.1), (0.0412, 0.04), (95.7, 96.0), (None, None), ("x", None), (True, None)])
+def test_seconds_are_rounded_for_people(value, rounded):
+    assert seconds(value) == rounded
+
+
+def test_job_summary_names_bad_input():
+    with pytest.raises(AnsibleFilterError, match="job_summary: the input must be the play's host names"):
+        job_summary("server0", HOSTVARS, "_ascend_watch")

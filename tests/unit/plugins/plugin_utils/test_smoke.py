@@ -198,6 +198,23 @@ def test_report_of_a_healthy_run_reads_every_ranks_log(tmp_path):
         ("rank", "s1", 3, "FAIL", "device_id: x"),
     ]
     assert report["failures"] == ["rank s1 device 1 rank 3: device_id: x"]
+    # the document: one line, the finding first in the table, OK rows beyond ok_rows counted
+    assert (report["schema"], report["kind"], report["job_id"], report["check_mode"]) == (1, "smoke", "smoke-1", False)
+    assert report["line"] == "FAILED: smoke smoke-1: 1 finding(s): rank s1 device 1 rank 3: device_id: x"
+    short = smoke_report(["s0", "s1"], two_servers(), logs_dir=str(tmp_path), health=HEALTHY, table=TABLE, job_id="smoke-1", ok_rows=2)
+    assert short["table"][1].split()[:5] == ["rank", "s1", "1", "3", "FAIL"]
+    assert short["table"][-1] == "... 4 more row(s) with RESULT OK; -e ascend_report_all_rows=true lists them"
+    assert len(short["table"]) == 1 + 1 + 2 + 1
+    everything = smoke_report(["s0", "s1"], two_servers(), logs_dir=str(tmp_path), health=HEALTHY, table=TABLE, job_id="s", all_rows=True)
+    assert len(everything["table"]) == 1 + 7
+
+
+def test_the_line_of_a_healthy_run_and_of_check_mode(tmp_path):
+    write_logs(tmp_path, bad_rank=None)
+    report = smoke_report(["s0", "s1"], two_servers(), logs_dir=str(tmp_path), health=HEALTHY, table=TABLE, job_id="smoke-1")
+    assert report["ok"] and report["line"] == "smoke smoke-1: 4/4 ranks OK, health OK, rank table OK"
+    checked = smoke_report(["s0", "s1"], two_servers(), logs_dir=str(tmp_path), health=HEALTHY, table=TABLE, job_id="s", check_mode=True)
+    assert checked["line"] == "smoke s: not launched (check mode), health OK, rank table OK"
 
 
 @pytest.mark.parametrize(
