@@ -18,6 +18,7 @@ from typing import Any
 from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import signal_name
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
 from ansible_collections.ascend.cluster.plugins.plugin_utils._text_table import text_table
+from ansible_collections.ascend.cluster.plugins.plugin_utils._watch import failure_message
 
 LAST_LINE_CHARS = 60
 
@@ -111,6 +112,8 @@ def _line(kind: str, job_id: str, ranks: list[dict[str, Any]], failure: dict | N
         return f"{name}: " + ", ".join(f"{counts[state]} {state}" for state in sorted(counts))
     if "stopped_by" in failure:
         return f"STOPPED: {name}: {failure['stopped_by']}; {stopped} of {len(ranks)} ranks stopped"
+    if "lost" in failure:  # a server stopped answering, or its runners died without recording an exit
+        return f"FAILED: {name}: {failure_message(failure)}"
     if failure.get("rank_id", -1) is None or int(failure.get("rank_id", -1)) < 0:
         return f"FAILED: {name}: {failure.get('error') or 'the job failed'}"
     how = rank_outcome(dict(failure, state="failed"))

@@ -120,8 +120,12 @@ def test_a_failed_rank_is_named_first_and_the_others_stopped_by_fail_fast():
             "STOPPED: train j: ascend.cluster.stop; 1 of 2 ranks stopped",
         ),
         ({"server": "s", "rank_id": -1, "error": "cannot poll the server: gone"}, "FAILED: train j: cannot poll the server: gone"),
+        (
+            {"server": "s", "rank_id": -1, "lost": [8, 9, 10], "since": None, "error": "its runners died"},
+            "FAILED: train j: s: ranks 8-10 lost - its runners died; every other rank was stopped",
+        ),
     ],
-    ids=["signal", "stopped from outside", "server error"],
+    ids=["signal", "stopped from outside", "server error", "server lost"],
 )
 def test_every_kind_of_failure_has_its_line(first, line):
     ranks = [finished(3, 3, state="failed", rc=-9), finished(4, 4, state="stopped", rc=-15)]
