@@ -13,6 +13,9 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import Clus
 def mixed_versions(versions: Any, what: str = "npu-smi (driver) version") -> str:
     """One sentence naming each version and its servers when ``versions`` (server -> version) differ, else ''.
 
+    A value may also be the server's registered ``training_job`` pre-flight result: its
+    ``npu_smi_version`` counts, and a skipped result (the server runs no rank) is left out.
+
     Servers whose version is unknown (None or '': npu-smi missing or silent) are left out of the
     comparison; they are listed after the versions so the message says what was not compared.
     """
@@ -21,6 +24,10 @@ def mixed_versions(versions: Any, what: str = "npu-smi (driver) version") -> str
     groups: dict[str, list[str]] = {}
     unknown = []
     for server, version in versions.items():
+        if isinstance(version, Mapping):  # a registered pre-flight result (skipped on a server without ranks: left out)
+            if version.get("skipped"):
+                continue
+            version = version.get("npu_smi_version")
         if version in (None, ""):
             unknown.append(str(server))
         else:

@@ -22,6 +22,14 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import Clus
             {"s0": "24.1.0", "s1": "23.0.rc2", "s2": ""},
             "the servers run different npu-smi (driver) versions: 23.0.rc2 on s1; 24.1.0 on s0 (unknown on s2)",
         ),
+        (  # registered pre-flight results; a skipped one (a server without ranks) is left out
+            {"s0": {"npu_smi_version": "24.1.0", "changed": False}, "s1": {"skipped": True, "changed": False}},
+            "",
+        ),
+        (
+            {"s0": {"npu_smi_version": "24.1.0"}, "s1": {"npu_smi_version": "23.0.rc2"}, "s2": {"skipped": True}},
+            "the servers run different npu-smi (driver) versions: 23.0.rc2 on s1; 24.1.0 on s0",
+        ),
     ],
 )
 def test_mixed_versions(versions, expected):
