@@ -214,7 +214,9 @@ def test_an_unreachable_server_is_refused_naming_it(sim_cluster, unreachable_inv
 def test_allow_partial_writes_the_rank_table_for_the_servers_that_answered(sim_cluster, unreachable_inventory):
     cluster = sim_cluster()
     with_old_tables(cluster)
-    res = run_playbook(PLAYBOOKS / "rank_table.yml", unreachable_inventory, extra_vars={**cluster.inventory_vars, "np": 8, "allow_partial": True})
+    res = run_playbook(
+        PLAYBOOKS / "rank_table.yml", unreachable_inventory, extra_vars={**cluster.inventory_vars, "np": 8, "allow_partial": True}
+    )
     assert res.rc == 0, res
     assert "allow_partial=true: writing the rank table without server1" in res.stdout, res
     table = json.loads((cluster.root / "server0" / "etc" / "rank_table.json").read_text())

@@ -8,6 +8,7 @@ import json
 from tests.helpers.ansible_cli import run_playbook
 
 from .conftest import SIM_INVENTORY
+from .test_playbook_inputs import snapshot
 
 PREPARE = "playbooks/prepare.yml"
 PLAN = {
@@ -72,3 +73,35 @@ def test_a_duplicate_ip_in_the_plan_fails_before_any_device_changed(sim_cluster)
     assert "198.18.0.11" in result.stdout and "planned" in result.stdout
     assert result.changed() == 0
     assert state(cluster) == before
+
+
+def test_the_stale_conf_hint_leads_to_a_fix_that_works(sim_cluster):
+    """Issue 13 item 5: the hint names the configured hccn.conf and its command rewrites the file from the device."""
+    cluster = sim_cluster(preset_ips=False)
+    extra = {**cluster.inventory_vars, **PLAN}
+    assert run_playbook(PREPARE, SIM_INVENTORY, extra_vars=extra).rc == 0
+    server0 = cluster["server0"]
+    server0.fault("stale-conf", "--device", "1")  # address_1 in the file now disagrees with the device (198.18.0.12)
+    assert "address_1=198.18.0.113" in server0.hccn_conf.read_text()
+    before = (snapshot(cluster), state(cluster))
+
+    # the health stage reports it, naming the file this host uses (not /etc/hccn.conf) and the stage that fixes it
+    found = run_playbook(PREPARE, SIM_INVENTORY, extra_vars=extra, tags=["net_health"])
+    assert found.rc != 0, found
+    hint = f"server0 device 1: conf stale - {server0.hccn_conf} disagrees with the device on address"
+    assert hint in found.stdout and "run prepare.yml --tags device_ip" in found.stdout, found
+    assert (snapshot(cluster), state(cluster)) == before
+
+    # the hint's command, in check mode with diff: shows the set and the file it leaves, changes nothing
+    checked = run_playbook(PREPARE, SIM_INVENTORY, extra_vars=extra, tags=["device_ip"], check=True, diff=True)
+    assert checked.rc == 0 and checked.changed("server0") == 1 and checked.changed("server1") == 0, checked
+    assert "-address_1=198.18.0.113" in checked.stdout and "+address_1=198.18.0.12" in checked.stdout, checked
+    assert (snapshot(cluster), state(cluster)) == before
+
+    # for real: hccn_tool rewrites the line (the device keeps its address), and prepare passes again
+    fixed = run_playbook(PREPARE, SIM_INVENTORY, extra_vars=extra, tags=["device_ip"])
+    assert fixed.rc == 0 and fixed.changed("server0") == 1, fixed
+    assert "address_1=198.18.0.12\n" in server0.hccn_conf.read_text() and "198.18.0.113" not in server0.hccn_conf.read_text()
+    assert state(cluster)["server0"]["devices"]["1"]["ip"] == "198.18.0.12"
+    again = run_playbook(PREPARE, SIM_INVENTORY, extra_vars=extra)
+    assert again.rc == 0 and again.changed() == 0, again
