@@ -128,7 +128,7 @@ PHASE_KEYS = {"ip": ("address", "netmask"), "gateway": ("gateway",), "netdetect"
 
 
 def conf_steps(target: dict, stale: list, steps: list) -> tuple:
-    """``(extra steps, unfixable keys)`` that make hccn_tool rewrite the ``stale`` hccn.conf keys of one device.
+    """``(steps, unfixable keys)``: one device's ``steps`` plus the sets that make hccn_tool rewrite its ``stale`` hccn.conf keys.
 
     ``target`` is the state the device ends in, ``steps`` what the plan already sets (those keys are
     rewritten anyway). A stale key is fixed by setting the device's value again; a key whose device
@@ -289,9 +289,9 @@ class Configurator:
             after = self.read_back(wanted, dict((d, reads[d]) for d in ids if plans[d]), results)
             for device, state in after.items():
                 targets[device] = results[device]["after"] = state
-            if conf_text is not None:
+            if conf_text is not None and path is not None:
                 conf_after = self.check_conf_rewritten(path, [d for d in ids if plans[d]], targets, results)
-        diff = [
+        diff: list = [
             {
                 "before": dict(("device %d" % d, before[d]) for d in ids),
                 "after": dict(("device %d" % d, targets[d]) for d in ids),

@@ -313,7 +313,7 @@ def test_a_stale_conf_line_is_set_again_from_the_device(tmp_path):
     """The device is right, the file stale: the address is set again (with the gateway after it), as hccn_tool rewrites the line."""
     state = {0: {"address": "198.18.0.10", "netmask": MASK, "gateway": "198.18.0.1"}}
     stale = CONF.replace("address_0=198.18.0.10", "address_0=198.18.0.99")
-    result, module, _ = configure_with_conf(tmp_path, stale, [want(0, "198.18.0.10")], state, check_mode=True)
+    result, module, _configurator = configure_with_conf(tmp_path, stale, [want(0, "198.18.0.10")], state, check_mode=True)
     assert result["changed"] is True and module.sets() == []
     assert result["devices"][0]["stale_conf_keys"] == ["address"]
     assert result["devices"][0]["commands"] == [
@@ -329,7 +329,7 @@ def test_a_stale_conf_line_is_set_again_from_the_device(tmp_path):
 
 def test_a_conf_that_agrees_needs_no_set_but_every_field_is_read(tmp_path):
     state = {0: {"address": "198.18.0.10", "netmask": MASK, "gateway": "198.18.0.1"}}
-    result, module, _ = configure_with_conf(tmp_path, CONF, [want(0, "198.18.0.10")], state)
+    result, module, _configurator = configure_with_conf(tmp_path, CONF, [want(0, "198.18.0.10")], state)
     assert result["changed"] is False and module.sets() == []
     assert sorted(c[3] for c in module.calls) == ["-gateway", "-ip", "-netdetect"]
     assert result["diff"][1]["before"] == result["diff"][1]["after"] == CONF
@@ -358,5 +358,5 @@ def test_a_line_no_set_can_fix_is_a_warning(tmp_path):
 def test_rewrite_stale_conf_false_leaves_the_file_alone(tmp_path):
     state = {0: {"address": "198.18.0.10", "netmask": MASK, "gateway": "198.18.0.1"}}
     stale = CONF.replace("address_0=198.18.0.10", "address_0=198.18.0.99")
-    result, module, _ = configure_with_conf(tmp_path, stale, [want(0, "198.18.0.10")], state, rewrite_stale_conf=False)
+    result, module, _configurator = configure_with_conf(tmp_path, stale, [want(0, "198.18.0.10")], state, rewrite_stale_conf=False)
     assert result["changed"] is False and module.calls == [(HCCN, "-i", "0", "-ip", "-g")] and len(result["diff"]) == 1
