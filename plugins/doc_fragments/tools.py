@@ -34,7 +34,8 @@ options:
     description:
       - Path of the driver's network configuration file.
       - M(ascend.cluster.hccn_facts) cross-checks it against the devices, or reads it instead of them when
-        C(hccn_tool) is missing. The other modules of the action group accept it and do not use it.
+        C(hccn_tool) is missing. M(ascend.cluster.hccn_config) compares it with the devices it configures and
+        has C(hccn_tool) rewrite its stale lines. The other modules of the action group accept it and do not use it.
     type: path
     default: /etc/hccn.conf
 notes:

@@ -11,8 +11,10 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._ip_plan import val
 
 
 @filter_errors("validate_ip_plan")
-def validate_ip_plan(plan: Any, chip: str | None = None, layout: str | None = None) -> dict:
-    return validate_plan(plan, chip=chip or None, layout=layout or None)
+def validate_ip_plan(
+    plan: Any, chip: str | None = None, layout: str | None = None, replaced_netdetect: str | None = None, servers: Any = None
+) -> dict:
+    return validate_plan(plan, chip=chip or None, layout=layout or None, replaced_netdetect=replaced_netdetect or None, servers=servers)
 
 
 class FilterModule:

@@ -72,3 +72,39 @@ def stale_keys(device_facts: dict, conf: dict) -> list:
         if _address(actual) != claimed[fact]:
             stale.append(key)
     return stale
+
+
+# hccn.conf key -> the field of an hccn_config device state (and the hccn_tool set that writes it).
+STATE_FIELDS = (("address", "address"), ("netmask", "netmask"), ("gateway", "gateway"), ("netdetect", "netdetect"))
+
+
+def read_text(path: str) -> str | None:
+    """The raw text of ``path``, or None when the file does not exist (OSError/UnicodeDecodeError otherwise)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+
+
+def state_stale_keys(state: dict, conf: dict) -> list:
+    """:func:`stale_keys` for an hccn_config device state (``address``/``netmask``/``gateway``/``netdetect``).
+
+    Fields the state does not hold (not read) are not compared.
+    """
+    facts = {"device_ip": state.get("address"), "netmask": state.get("netmask")}
+    facts.update(gateway=state.get("gateway"), netdetect=state.get("netdetect"))
+    return stale_keys(facts, conf)
+
+
+def rewritten(text: str, items: list) -> str:
+    """``text`` after hccn_tool set each ``(key, value)`` in order: the key's lines deleted, ``key=value`` appended.
+
+    What the driver does on every set (reference: it deletes the existing line for that key and
+    appends the new one at the end, so key order drifts); used to show the file a check run would leave.
+    """
+    lines = text.splitlines()
+    for key, value in items:
+        lines = [line for line in lines if line.split("=", 1)[0].strip() != key]
+        lines.append("%s=%s" % (key, value))
+    return "\n".join(lines) + "\n" if lines else ""

@@ -12,6 +12,12 @@ Steps (the ``hccn_config`` module runs :meth:`Configurator.run`):
 4. unless in check mode, apply the plan phase by phase (calls of one phase run concurrently);
 5. read the changed devices back and fail if any of them does not report the wanted values.
 
+hccn.conf (option ``hccn_conf``, when ``rewrite_stale_conf`` is on and the file exists): hccn_tool
+rewrites a key's line on every set (reference section 1), so a line that disagrees with the device
+(the device value already right, the file stale) is fixed the way the driver would: the device's own
+value is set again. Step 3 adds those sets; the result carries a diff of the file, and after the
+sets the file is read again - still stale means hccn_tool writes another file than ``hccn_conf``.
+
 Runs on target hosts: Python 3.8+, stdlib only.
 """
 
@@ -19,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _chip, _hccn_tool
+from ansible_collections.ascend.cluster.plugins.module_utils import _chip, _hccn_conf, _hccn_tool
 from ansible_collections.ascend.cluster.plugins.module_utils._hccn_parse import ParseError
 from ansible_collections.ascend.cluster.plugins.module_utils._ip_check import FIELDS, IpCheckError, check_devices
 
@@ -54,6 +60,7 @@ class ConfigError(Exception):
 
 # What can be read, and the HccnTool getter that reads it (``ip`` gives address and netmask).
 READS = (("ip", "get_ip"), ("gateway", "get_gateway"), ("netdetect", "get_netdetect"))
+READS_ALL = tuple(name for name, _getter in READS)
 
 
 def reads_for(wanted: dict) -> tuple:
@@ -116,6 +123,51 @@ def plan_device(wanted: dict, current: dict) -> list:
     return steps
 
 
+# What each set writes to hccn.conf, by phase.
+PHASE_KEYS = {"ip": ("address", "netmask"), "gateway": ("gateway",), "netdetect": ("netdetect",)}
+
+
+def conf_steps(target: dict, stale: list, steps: list) -> tuple:
+    """``(steps, unfixable keys)``: one device's ``steps`` plus the sets that make hccn_tool rewrite its ``stale`` hccn.conf keys.
+
+    ``target`` is the state the device ends in, ``steps`` what the plan already sets (those keys are
+    rewritten anyway). A stale key is fixed by setting the device's value again; a key whose device
+    value is unset cannot be (hccn_tool removes no gateway or netdetect address): it is returned as
+    unfixable. The address is set again as a pair with the netmask, and then the gateway too, as
+    after any address set (it must be inside the device subnet).
+    """
+    planned = set(phases_of(steps))
+    extra = []
+    unfixable = []
+    wants = set()
+    for key in stale:
+        phase = "ip" if key in ("address", "netmask") else key
+        if phase in planned:
+            continue
+        if not all(target.get(field) for field in PHASE_KEYS[phase]):
+            unfixable.append(key)
+            continue
+        wants.add(phase)
+    if "ip" in wants and target.get("gateway"):
+        wants.add("gateway")
+    for phase in PHASES:
+        if phase not in wants or phase in planned:
+            continue
+        if phase == "ip":
+            extra.append(("ip", ["-ip", "-s", "address", target["address"], "netmask", target["netmask"]]))
+        elif phase == "gateway":
+            extra.append(("gateway", ["-gateway", "-s", "gateway", target["gateway"]]))
+        else:
+            extra.append(("netdetect", ["-netdetect", "-s", "address", target["netdetect"]]))
+    merged = sorted(steps + extra, key=lambda step: PHASES.index(step[0]))
+    return merged, unfixable
+
+
+def conf_items(device: int, steps: list, target: dict) -> list:
+    """The ``(key, value)`` lines hccn_tool writes to hccn.conf for one device's steps, in order."""
+    return [("%s_%d" % (key, device), target[key]) for phase, _args in steps for key in PHASE_KEYS[phase]]
+
+
 def phases_of(steps: list) -> list:
     """The phase names of a device's steps, in order."""
     return [step[0] for step in steps]
@@ -160,6 +212,24 @@ class Configurator:
         self.module = module
         self.tool = tool
         self.params = module.params
+        # What the operator should know (a stale hccn.conf line no set can fix, an unreadable file).
+        self.warnings: list = []
+
+    def conf_path(self) -> str | None:
+        """The hccn.conf to keep in line with the devices, None when that is off."""
+        if not self.params.get("rewrite_stale_conf", True):
+            return None
+        return self.params.get("hccn_conf") or None
+
+    def read_conf_text(self, path: str | None) -> str | None:
+        """The file's text; None when there is none to check (no path, missing, unreadable: with a warning)."""
+        if path is None:
+            return None
+        try:
+            return _hccn_conf.read_text(path)
+        except (OSError, UnicodeDecodeError) as exc:
+            self.warnings.append("cannot read %s (%s): its lines were not compared with the devices" % (path, exc))
+            return None
 
     def validate(self) -> list:
         if self.params["parallel"] < 1:
@@ -175,37 +245,86 @@ class Configurator:
         wanted = self.validate()
         ids = [w["device_id"] for w in wanted]
         parallel = self.params["parallel"]
-        reads = dict((w["device_id"], reads_for(w)) for w in wanted)
+        path = self.conf_path()
+        conf_text = self.read_conf_text(path)
+        conf = _hccn_conf.parse_conf(conf_text) if conf_text is not None else None
+        # With a file to compare, every field of every listed device is read: a line is stale
+        # whether or not this run manages the field (as hccn_facts judges it).
+        reads = dict((w["device_id"], READS_ALL if conf is not None else reads_for(w)) for w in wanted)
         before = read_devices(self.tool, reads, parallel, "before any change")
+        targets = {w["device_id"]: wanted_state(w, before[w["device_id"]]) for w in wanted}
         plans = {w["device_id"]: plan_device(w, before[w["device_id"]]) for w in wanted}
+        stale: dict = dict((d, []) for d in ids)
+        if conf is not None:
+            for d in ids:
+                keys = _hccn_conf.state_stale_keys(targets[d], conf.get(d, {}))
+                plans[d], unfixable = conf_steps(targets[d], keys, plans[d])
+                stale[d] = [k for k in keys if k not in unfixable]
+                for key in unfixable:
+                    self.warnings.append(
+                        "%s has %s_%d=%s but device %d has no %s, and hccn_tool cannot remove one: delete that line "
+                        "from %s by hand (the device is the truth)" % (path, key, d, conf[d].get(key), d, key, path)
+                    )
         moving = {w["device_id"]: w["address"] for w in wanted if "ip" in phases_of(plans[w["device_id"]])}
         waves = ip_waves(moving, before)
-        targets = {w["device_id"]: wanted_state(w, before[w["device_id"]]) for w in wanted}
         results = {
             d: {
                 "device_id": d,
                 "changed": bool(plans[d]),
                 "changes": phases_of(plans[d]),
                 "commands": [" ".join(self.tool.command(d, step[1])) for step in plans[d]],
+                "stale_conf_keys": stale[d],
                 "before": before[d],
                 "after": targets[d],
             }
             for d in ids
         }
         changed = any(plans.values())
+        conf_after = conf_text
+        if conf_text is not None:
+            items = [item for d in ids for item in conf_items(d, plans[d], targets[d])]
+            conf_after = _hccn_conf.rewritten(conf_text, items) if items else conf_text
         if changed and not self.module.check_mode:
             self.apply(plans, waves, results)
             after = self.read_back(wanted, dict((d, reads[d]) for d in ids if plans[d]), results)
             for device, state in after.items():
                 targets[device] = results[device]["after"] = state
-        return {
-            "changed": changed,
-            "devices": [results[d] for d in ids],
-            "diff": {
+            if conf_text is not None and path is not None:
+                conf_after = self.check_conf_rewritten(path, [d for d in ids if plans[d]], targets, results)
+        diff: list = [
+            {
                 "before": dict(("device %d" % d, before[d]) for d in ids),
                 "after": dict(("device %d" % d, targets[d]) for d in ids),
-            },
-        }
+            }
+        ]
+        if conf_text is not None:
+            diff.append({"before_header": path, "after_header": path, "before": conf_text, "after": conf_after})
+        return {"changed": changed, "devices": [results[d] for d in ids], "diff": diff}
+
+    def check_conf_rewritten(self, path: str, devices: list, states: dict, results: dict) -> str:
+        """The file's text after the sets; ConfigError when a set device's lines still disagree with it."""
+        try:
+            text = _hccn_conf.read_text(path) or ""
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(
+                "the sets were applied but %s cannot be read back (%s); check the file" % (path, exc),
+                changed=True,
+                devices=[results[d] for d in sorted(results)],
+            ) from exc
+        conf = _hccn_conf.parse_conf(text)
+        wrong = []
+        for device in devices:
+            keys = _hccn_conf.state_stale_keys(states[device], conf.get(device, {}))
+            wrong += ["%s_%d" % (key, device) for key in keys]
+        if wrong:
+            raise ConfigError(
+                "hccn_tool set the devices' values again but %s still disagrees with them on %s: hccn_tool writes "
+                "its own file (/etc/hccn.conf on a standard driver install); point the hccn_conf option "
+                "(ascend_hccn_conf) at the file this driver writes, then run again" % (path, ", ".join(wrong)),
+                changed=True,
+                devices=[results[d] for d in sorted(results)],
+            )
+        return text
 
     def apply(self, plans: dict, waves: list, results: dict) -> None:
         """Run the steps phase by phase; on the first refused set, stop and report what was done."""

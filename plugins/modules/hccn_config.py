@@ -24,7 +24,17 @@ description:
     host are ordered so that no device takes an address another still holds.
   - After setting, the devices are read back; the task fails if a device does not report what was set.
   - A device's gateway and netdetect address are only read (and compared) when the entry asks for
-    them, so a run that manages addresses only costs one C(hccn_tool) call per device.
+    them or O(hccn_conf) is compared with the devices; a run that manages addresses only, without
+    that file, costs one C(hccn_tool) call per device.
+  - A stale O(hccn_conf) is rewritten from the devices, as C(hccn_tool) writes it. When the file exists
+    (and O(rewrite_stale_conf) is on), every field of every listed device is read and compared with the
+    file's C(address_N), C(netmask_N), C(gateway_N) and C(netdetect_N) lines. A line that disagrees
+    with a device whose value is already right (the file is stale, the device is the truth) is fixed
+    by setting that value again - C(hccn_tool) rewrites the key's line on every set. That is a change
+    (with a diff of the file, and nothing run in check mode); afterwards the file is read again, and
+    the task fails when it still disagrees (C(hccn_tool) then writes another file than O(hccn_conf)).
+    A line naming a gateway or netdetect address the device does not have cannot be fixed that way
+    (C(hccn_tool) removes neither); the task warns, naming the line to delete.
   - The checks use Python's standard C(ipaddress) module because target hosts usually lack netaddr;
     the role C(ascend.cluster.device_ip) also checks the whole cluster's plan on the controller (with
     netaddr, duplicates across servers included) before any host is touched.
@@ -63,6 +73,13 @@ options:
           - Empty or omitted leaves the device's netdetect address as it is.
         type: str
         default: ""
+  rewrite_stale_conf:
+    description:
+      - Compare O(hccn_conf) with the listed devices and set again the values whose line in the file
+        is stale, so that C(hccn_tool) rewrites them (see the description).
+      - V(false) leaves the file alone and reads only what the entries manage.
+    type: bool
+    default: true
   parallel:
     description:
       - How many C(hccn_tool) calls may run at the same time (at least 1).
@@ -79,7 +96,9 @@ attributes:
     description: Reads the devices and reports what would change; runs no set command.
   diff_mode:
     support: full
-    description: Returns the address and netmask of each listed device before and after, plus its gateway and netdetect when they are managed.
+    description:
+      - Returns the address and netmask of each listed device before and after, plus its gateway and netdetect
+        when they are managed (or O(hccn_conf) is compared); and the O(hccn_conf) file before and after.
   platform:
     support: full
     platforms: posix
@@ -89,7 +108,8 @@ attributes:
     description: Only values that differ from what the devices report are set.
 notes:
   - C(hccn_tool) also writes every set value to C(/etc/hccn.conf); the devices are the truth and
-    are what this module compares against.
+    are what this module compares against. O(hccn_conf) names the file to keep in line with them
+    (point it at the file the driver writes).
   - An address swap between two devices of a host cannot be done in one run (C(hccn_tool) refuses
     an address another device holds); the task says so and changes nothing.
   - Devices that are not listed are not read. If one of them holds an address the plan gives to a
@@ -157,6 +177,13 @@ devices:
       type: list
       elements: str
       sample: ["/usr/local/Ascend/driver/tools/hccn_tool -i 0 -ip -s address 192.168.100.101 netmask 255.255.255.0"]
+    stale_conf_keys:
+      description:
+        - The O(hccn_conf) keys of this device (V(address), V(netmask), V(gateway), V(netdetect)) whose line
+          disagreed with the device and is rewritten by setting the device's value again.
+      type: list
+      elements: str
+      sample: [address]
     before:
       description:
         - What the device reported before - V(address) and V(netmask), and V(gateway) / V(netdetect) when
@@ -168,10 +195,16 @@ devices:
       type: dict
       sample: {"address": "192.168.100.101", "netmask": "255.255.255.0", "gateway": "192.168.100.1"}
 diff:
-  description: Per device (key V(device N)), the values before and after; shown with C(--diff).
-  type: dict
+  description:
+    - Shown with C(--diff). First, per device (key V(device N)), the values before and after; then, when
+      O(hccn_conf) was compared with the devices, the file's text before and after (in check mode, as
+      C(hccn_tool) would leave it).
+  type: list
+  elements: dict
   returned: always
-  sample: {"before": {"device 0": {"address": ""}}, "after": {"device 0": {"address": "192.168.100.101"}}}
+  sample:
+    - {"before": {"device 0": {"address": ""}}, "after": {"device 0": {"address": "192.168.100.101"}}}
+    - {"before_header": /etc/hccn.conf, "after_header": /etc/hccn.conf, "before": "", "after": "address_0=192.168.100.101\n"}
 hccn_tool:
   description: Path of the C(hccn_tool) used.
   type: str
@@ -214,6 +247,7 @@ def main():
                     netdetect=dict(type="str", default=""),
                 ),
             ),
+            rewrite_stale_conf=dict(type="bool", default=True),
             parallel=dict(type="int", default=16),
         ),
         supports_check_mode=True,
@@ -232,12 +266,17 @@ def main():
             )
         module.fail_json(msg=msg, changed=False)
     tool = _hccn_tool.HccnTool(module, binary, timeout=module.params["timeout"])
+    configurator = Configurator(module, tool)
     try:
-        result = Configurator(module, tool).run()
+        result = configurator.run()
     except ConfigError as exc:
+        for warning in configurator.warnings:
+            module.warn(warning)
         details = dict(exc.details)
         details.setdefault("changed", False)
         module.fail_json(msg=exc.msg, hccn_tool=binary, **details)
+    for warning in configurator.warnings:
+        module.warn(warning)
     module.exit_json(hccn_tool=binary, **result)
 
 

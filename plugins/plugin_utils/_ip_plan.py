@@ -245,6 +245,12 @@ class _Checker:
                 continue
             entry[field] = str(target)
             self.target(where, field, target, addr, net)
+        if entry["netdetect"] and netaddr.IPAddress(entry["netdetect"]) not in net and not entry["gateway"]:
+            # hccn_tool accepts it, and net_health then fails: the device has no route to the target.
+            self.problems.append(
+                f"{where}: netdetect {entry['netdetect']} is outside the device subnet {net.cidr} and the plan gives the "
+                f"device no gateway to reach it; plan a gateway in {net.cidr}, or a netdetect target inside it"
+            )
         self.owners.setdefault(entry["address"], []).append(where)
         return entry
 
@@ -306,8 +312,51 @@ class _Checker:
                 )
 
 
-def validate_plan(plan: Any, chip: str | None = None, layout: str | None = None) -> dict[str, list[dict[str, Any]]]:
-    """Check a whole-cluster plan; return it normalized, or raise ClusterSpecError listing every problem."""
+REPLACING_MODES = ("gateway", "peer")
+
+
+def replaced_netdetects(plan: dict[str, list[dict[str, Any]]], mode: str, servers: Sequence[Any]) -> list[str]:
+    """The planned netdetect targets a later stage that points every device at ``mode`` would replace.
+
+    ``mode`` is the net_health role's: ``gateway`` (the device's gateway) or ``peer`` (the device with
+    the same id on the next server of ``servers``, the play's order, the last probing the first). A
+    plan entry's own target that differs from that would be set, then silently replaced.
+    """
+    if mode not in REPLACING_MODES:
+        raise ClusterSpecError(f"replaced_netdetect {mode!r} is unknown: use gateway or peer (or leave it unset)")
+    order = [str(host) for host in servers or () if str(host) in plan] or list(plan)
+    problems = []
+    for index, host in enumerate(order):
+        peer = {e["device_id"]: e["address"] for e in plan.get(order[(index + 1) % len(order)], [])}
+        for entry in plan[host]:
+            if not entry["netdetect"]:
+                continue
+            if mode == "gateway":
+                target = entry["gateway"] or "the device's gateway"
+            else:
+                target = (peer.get(entry["device_id"]) or "the same device of the next server") if len(order) > 1 else "nothing"
+            if entry["netdetect"] != target:
+                problems.append(
+                    f"{host} device {entry['device_id']}: the plan's netdetect {entry['netdetect']} would be replaced by "
+                    f"{target} (net_health netdetect={mode}); drop netdetect from the plan, or keep the plan's targets "
+                    f"with ascend_net_health_netdetect=keep"
+                )
+    return problems
+
+
+def validate_plan(
+    plan: Any,
+    chip: str | None = None,
+    layout: str | None = None,
+    replaced_netdetect: str | None = None,
+    servers: Sequence[Any] | None = None,
+) -> dict[str, list[dict[str, Any]]]:
+    """Check a whole-cluster plan; return it normalized, or raise ClusterSpecError listing every problem.
+
+    ``replaced_netdetect``: the netdetect mode (gateway, peer) of a later stage that points every device
+    at its own target (prepare.yml's net_health stage); a planned target it would replace is a problem
+    (:func:`replaced_netdetects`, peers in the order of ``servers``).
+    """
     require_netaddr()
     if not isinstance(plan, Mapping):
         raise ClusterSpecError("the plan must be a dict: host name -> list of {device_id, address, netmask, ...}")
@@ -323,6 +372,8 @@ def validate_plan(plan: Any, chip: str | None = None, layout: str | None = None)
         checked = [checker.entry(str(host), i, raw, seen) for i, raw in enumerate(entries)]
         normalized[str(host)] = sorted((e for e in checked if e is not None), key=lambda e: e["device_id"])
     checker.cluster(normalized)
+    if replaced_netdetect:
+        checker.problems += replaced_netdetects(normalized, replaced_netdetect, servers or list(normalized))
     if layout == "smp":
         for host, entries in normalized.items():
             checker.smp(host, entries)

@@ -22,6 +22,7 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import Clus
 from ansible_collections.ascend.cluster.plugins.plugin_utils._ip_plan import LAYOUTS, require_netaddr, validate_plan
 from ansible_collections.ascend.cluster.plugins.plugin_utils._text_table import text_table
 
+DEFAULT_HCCN_CONF = "/etc/hccn.conf"
 UNREACHED = ("Receive timeout", "Unreachable", "Time exceeded")
 # Faults of a device that make every probe aimed at it fail.
 ROOT_CAUSES = ("unreadable", "no IP", "link DOWN", "Fault")
@@ -37,8 +38,8 @@ HINTS = {
     "fault": "the NIC reports a fault: check the link and the device health (npu-smi info)",
     "other": "unexpected net_health status: check the device with hccn_tool -i {device} -net_health -g",
     "stale_conf": (
-        "/etc/hccn.conf disagrees with the device on {keys}; the device is right: set the values again "
-        "(prepare.yml --tags device_ip) so the file is rewritten"
+        "{conf} disagrees with the device on {keys}; the device is right: run prepare.yml --tags device_ip, "
+        "which sets those values again so that hccn_tool rewrites the file"
     ),
     "tls": (
         "TLS switch differs between devices ({minority}); HCCL needs the same on every device: "
@@ -69,7 +70,7 @@ def _server_facts(item: Any, index: int) -> tuple[str, Mapping[str, Any]]:
     return str(host), npu
 
 
-def _device_problem(host: str, dev: Mapping[str, Any], check_conf: bool) -> tuple[str, str] | None:
+def _device_problem(host: str, dev: Mapping[str, Any], check_conf: bool, conf: str = "") -> tuple[str, str] | None:
     """(status word, hint) for the first thing wrong with one device, None when healthy."""
     device = dev.get("device_id")
     target = dev.get("netdetect") or ""
@@ -91,7 +92,8 @@ def _device_problem(host: str, dev: Mapping[str, Any], check_conf: bool) -> tupl
             return health, HINTS["fault"]
         return str(health), HINTS["other"].format(device=device)
     if check_conf and dev.get("stale_conf"):
-        return "conf stale", HINTS["stale_conf"].format(keys=", ".join(dev.get("stale_keys") or []) or "some keys")
+        keys = ", ".join(dev.get("stale_keys") or []) or "some keys"
+        return "conf stale", HINTS["stale_conf"].format(conf=conf or DEFAULT_HCCN_CONF, keys=keys)
     return None
 
 
@@ -179,11 +181,13 @@ def health_report(
     if isinstance(servers, (str, Mapping)) or not isinstance(servers, Sequence):
         raise ClusterSpecError("the input must be a list of hosts' variables (ansible_play_hosts | map('extract', hostvars))")
     devices: list[tuple[str, Mapping[str, Any]]] = []
+    confs: dict[str, str] = {}  # host -> the hccn.conf its facts were checked against
     chips = []
     planned: dict[tuple[str, Any], Mapping[str, Any]] = {}
     for index, item in enumerate(servers):
         host, npu = _server_facts(item, index)
         chips.append(npu.get("chip"))
+        confs[host] = str(npu.get("hccn_conf") or "")
         devices += [(host, dev) for dev in npu.get("devices") or []]
         if check_mode:
             planned.update(((host, device), after) for device, after in _planned_ips(item).items())
@@ -191,7 +195,7 @@ def health_report(
     found = [
         ("IP planned", "")
         if not dev.get("device_ip") and (host, dev.get("device_id")) in planned
-        else _device_problem(host, dev, check_conf)
+        else _device_problem(host, dev, check_conf, confs.get(host, ""))
         for host, dev in devices
     ]
     # A device whose probe fails because its target is another device of the cluster that is

@@ -20,6 +20,7 @@ def smp_devices(host_base=100, gateway=True):
 
 
 def configure(server, devices, check=False, diff=False, **args):
+    args.setdefault("hccn_conf", str(server.hccn_conf))  # the file this server's hccn_tool writes, not this machine's
     return run_module("hccn_config", dict(args, devices=devices), env=server.env, check=check, diff=diff)
 
 
@@ -56,8 +57,8 @@ def test_check_mode_with_diff_changes_nothing(sim_cluster):
     result = configure(server, smp_devices(host_base=120), check=True, diff=True)
     assert result["changed"] is True and not result.get("failed"), result
     assert device_values(server) == before
-    assert result["diff"]["before"]["device 0"]["address"] == "198.18.100.101"
-    assert result["diff"]["after"]["device 0"]["address"] == "198.18.100.121"
+    assert result["diff"][0]["before"]["device 0"]["address"] == "198.18.100.101"
+    assert result["diff"][0]["after"]["device 0"]["address"] == "198.18.100.121"
     # the address moves, so the gateway (same value) is set again after it
     assert result["devices"][0]["changes"] == ["ip", "gateway"]
 
@@ -101,3 +102,32 @@ def test_missing_hccn_tool_says_what_to_install(sim_cluster):
     assert "hccn_tool not found on PATH" in result["msg"] and "install the Ascend NPU driver" in result["msg"]
     result = configure(server, smp_devices(), hccn_tool="/nonexistent/hccn_tool")
     assert "hccn_tool=/nonexistent/hccn_tool is not an executable file" in result["msg"]
+
+
+def test_a_stale_conf_is_rewritten_by_setting_the_device_value_again(sim_cluster):
+    server = sim_cluster(servers=1, chip="910A", preset_ips=False).servers[0]
+    configure(server, smp_devices())
+    server.fault("stale-conf", "--device", "2")  # address_2 in the file is now wrong; the device is right
+    stale = server.hccn_conf.read_text()
+    before = device_values(server)
+    checked = configure(server, smp_devices(), check=True, diff=True)
+    assert checked["changed"] is True and checked["devices"][2]["stale_conf_keys"] == ["address"], checked
+    assert [d["device_id"] for d in checked["devices"] if d["changed"]] == [2]
+    assert "address_2=198.18.102.101\n" in checked["diff"][1]["after"] and checked["diff"][1]["before"] == stale
+    assert server.hccn_conf.read_text() == stale and device_values(server) == before  # check mode: nothing changed
+    fixed = configure(server, smp_devices())
+    assert fixed["changed"] is True and not fixed.get("failed"), fixed
+    assert "address_2=198.18.102.101\n" in server.hccn_conf.read_text() and device_values(server) == before
+    again = configure(server, smp_devices())
+    assert again["changed"] is False, again
+
+
+def test_a_conf_the_driver_does_not_write_fails_naming_it(sim_cluster, tmp_path):
+    server = sim_cluster(servers=1, chip="910A", preset_ips=False).servers[0]
+    configure(server, smp_devices())
+    other = tmp_path / "other-hccn.conf"
+    other.write_text("address_0=198.18.100.250\n")  # a file hccn_tool does not write
+    result = configure(server, smp_devices()[:1], hccn_conf=str(other))
+    assert result["failed"] is True and result["changed"] is True
+    assert result["msg"].startswith(f"hccn_tool set the devices' values again but {other} still disagrees with them on address_0")
+    assert "point the hccn_conf option (ascend_hccn_conf) at the file this driver writes" in result["msg"]

@@ -19,6 +19,7 @@ from tests.helpers.collection import REPO_ROOT
 
 from .conftest import SIM_INVENTORY
 from .test_launch_playbooks import launch_vars
+from .test_smoke import summary_rows
 
 PLAYBOOKS = REPO_ROOT / "playbooks"
 OLD_TABLE = '{"note": "the table a running job reads"}\n'
@@ -195,3 +196,60 @@ def test_a_server_that_cannot_be_read_refuses_the_launch_unless_allow_partial(si
     assert json.loads((cluster.root / "server0" / "etc" / "rank_table.json").read_text())["server_count"] == "1"
     assert len(list((cluster.root / "runs").glob("*/device_*"))) == 8
     assert (cluster.root / "server1" / "etc" / "rank_table.json").read_text() == OLD_TABLE
+
+
+@pytest.fixture
+def unreachable_inventory(tmp_path):
+    """The simulated cluster's inventory with server1 over SSH at 198.18.255.2, which this machine cannot route to.
+
+    The root route ``unreachable 198.18.0.0/15`` makes the connection fail at once (No route to host):
+    server1 is UNREACHABLE to Ansible, as a server whose network is down.
+    """
+    root = tmp_path / "unreachable"
+    (root / "group_vars").mkdir(parents=True)
+    shutil.copy(SIM_INVENTORY.parent / "group_vars" / "ascend.yml", root / "group_vars" / "ascend.yml")
+    text = SIM_INVENTORY.read_text()
+    old = "      ascend_server_id: 127.0.1.2\n"
+    assert old in text
+    down = old + "      ansible_connection: ssh\n      ansible_host: 198.18.255.2\n      ansible_ssh_common_args: -o ConnectTimeout=3\n"
+    (root / "hosts.yml").write_text(text.replace(old, down))
+    return root / "hosts.yml"
+
+
+@pytest.mark.parametrize("playbook", ["rank_table", "smoke", "train"])
+def test_an_unreachable_server_is_refused_naming_it(sim_cluster, unreachable_inventory, playbook):
+    """Issue 13 item 1: rank_table and smoke refuse like train (the same task file), nothing changed or started."""
+    cluster = sim_cluster()
+    with_old_tables(cluster)
+    before = snapshot(cluster)
+    extra = launch_vars(cluster, np=8) if playbook in ("train", "smoke") else {**cluster.inventory_vars, "np": 8}
+    res = run_playbook(PLAYBOOKS / f"{playbook}.yml", unreachable_inventory, extra_vars=extra)
+    assert "UNREACHABLE!" in res.stdout, res
+    msg = refused_message(res, after="TASK [Refuse to run without a server")
+    assert msg.startswith("server(s) server1 could not be reached or read"), res
+    assert "-e allow_partial=true" in msg and msg.endswith("Nothing was changed or started."), res
+    assert snapshot(cluster) == before
+    assert not (cluster.root / "runs").exists() and not (cluster.root / "controller").exists()
+
+
+def test_allow_partial_writes_the_rank_table_for_the_servers_that_answered(sim_cluster, unreachable_inventory):
+    cluster = sim_cluster()
+    with_old_tables(cluster)
+    res = run_playbook(
+        PLAYBOOKS / "rank_table.yml", unreachable_inventory, extra_vars={**cluster.inventory_vars, "np": 8, "allow_partial": True}
+    )
+    assert res.rc == 0, res
+    assert "allow_partial=true: writing the rank table without server1" in res.stdout, res
+    table = json.loads((cluster.root / "server0" / "etc" / "rank_table.json").read_text())
+    assert table["server_count"] == "1" and len(table["server_list"][0]["device"]) == 8
+    assert (cluster.root / "server1" / "etc" / "rank_table.json").read_text() == OLD_TABLE
+
+
+def test_allow_partial_smoke_checks_the_others_and_names_the_lost_server(sim_cluster, unreachable_inventory):
+    cluster = sim_cluster()
+    res = run_playbook(PLAYBOOKS / "smoke.yml", unreachable_inventory, extra_vars=launch_vars(cluster, np=8, allow_partial=True))
+    assert res.rc != 0, res  # a server that cannot be reached stays a finding of the smoke check
+    assert "allow_partial=true: smoke-checking without server1" in res.stdout, res
+    rows = [(r["stage"], r["server"], r["result"], r["detail"]) for r in summary_rows(res)]
+    assert rows[0] == ("facts", "server1", "FAIL", "unreachable or failed before the smoke check"), rows
+    assert [row[1:3] for row in rows if row[0] == "rank"] == [("server0", "OK")] * 8, rows

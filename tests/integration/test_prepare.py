@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.helpers.ansible_cli import run_playbook
 
 from .conftest import SIM_INVENTORY
+from .test_playbook_inputs import snapshot
 
 PREPARE = "playbooks/prepare.yml"
 PLAN = {
@@ -77,3 +80,87 @@ def test_a_duplicate_ip_in_the_plan_fails_before_any_device_changed(sim_cluster)
     assert "198.18.0.11" in result.stdout and "planned" in result.stdout
     assert result.changed() == 0
     assert state(cluster) == before
+
+
+def test_the_stale_conf_hint_leads_to_a_fix_that_works(sim_cluster):
+    """Issue 13 item 5: the hint names the configured hccn.conf and its command rewrites the file from the device."""
+    cluster = sim_cluster(preset_ips=False)
+    extra = {**cluster.inventory_vars, **PLAN}
+    assert run_playbook(PREPARE, SIM_INVENTORY, extra_vars=extra).rc == 0
+    server0 = cluster["server0"]
+    server0.fault("stale-conf", "--device", "1")  # address_1 in the file now disagrees with the device (198.18.0.12)
+    assert "address_1=198.18.0.113" in server0.hccn_conf.read_text()
+    before = (snapshot(cluster), state(cluster))
+
+    # the health stage reports it, naming the file this host uses (not /etc/hccn.conf) and the stage that fixes it
+    found = run_playbook(PREPARE, SIM_INVENTORY, extra_vars=extra, tags=["net_health"])
+    assert found.rc != 0, found
+    hint = f"server0 device 1: conf stale - {server0.hccn_conf} disagrees with the device on address"
+    assert hint in found.stdout and "run prepare.yml --tags device_ip" in found.stdout, found
+    assert (snapshot(cluster), state(cluster)) == before
+
+    # the hint's command, in check mode with diff: shows the set and the file it leaves, changes nothing
+    checked = run_playbook(PREPARE, SIM_INVENTORY, extra_vars=extra, tags=["device_ip"], check=True, diff=True)
+    assert checked.rc == 0 and checked.changed("server0") == 1 and checked.changed("server1") == 0, checked
+    assert "-address_1=198.18.0.113" in checked.stdout and "+address_1=198.18.0.12" in checked.stdout, checked
+    assert (snapshot(cluster), state(cluster)) == before
+
+    # for real: hccn_tool rewrites the line (the device keeps its address), and prepare passes again
+    fixed = run_playbook(PREPARE, SIM_INVENTORY, extra_vars=extra, tags=["device_ip"])
+    assert fixed.rc == 0 and fixed.changed("server0") == 1, fixed
+    assert "address_1=198.18.0.12\n" in server0.hccn_conf.read_text() and "198.18.0.113" not in server0.hccn_conf.read_text()
+    assert state(cluster)["server0"]["devices"]["1"]["ip"] == "198.18.0.12"
+    again = run_playbook(PREPARE, SIM_INVENTORY, extra_vars=extra)
+    assert again.rc == 0 and again.changed() == 0, again
+
+
+def explicit_inventory(tmp_path, server0_device0: dict) -> str:
+    """The simulated cluster's inventory with explicit ascend_device_ips per server (198.18.0.11-26/24, gateway .1)."""
+    import shutil
+
+    root = tmp_path / "explicit"
+    (root / "group_vars").mkdir(parents=True)
+    shutil.copy(SIM_INVENTORY.parent / "group_vars" / "ascend.yml", root / "group_vars" / "ascend.yml")
+    hosts = {}
+    for index, name in enumerate(("server0", "server1")):
+        devices = [
+            {"device_id": d, "address": f"198.18.0.{11 + index * 8 + d}", "netmask": "255.255.255.0", "gateway": "198.18.0.1"}
+            for d in range(8)
+        ]
+        if index == 0:
+            devices[0] = {**devices[0], **server0_device0}
+        hosts[name] = {"ascend_server_id": f"127.0.1.{index + 1}", "ascend_device_ips": devices}
+    (root / "hosts.yml").write_text(json.dumps({"ascend": {"hosts": hosts}}))
+    return str(root / "hosts.yml")
+
+
+@pytest.mark.parametrize(
+    "device0, health_mode, message",
+    [
+        # a netdetect target the device cannot reach: hccn_tool would accept it, net_health fail after the change
+        (
+            {"gateway": "", "netdetect": "198.19.5.1"},
+            "keep",
+            "server0 device 0: netdetect 198.19.5.1 is outside the device subnet 198.18.0.0/24 and the plan gives the device "
+            "no gateway to reach it; plan a gateway in 198.18.0.0/24, or a netdetect target inside it",
+        ),
+        # the plan's own target, which the health stage (peer) would replace silently
+        (
+            {"netdetect": "198.18.0.1"},
+            "peer",
+            "server0 device 0: the plan's netdetect 198.18.0.1 would be replaced by 198.18.0.19 (net_health netdetect=peer); "
+            "drop netdetect from the plan, or keep the plan's targets with ascend_net_health_netdetect=keep",
+        ),
+    ],
+    ids=["netdetect outside the subnet, no gateway", "netdetect replaced under peer"],
+)
+def test_a_netdetect_the_plan_check_refuses_changes_nothing(sim_cluster, tmp_path, device0, health_mode, message):
+    """Issue 13 item 6: refused by the plan check, before any device, hccn.conf or rank table changed."""
+    cluster = sim_cluster(preset_ips=False)
+    before = (snapshot(cluster), state(cluster))
+    extra = {**cluster.inventory_vars, "ascend_firewall_mode": "none", "ascend_net_health_netdetect": health_mode}
+    result = run_playbook(PREPARE, explicit_inventory(tmp_path, device0), extra_vars=extra)
+    assert result.rc != 0, result
+    assert "the device IP plan has 1 problem(s), nothing was changed: " + message in result.stdout, result
+    assert result.changed() == 0
+    assert (snapshot(cluster), state(cluster)) == before

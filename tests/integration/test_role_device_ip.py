@@ -31,7 +31,9 @@ def write_bed(tmp_path, cluster, group_vars, host_vars=None):
     hosts = {}
     for server in cluster.servers:
         hosts[server.name] = dict(
-            {"ascend_device_ip_hccn_tool": str(server.bin_dir / "hccn_tool")}, **(host_vars or {}).get(server.name, {})
+            # the file this server's hccn_tool writes (hermetic: never this machine's /etc/hccn.conf)
+            {"ascend_device_ip_hccn_tool": str(server.bin_dir / "hccn_tool"), "ascend_device_ip_hccn_conf": str(server.hccn_conf)},
+            **(host_vars or {}).get(server.name, {}),
         )
     inventory = {
         "all": {

@@ -215,3 +215,12 @@ def test_planned_ips_count_only_in_check_mode_and_only_for_devices_without_one()
     assert [(r["ip"], r["status"]) for r in checked["rows"]] == [("198.19.0.10/24", "IP planned"), ("198.19.0.11/24", "Init")]
     servers[0]["device_ip_result"] = {"devices": [planned(0, "198.19.0.10", changes=("gateway",))]}  # no address change planned
     assert health_report(servers, check_mode=True)["rows"][0]["status"] == "no IP"
+
+
+def test_the_stale_conf_hint_names_the_configured_file_and_the_stage_that_rewrites_it() -> None:
+    servers = cluster([dev(0, stale_conf=True, stale_keys=["address", "netmask"])])
+    servers[0]["ascend_npu"]["hccn_conf"] = "/srv/driver/hccn.conf"
+    assert health_report(servers)["problems"] == [
+        "h1 device 0: conf stale - /srv/driver/hccn.conf disagrees with the device on address, netmask; the device is "
+        "right: run prepare.yml --tags device_ip, which sets those values again so that hccn_tool rewrites the file"
+    ]

@@ -139,9 +139,13 @@ def test_an_unreadable_server_and_check_mode(sim_cluster):
     assert [(r["stage"], r["result"]) for r in summary_rows(checked, cluster)] == [("health", "OK"), ("rank_table", "OK")]
     assert not (cluster.root / "runs").exists()
     assert not (cluster.root / "server0" / "etc" / "rank_table.json").exists()
-    # a server whose hccn_tool is gone is named; the others are still checked
+    # a server whose hccn_tool is gone is refused, naming it, before anything is written or started ...
     cluster["server1"].fault("driver-missing")
-    res = run_playbook(SMOKE, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=8))
+    refused = run_playbook(SMOKE, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=8))
+    assert refused.rc != 0 and "server(s) server1 could not be reached or read" in refused.stdout, refused
+    assert not (cluster.root / "runs").exists() and not (cluster.root / "server0" / "etc" / "rank_table.json").exists()
+    # ... and with allow_partial=true it is named in the summary while the others are still checked
+    res = run_playbook(SMOKE, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=8, allow_partial=True))
     assert res.rc != 0, res
     rows = summary_rows(res, cluster)
     assert [(r["stage"], r["server"], r["result"]) for r in rows][:1] == [("facts", "server1", "FAIL")], rows

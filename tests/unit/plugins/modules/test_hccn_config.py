@@ -110,7 +110,7 @@ def test_second_run_is_a_no_op_with_reads_only():
     assert module.sets() == []
     assert len(module.calls) == 4 * 3  # ip, gateway, netdetect per device; no read-back
     assert all(not d["changed"] and d["commands"] == [] for d in result["devices"])
-    assert result["diff"]["before"] == result["diff"]["after"]
+    assert result["diff"][0]["before"] == result["diff"][0]["after"] and len(result["diff"]) == 1
 
 
 def test_partial_change_sets_only_what_differs():
@@ -125,8 +125,8 @@ def test_partial_change_sets_only_what_differs():
         "-i 1 -netdetect -s address 198.18.0.1",
     ]
     assert [d["changes"] for d in result["devices"]] == [[], ["netdetect"], ["ip", "gateway"]]
-    assert result["diff"]["before"]["device 2"]["address"] == "198.18.0.99"
-    assert result["diff"]["after"]["device 2"]["address"] == "198.18.0.12"
+    assert result["diff"][0]["before"]["device 2"]["address"] == "198.18.0.99"
+    assert result["diff"][0]["after"]["device 2"]["address"] == "198.18.0.12"
     assert module.state[2]["address"] == "198.18.0.12"
 
 
@@ -151,16 +151,18 @@ def test_check_mode_runs_no_set_and_reports_the_diff():
     assert result["changed"] is True
     assert module.sets() == [] and all("-g" in c for c in module.calls)
     assert module.state[0]["address"] == ""
-    assert result["diff"] == {
-        "before": {
-            "device 0": {"address": "", "netmask": "", "gateway": ""},
-            "device 1": {"address": "198.18.0.11", "netmask": MASK, "gateway": "198.18.0.1"},
-        },
-        "after": {
-            "device 0": {"address": "198.18.0.10", "netmask": MASK, "gateway": "198.18.0.1"},
-            "device 1": {"address": "198.18.0.11", "netmask": MASK, "gateway": "198.18.0.1"},
-        },
-    }
+    assert result["diff"] == [
+        {
+            "before": {
+                "device 0": {"address": "", "netmask": "", "gateway": ""},
+                "device 1": {"address": "198.18.0.11", "netmask": MASK, "gateway": "198.18.0.1"},
+            },
+            "after": {
+                "device 0": {"address": "198.18.0.10", "netmask": MASK, "gateway": "198.18.0.1"},
+                "device 1": {"address": "198.18.0.11", "netmask": MASK, "gateway": "198.18.0.1"},
+            },
+        }
+    ]
     assert result["devices"][0]["commands"] == [
         HCCN + " -i 0 -ip -s address 198.18.0.10 netmask 255.255.255.0",
         HCCN + " -i 0 -gateway -s gateway 198.18.0.1",
@@ -293,3 +295,68 @@ def test_reads_run_concurrently():
 
     result = Configurator(module, HccnTool(module, HCCN, runner=slow)).run()
     assert result["changed"] is False and module.max_active > 1
+
+
+CONF = "address_0=198.18.0.10\nnetmask_0=255.255.255.0\ngateway_0=198.18.0.1\nsend_arp_status_0=1\n"
+
+
+def configure_with_conf(tmp_path, text, devices, state, check_mode=False, **params):
+    conf = tmp_path / "hccn.conf"
+    conf.write_text(text)
+    module = FakeDevices(state, params={"devices": devices, "parallel": 4, "timeout": 30, "hccn_conf": str(conf), **params})
+    module.check_mode = check_mode
+    configurator = Configurator(module, HccnTool(module, HCCN, runner=module.run_tool))
+    return configurator.run(), module, configurator
+
+
+def test_a_stale_conf_line_is_set_again_from_the_device(tmp_path):
+    """The device is right, the file stale: the address is set again (with the gateway after it), as hccn_tool rewrites the line."""
+    state = {0: {"address": "198.18.0.10", "netmask": MASK, "gateway": "198.18.0.1"}}
+    stale = CONF.replace("address_0=198.18.0.10", "address_0=198.18.0.99")
+    result, module, _configurator = configure_with_conf(tmp_path, stale, [want(0, "198.18.0.10")], state, check_mode=True)
+    assert result["changed"] is True and module.sets() == []
+    assert result["devices"][0]["stale_conf_keys"] == ["address"]
+    assert result["devices"][0]["commands"] == [
+        HCCN + " -i 0 -ip -s address 198.18.0.10 netmask 255.255.255.0",
+        HCCN + " -i 0 -gateway -s gateway 198.18.0.1",
+    ]
+    conf_diff = result["diff"][1]
+    assert conf_diff["before_header"] == str(tmp_path / "hccn.conf") and conf_diff["before"] == stale
+    # what hccn_tool leaves: the keys it wrote deleted and appended at the end
+    assert conf_diff["after"] == "send_arp_status_0=1\naddress_0=198.18.0.10\nnetmask_0=255.255.255.0\ngateway_0=198.18.0.1\n"
+    assert (tmp_path / "hccn.conf").read_text() == stale  # check mode wrote nothing
+
+
+def test_a_conf_that_agrees_needs_no_set_but_every_field_is_read(tmp_path):
+    state = {0: {"address": "198.18.0.10", "netmask": MASK, "gateway": "198.18.0.1"}}
+    result, module, _configurator = configure_with_conf(tmp_path, CONF, [want(0, "198.18.0.10")], state)
+    assert result["changed"] is False and module.sets() == []
+    assert sorted(c[3] for c in module.calls) == ["-gateway", "-ip", "-netdetect"]
+    assert result["diff"][1]["before"] == result["diff"][1]["after"] == CONF
+
+
+def test_a_stale_netdetect_line_is_set_again_and_the_file_checked_after(tmp_path):
+    state = {0: {"address": "198.18.0.10", "netmask": MASK, "gateway": "198.18.0.1", "netdetect": "198.18.0.1"}}
+    with pytest.raises(ConfigError) as info:
+        # the fake tool does not write the file: as when hccn_tool writes another file than hccn_conf
+        configure_with_conf(tmp_path, CONF + "netdetect_0=198.18.0.7\n", [want(0, "198.18.0.10")], state)
+    assert "still disagrees with them on netdetect_0" in info.value.msg and "point the hccn_conf option" in info.value.msg
+    assert info.value.details["changed"] is True
+
+
+def test_a_line_no_set_can_fix_is_a_warning(tmp_path):
+    state = {0: {"address": "198.18.0.10", "netmask": MASK}}  # no gateway on the device, the file claims one
+    result, module, configurator = configure_with_conf(tmp_path, CONF, [want(0, "198.18.0.10")], state)
+    assert result["changed"] is False and module.sets() == []
+    assert result["devices"][0]["stale_conf_keys"] == []
+    assert configurator.warnings == [
+        "%s has gateway_0=198.18.0.1 but device 0 has no gateway, and hccn_tool cannot remove one: delete that line "
+        "from %s by hand (the device is the truth)" % (tmp_path / "hccn.conf", tmp_path / "hccn.conf")
+    ]
+
+
+def test_rewrite_stale_conf_false_leaves_the_file_alone(tmp_path):
+    state = {0: {"address": "198.18.0.10", "netmask": MASK, "gateway": "198.18.0.1"}}
+    stale = CONF.replace("address_0=198.18.0.10", "address_0=198.18.0.99")
+    result, module, _configurator = configure_with_conf(tmp_path, stale, [want(0, "198.18.0.10")], state, rewrite_stale_conf=False)
+    assert result["changed"] is False and module.calls == [(HCCN, "-i", "0", "-ip", "-g")] and len(result["diff"]) == 1

@@ -37,3 +37,58 @@ def test_server_names(servers, names):
 def test_bad_server_lists(servers, message):
     with pytest.raises(ClusterSpecError, match=message.replace("[", r"\[").replace("]", r"\]")):
         _ip_plan.server_names(servers)
+
+
+def dev(device, address, gateway="", netdetect=""):
+    return {"device_id": device, "address": address, "netmask": "255.255.255.0", "gateway": gateway, "netdetect": netdetect}
+
+
+def problems_of(plan, **kwargs):
+    with pytest.raises(ClusterSpecError) as info:
+        _ip_plan.validate_plan(plan, **kwargs)
+    return str(info.value)
+
+
+def test_a_netdetect_outside_the_subnet_without_a_gateway_is_refused():
+    """Issue 13 item 6: hccn_tool accepts it and net_health fails later; the plan check refuses it first."""
+    msg = problems_of({"s0": [dev(0, "198.18.0.10", netdetect="198.19.0.1")]})
+    assert msg == (
+        "the device IP plan has 1 problem(s), nothing was changed: s0 device 0: netdetect 198.19.0.1 is outside the "
+        "device subnet 198.18.0.0/24 and the plan gives the device no gateway to reach it; plan a gateway in "
+        "198.18.0.0/24, or a netdetect target inside it"
+    )
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        dev(0, "198.18.0.10", gateway="198.18.0.1", netdetect="198.19.0.1"),  # routed through the gateway
+        dev(0, "198.18.0.10", netdetect="198.18.0.20"),  # inside the subnet
+        dev(0, "198.18.0.10"),
+    ],
+)
+def test_netdetect_targets_the_device_can_reach_pass(entry):
+    assert _ip_plan.validate_plan({"s0": [entry]})["s0"][0]["netdetect"] == entry["netdetect"]
+
+
+def test_a_planned_netdetect_the_health_stage_would_replace_is_refused():
+    """Issue 13 item 6: under net_health netdetect=peer (or gateway) the plan's own target would be replaced silently."""
+    plan = {
+        "s0": [dev(0, "198.18.0.10", netdetect="198.18.0.99"), dev(1, "198.18.0.11", netdetect="198.18.0.21")],
+        "s1": [dev(0, "198.18.0.20"), dev(1, "198.18.0.21")],
+    }
+    msg = problems_of(plan, replaced_netdetect="peer", servers=["s0", "s1"])
+    assert "1 problem(s)" in msg  # device 1 already probes its peer (s1 device 1): nothing is replaced
+    assert (
+        "s0 device 0: the plan's netdetect 198.18.0.99 would be replaced by 198.18.0.20 (net_health netdetect=peer); "
+        "drop netdetect from the plan, or keep the plan's targets with ascend_net_health_netdetect=keep"
+    ) in msg
+    # gateway mode: a target other than the planned gateway (or, without one, the device's) is replaced too
+    gateway = {"s0": [dev(0, "198.18.0.10", gateway="198.18.0.1", netdetect="198.18.0.1"), dev(1, "198.18.0.11", netdetect="198.18.0.1")]}
+    assert "s0 device 1: the plan's netdetect 198.18.0.1 would be replaced by the device's gateway" in problems_of(
+        gateway, replaced_netdetect="gateway"
+    )
+    # no later stage (net_health keep, or a play of your own): the plan's targets stand
+    assert _ip_plan.validate_plan(plan)["s0"][0]["netdetect"] == "198.18.0.99"
+    with pytest.raises(ClusterSpecError, match="replaced_netdetect 'keep' is unknown"):
+        _ip_plan.validate_plan(plan, replaced_netdetect="keep")
