@@ -250,6 +250,6 @@ def test_allow_partial_smoke_checks_the_others_and_names_the_lost_server(sim_clu
     res = run_playbook(PLAYBOOKS / "smoke.yml", unreachable_inventory, extra_vars=launch_vars(cluster, np=8, allow_partial=True))
     assert res.rc != 0, res  # a server that cannot be reached stays a finding of the smoke check
     assert "allow_partial=true: smoke-checking without server1" in res.stdout, res
-    rows = [(r["stage"], r["server"], r["result"], r["detail"]) for r in summary_rows(res)]
+    rows = [(r["stage"], r["server"], r["result"], r["detail"]) for r in summary_rows(res, cluster)]
     assert rows[0] == ("facts", "server1", "FAIL", "unreachable or failed before the smoke check"), rows
     assert [row[1:3] for row in rows if row[0] == "rank"] == [("server0", "OK")] * 8, rows
