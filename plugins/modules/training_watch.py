@@ -27,6 +27,9 @@ description:
     marker too and fails, naming who stopped it (the first line of the job's C(abort) file on the server).
   - When another server's watcher wrote the marker, stops the local ranks (C(state=stop)) and fails with the
     same message. Between polls it wakes up as soon as the marker appears.
+  - A Ctrl-C to C(ansible-playbook) stops the job on this server, or leaves it running; see
+    O(detach_on_interrupt). Either way the watch ends at once, saying on the controller's terminal
+    what it stopped or how to follow and stop the job it left.
   - The watcher of the server holding rank 0 prints progress (ranks by state, cluster-wide, and rank 0's
     last log line) every O(progress_interval) seconds.
   - Used by the C(ascend.cluster.launch_training) role.
@@ -60,6 +63,22 @@ options:
     description: Lines of the failing rank's log in the message.
     type: int
     default: 20
+  detach_on_interrupt:
+    description:
+      - What an operator's Ctrl-C (or a SIGTERM) to C(ansible-playbook) does to the watched job.
+      - V(false) stops every rank of the job on this server (as C(ascend.cluster.stop) would), after
+        O(interrupt_window) seconds in which a second Ctrl-C leaves the job running instead; the
+        ranks' C(stopped_by) names the interruption.
+      - V(true) leaves the job running and prints the C(ascend.cluster.status) and
+        C(ascend.cluster.stop) commands that follow and end it.
+    type: bool
+    default: false
+  interrupt_window:
+    description:
+      - Seconds after a first Ctrl-C in which a second one leaves the job running instead of stopping it
+        (V(0) stops at once). A SIGTERM stops at once.
+    type: float
+    default: 1.0
 extends_documentation_fragment:
   - ascend.cluster.tools
   - ascend.cluster.jobs
@@ -102,6 +121,12 @@ first_failure:
       error, log, tail); or who stopped it (server, stopped_by, ranks); or why a server could not be watched
       (server, error).
   returned: failed
+  type: dict
+interrupted:
+  description:
+    - How a Ctrl-C or SIGTERM to C(ansible-playbook) ended the watch - C(signal) (2 or 15), C(action)
+      (V(stopped) or V(left_running)) and, when stopped, C(stopped) (the rank ids that were running).
+  returned: when interrupted
   type: dict
 """
 
