@@ -127,11 +127,11 @@ class ActionModule(ActionBase):
         rank_dirs = [posixpath.dirname(r["log"]) for r in ranks]
         return files.parse_probe(self._shell(files.probe_command(remote_job_dir, rank_dirs)))
 
-    def _fast_stop(self, remote_job_dir: str, ranks: list) -> None:
+    def _fast_stop(self, remote_job_dir: str, ranks: list, reason: str = STOPPED_BY_ANOTHER_SERVER) -> None:
         """Abort the gate and TERM every running rank's process group with one shell command."""
         groups = " ".join(f"-{int(r['pid'])}" for r in ranks if r.get("pid") and r["state"] in ("running", "staged"))
         abort = quote(posixpath.join(remote_job_dir, files.ABORT_FILE))
-        command = f"echo {quote(STOPPED_BY_ANOTHER_SERVER)} >> {abort}"
+        command = f"echo {quote(reason)} >> {abort}"
         if groups:
             command += f"; kill -TERM {groups} 2>/dev/null"  # no "--": dash's kill refuses it
         self._shell(command + "; true")
@@ -239,16 +239,21 @@ class ActionModule(ActionBase):
             msg = f"{why}: job {job_id} left running on server {server}"
             return dict(failed=True, changed=False, server=server, interrupted={"signal": signum, "action": "left_running"}, msg=msg)
         reason = f"{why} (ansible-playbook of {os.environ.get('USER') or 'an unknown user'})"
+        # TERM the ranks of the last poll at once (one shell command), then stop as stop.yml does
+        summary = _read_json(os.path.join(hosts_dir, f"{server}.json")) or {}
+        if summary.get("ranks"):
+            self._fast_stop(files.job_dir(opts["job_root"], job_id), summary["ranks"], reason)
         stop_args = {"state": "stop", "job_id": job_id, "job_root": opts["job_root"], "grace": opts["grace"], "reason": reason}
         stopped = self._poll(stop_args, task_vars)
+        ranks: list = []
         if stopped.get("failed"):
             msg = f"{why}: could not stop job {job_id} on server {server}: {stopped.get('msg')}"
         else:
-            ranks = stopped.get("stopped") or []
+            ranks = [r["rank_id"] for r in stopped.get("ranks") or [] if r.get("state") == "stopped"]
             done = f"ranks {watch.rank_ranges(ranks)} stopped" if ranks else "no rank was running"
             msg = f"{why}: job {job_id} on server {server}: {done}, its devices are free"
         guard.say(f"[{job_id}] {msg}")
-        interrupted = {"signal": signum, "action": "stopped", "stopped": stopped.get("stopped", [])}
+        interrupted = {"signal": signum, "action": "stopped", "stopped": ranks}
         return dict(failed=True, changed=True, server=server, interrupted=interrupted, msg=msg)
 
     @staticmethod
