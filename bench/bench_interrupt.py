@@ -26,10 +26,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
 
-from bench_launch import STAND_IN, TRAIN, sim_target  # noqa: E402
-
+from bench.bench_launch import STAND_IN, TRAIN, sim_target  # noqa: E402
 from tests.helpers.ansible_cli import BIN_DIR, ansible_env  # noqa: E402
 from tests.helpers.procs import alive  # noqa: E402
 

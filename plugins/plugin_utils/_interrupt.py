@@ -120,7 +120,8 @@ def release_staging(action: Any, guard: Guard, signum: int, job_id: str, job_roo
     if stopped.get("failed"):
         msg = f"{why} during the launch: could not release job {job_id} on {server}: {stopped.get('msg')}"
     else:
-        msg = f"{why} during the launch: job {job_id} released on {server} (nothing started; {len(stopped.get('stopped') or [])} staged ranks stopped, devices free)"
+        count = len(stopped.get("stopped") or [])
+        msg = f"{why} during the launch: job {job_id} released on {server} (nothing started; {count} staged ranks stopped, devices free)"
     if signum == signal.SIGINT:  # the main process reads no more results: tell the operator directly
         guard.say(f"[{job_id}] {msg}")
     return {"failed": True, "changed": bool(stopped.get("changed")), "msg": msg, "interrupted": {"signal": signum, "action": "released"}}
