@@ -5,7 +5,9 @@ conflicts, on the controller), and reduce each rank to the ids the module takes.
 
 The role passes the host's slice of the rank layout as it is (entries also carry ``device_ip``,
 ``server_id``, ...); the module's ``ranks`` suboptions take ``rank_id`` and ``device_id`` only.
-Async (``async`` + ``poll: 0``) is passed through.
+Async (``async`` + ``poll: 0``) is passed through. A Ctrl-C (or SIGTERM) to ansible-playbook while
+the runners are being started stops the job on the server at once (its abort file makes every
+runner, also one forked later, give up at the gate): see ``plugin_utils/_interrupt``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.ascend.cluster.plugins.action.training_rank import ActionModule as TrainingRankAction
+from ansible_collections.ascend.cluster.plugins.plugin_utils import _interrupt as interrupt
 
 
 class ActionModule(TrainingRankAction):
@@ -27,4 +30,11 @@ class ActionModule(TrainingRankAction):
                 self._task.args["ranks"] = [{"rank_id": rank["rank_id"], "device_id": rank["device_id"]} for rank in ranks]
             except (KeyError, TypeError) as exc:
                 raise AnsibleActionFail(f"ranks: every entry needs rank_id and device_id ({exc!r})") from exc
-        return super().run(tmp, task_vars)
+        args = self._task.args
+        with interrupt.Guard() as guard:
+            try:
+                return super().run(tmp, task_vars)
+            except interrupt.Interrupted as exc:
+                return interrupt.release_staging(
+                    self, guard, exc.signum, str(args.get("job_id")), args.get("job_root"), task_vars or {}, args.get("kill_grace")
+                )

@@ -34,18 +34,21 @@ import copy
 import json
 import os
 import posixpath
+import signal
 import threading
 import time
 from functools import partial
 from shlex import quote
 from typing import Any
 
+from ansible import context
 from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
+from ansible_collections.ascend.cluster.plugins.plugin_utils import _interrupt as interrupt
 from ansible_collections.ascend.cluster.plugins.plugin_utils import _watch as watch
 
 display = Display()
@@ -208,17 +211,24 @@ class ActionModule(ActionBase):
         stdout = call_within(lambda: self._shell(files.probe_command(remote_job_dir, rank_dirs, runners)), timeout)
         return None if stdout is MISSED else files.parse_probe(stdout)
 
-    def _fast_stop(self, remote_job_dir: str, ranks: list) -> None:
+    def _fast_stop(self, remote_job_dir: str, ranks: list, reason: str = STOPPED_BY_ANOTHER_SERVER) -> None:
         """Abort the gate and TERM every running rank's process group with one shell command."""
         groups = " ".join(f"-{int(r['pid'])}" for r in ranks if r.get("pid") and r["state"] in ("running", "staged"))
         abort = quote(posixpath.join(remote_job_dir, files.ABORT_FILE))
-        command = f"echo {quote(STOPPED_BY_ANOTHER_SERVER)} >> {abort}"
+        command = f"echo {quote(reason)} >> {abort}"
         if groups:
             command += f"; kill -TERM {groups} 2>/dev/null"  # no "--": dash's kill refuses it
         self._shell(command + "; true")
 
     def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
-        task_vars = task_vars or {}
+        with interrupt.Guard() as guard:
+            self._guard = guard
+            try:
+                return self._watch(tmp, task_vars or {})
+            except interrupt.Interrupted as exc:
+                return self._interrupted(guard, exc.signum, task_vars or {})
+
+    def _watch(self, tmp: Any, task_vars: dict) -> dict:
         result = super().run(tmp, task_vars)
         unknown = sorted(set(self._task.args) - set(ARGS))
         if unknown:  # said the way every task of the role would want it, before the validator's longer text
@@ -276,6 +286,8 @@ class ActionModule(ActionBase):
                     ranks = ranks if stopped is MISSED else stopped.get("ranks", ranks)
                 return self._finish(result, server, ranks, read_marker(marker, MARKER_COMPLETE_S) or {}, misses)
             self._sleep_unless(marker, opts["poll_interval"])
+            if self._guard.parent_gone():  # ansible-playbook was killed (kill -9): leave the job, as it would
+                return dict(result, failed=True, server=server, msg=f"the controller died; job {opts['job_id']} left running")
             if os.path.exists(marker):
                 continue
             sent = time.time()
@@ -293,6 +305,55 @@ class ActionModule(ActionBase):
         """Stop the local ranks because another server's watcher failed the job: the fast TERM, then ``state=stop``."""
         self._fast_stop(remote_job_dir, ranks)
         return self._poll(stop_args, task_vars)
+
+    def _interrupted(self, guard: interrupt.Guard, signum: int, task_vars: dict) -> dict:
+        """Ctrl-C or SIGTERM to ansible-playbook: stop this server's ranks, or leave them running; say which.
+
+        A Ctrl-C stops after ``interrupt_window`` s unless the main process dies first (a second
+        Ctrl-C, which Ansible does not forward); a SIGTERM stops at once. ``detach_on_interrupt``
+        leaves the job running. The first watcher to be interrupted speaks for the job; each says
+        what it stopped on its server.
+        """
+        _validation, opts = self.validate_argument_spec(argument_spec=ARGS)
+        server: str = opts["server"] or task_vars.get("inventory_hostname", "?")
+        job_id = opts["job_id"]
+        job_dir = os.path.join(opts["controller_dir"], job_id)
+        hosts_dir = os.path.join(job_dir, "hosts")
+        servers = len(os.listdir(hosts_dir)) if os.path.isdir(hosts_dir) else 0
+        first = _claim_file(os.path.join(job_dir, "interrupted"))
+        why = interrupt.cause(signum)
+        detach = opts["detach_on_interrupt"]
+        if not detach and signum == signal.SIGINT and opts["interrupt_window"] > 0:
+            if first:
+                guard.say(
+                    f"[{job_id}] {why}: stopping job {job_id} on {servers or 'every'} server(s) - "
+                    f"press Ctrl-C again within {opts['interrupt_window']:g} s to leave it running"
+                )
+            if guard.wait_for_parent_death(opts["interrupt_window"]):
+                detach, why = True, "Ctrl-C twice on the controller"
+        if detach:
+            if first:
+                for line in left_running_lines(job_id, why, servers, task_vars):
+                    guard.say(line)
+            msg = f"{why}: job {job_id} left running on server {server}"
+            return dict(failed=True, changed=False, server=server, interrupted={"signal": signum, "action": "left_running"}, msg=msg)
+        reason = f"{why} (ansible-playbook of {os.environ.get('USER') or 'an unknown user'})"
+        # TERM the ranks of the last poll at once (one shell command), then stop as stop.yml does
+        summary = _read_json(os.path.join(hosts_dir, f"{server}.json")) or {}
+        if summary.get("ranks"):
+            self._fast_stop(files.job_dir(opts["job_root"], job_id), summary["ranks"], reason)
+        stop_args = {"state": "stop", "job_id": job_id, "job_root": opts["job_root"], "grace": opts["grace"], "reason": reason}
+        stopped = self._poll(stop_args, task_vars)
+        ranks: list = []
+        if stopped.get("failed"):
+            msg = f"{why}: could not stop job {job_id} on server {server}: {stopped.get('msg')}"
+        else:
+            ranks = [r["rank_id"] for r in stopped.get("ranks") or [] if r.get("state") == "stopped"]
+            done = f"ranks {watch.rank_ranges(ranks)} stopped" if ranks else "no rank was running"
+            msg = f"{why}: job {job_id} on server {server}: {done}, its devices are free"
+        guard.say(f"[{job_id}] {msg}")
+        interrupted = {"signal": signum, "action": "stopped", "stopped": ranks}
+        return dict(failed=True, changed=True, server=server, interrupted=interrupted, msg=msg)
 
     @staticmethod
     def _claim(marker: str, server: str, failure: dict) -> dict:
@@ -323,3 +384,29 @@ class ActionModule(ActionBase):
             host_lost=lost,
             msg=watch.failure_message(first),
         )
+
+
+def _claim_file(path: str) -> bool:
+    """Create ``path`` unless it exists: True for the first caller."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    except FileExistsError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def left_running_lines(job_id: str, why: str, servers: int, task_vars: dict) -> list:
+    """What the operator is told when the job is left running: the exact status and stop commands."""
+    inventories = context.CLIARGS.get("inventory") or ()
+    args = "".join(f" -i {quote(str(source))}" for source in inventories)
+    hosts = task_vars.get("ascend_hosts")
+    if isinstance(hosts, str) and hosts and hosts != "ascend":
+        args += f" -e {quote('ascend_hosts=' + hosts)}"
+    args += f" -e {quote('job_id=' + job_id)}"
+    return [
+        f"[{job_id}] {why}: job {job_id} left running on {servers or 'every'} server(s), not watched any more.",
+        f"[{job_id}]   follow it: ansible-playbook ascend.cluster.status{args}",
+        f"[{job_id}]   stop it:   ansible-playbook ascend.cluster.stop{args}",
+    ]

@@ -51,7 +51,11 @@ def tail(path: str, lines: int) -> list:
 
 
 def record_job(job_root: str, job: dict) -> str:
-    """Write ``job.json`` (fresh gate/abort) and the ``latest`` pointer; returns the job dir."""
+    """Write ``job.json`` (fresh gate/abort); returns the job dir.
+
+    ``latest`` is not moved here: a job that is refused or interrupted before its gate opens never
+    becomes the one status and stop pick by default (:func:`open_gate` moves it).
+    """
     directory = files.job_dir(job_root, job["job_id"])
     os.makedirs(directory, 0o755, exist_ok=True)
     for name in (files.GATE_FILE, files.ABORT_FILE):
@@ -60,11 +64,15 @@ def record_job(job_root: str, job: dict) -> str:
             os.unlink(path)
     job = dict(job, recorded_at=time.time())
     files.write_json(os.path.join(directory, files.JOB_FILE), job)
+    return directory
+
+
+def set_latest(job_root: str, job_id: str) -> None:
+    """Make ``job_id`` the job ``latest`` names (atomic rename)."""
     latest = os.path.join(job_root, files.LATEST_FILE)
     with open(latest + ".tmp", "w") as handle:
-        handle.write(job["job_id"] + "\n")
+        handle.write(job_id + "\n")
     os.rename(latest + ".tmp", latest)
-    return directory
 
 
 def load_job(job_root: str, job_id: str) -> dict:
@@ -174,7 +182,9 @@ def wait_staged(job_root: str, job: dict, timeout: float) -> list:
 
 
 def open_gate(job_root: str, job: dict, start_at: float) -> None:
+    """Open the gate at ``start_at``; the job becomes ``latest`` (it has started)."""
     files.write_json(os.path.join(files.job_dir(job_root, job["job_id"]), files.GATE_FILE), {"start_at": start_at})
+    set_latest(job_root, job["job_id"])
 
 
 def stop_job(job_root: str, job: dict, grace: float, reason: str = "stop requested") -> dict:

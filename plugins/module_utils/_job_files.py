@@ -9,7 +9,8 @@ Layout on each server (see docs/launch.md):
 - ``<job_root>/<job_id>/abort``      why the job is being stopped, one line per reason, the first
   one first: a failing rank's runner writes ``rank N failed (rc=X)`` (:func:`failed_line`), stop and
   the watchers a free-form reason. Runners still at the gate give up when it exists;
-- ``<job_root>/latest``              the id of the newest job (status/stop default to it);
+- ``<job_root>/latest``              the id of the newest job whose gate opened (status/stop default
+  to it; a job refused or interrupted while staging never becomes ``latest``);
 - ``<run_dir>/device_<rank>/``       the rank's working directory: ``env.log``, ``train.log``,
   ``state.json`` (``phase`` - one of :data:`PHASES` -, pids, start/end time, exit code, and at the
   end ``stopped_by``: the abort reason that existed when the rank ended, None if none did);

@@ -80,4 +80,6 @@ WATCH = spec(
     probe_timeout=dict(type="float", default=1.5),
     progress_interval=dict(type="float", default=10.0),
     tail_lines=dict(type="int", default=20),
+    detach_on_interrupt=dict(type="bool", default=False),
+    interrupt_window=dict(type="float", default=1.0),
 )

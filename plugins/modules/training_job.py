@@ -19,9 +19,12 @@ description:
   - V(preflight) also reads the chip health of each of O(devices) from the same C(npu-smi info) table. C(Alarm) or
     C(Critical) fails, naming the device (before anything is stopped or started); C(Warning) or C(UNKNOWN) warns.
     It returns the driver version npu-smi prints in its header, for a cluster-wide comparison on the controller.
-  - V(record) writes the job record (C(<job_root>/<job_id>/job.json)) for O(ranks) and makes it the latest job.
+  - V(record) writes the job record (C(<job_root>/<job_id>/job.json)) for O(ranks).
   - V(staged) waits until every local rank is staged at the gate; fails if any could not stage.
-  - V(gate) opens the gate, so that every rank starts its command at O(start_at).
+  - V(gate) opens the gate, so that every rank starts its command at O(start_at), and makes the job the
+    latest one (V(latest) never names a job refused or interrupted before it started).
+  - A Ctrl-C (or SIGTERM) to C(ansible-playbook) during V(staged) or V(gate) stops the job on the server at
+    once (as V(stop) does), so its staged runners release their devices instead of waiting for the gate time-out.
   - V(poll) and V(status) report every local rank; V(poll) with O(stop_on_failure) stops the other
     local ranks as soon as one has failed.
   - V(stop) stops every local rank (TERM, then KILL after O(grace)), waits for their runners to
@@ -35,7 +38,7 @@ options:
     choices: [preflight, record, staged, gate, poll, status, stop]
     required: true
   job_id:
-    description: The job; V(latest) is the newest job recorded on this host, V(all) (with V(stop) only) every job.
+    description: The job; V(latest) is the newest job started on this host, V(all) (with V(stop) only) every job.
     type: str
     default: latest
   run_dir:

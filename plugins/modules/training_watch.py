@@ -32,6 +32,9 @@ description:
     ranks (C(h2 stopped answering at 12:03:04; ranks 8-15 lost)) and fails; the other servers' watchers stop
     their ranks. Ranks whose runner is gone before recording an exit (killed with SIGKILL) are lost too, and
     the full poll that follows stops the server's other ranks, including a training left running without its runner.
+  - A Ctrl-C to C(ansible-playbook) stops the job on this server, or leaves it running; see
+    O(detach_on_interrupt). Either way the watch ends at once, saying on the controller's terminal
+    what it stopped or how to follow and stop the job it left.
   - The watcher of the server holding rank 0 prints progress (ranks by state, cluster-wide, and rank 0's
     last log line) every O(progress_interval) seconds.
   - Used by the C(ascend.cluster.launch_training) role.
@@ -71,6 +74,22 @@ options:
     description: Lines of the failing rank's log in the message.
     type: int
     default: 20
+  detach_on_interrupt:
+    description:
+      - What an operator's Ctrl-C (or a SIGTERM) to C(ansible-playbook) does to the watched job.
+      - V(false) stops every rank of the job on this server (as C(ascend.cluster.stop) would), after
+        O(interrupt_window) seconds in which a second Ctrl-C leaves the job running instead; the
+        ranks' C(stopped_by) names the interruption.
+      - V(true) leaves the job running and prints the C(ascend.cluster.status) and
+        C(ascend.cluster.stop) commands that follow and end it.
+    type: bool
+    default: false
+  interrupt_window:
+    description:
+      - Seconds after a first Ctrl-C in which a second one leaves the job running instead of stopping it
+        (V(0) stops at once). A SIGTERM stops at once.
+    type: float
+    default: 1.0
 extends_documentation_fragment:
   - ascend.cluster.tools
   - ascend.cluster.jobs
@@ -119,6 +138,12 @@ host_lost:
   description: The server stopped answering (two probes in a row missed); the play's later tasks leave it alone.
   returned: failed
   type: bool
+interrupted:
+  description:
+    - How a Ctrl-C or SIGTERM to C(ansible-playbook) ended the watch - C(signal) (2 or 15), C(action)
+      (V(stopped) or V(left_running)) and, when stopped, C(stopped) (the rank ids that were running).
+  returned: when interrupted
+  type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -175,11 +175,22 @@ def test_rank_states_and_first_failure(tmp_path):
         files.write_json(os.path.join(rdir, files.STATE_FILE), {"phase": phase, "rc": rc, "ended": ended, "started": now - 5})
         with open(os.path.join(rdir, files.TRAIN_LOG), "w") as handle:
             handle.write("".join("line %d\n" % i for i in range(30)))
-    states = control.rank_states(str(tmp_path / "jobs"), control.load_job(str(tmp_path / "jobs"), "latest"), 1, 5)
+    states = control.rank_states(str(tmp_path / "jobs"), control.load_job(str(tmp_path / "jobs"), "j"), 1, 5)
     assert [s["state"] for s in states] == ["done", "failed", "failed"]
     assert states[0]["tail"] == ["line 29"] and len(states[1]["tail"]) == 5
     first = control.first_failure(states)
     assert first is not None and first["rank_id"] == 2  # ended first
+
+
+def test_latest_names_only_a_job_whose_gate_opened(tmp_path):
+    root = str(tmp_path)
+    control.record_job(root, {"job_id": "started", "run_dir": "/x", "ranks": []})
+    control.open_gate(root, control.load_job(root, "started"), time.time())
+    control.record_job(root, {"job_id": "refused", "run_dir": "/y", "ranks": []})  # staged, never started
+    assert files.resolve_job_id(root, "latest") == "started"
+    assert control.load_job(root, "latest")["job_id"] == "started"
+    control.open_gate(root, control.load_job(root, "refused"), time.time())
+    assert files.resolve_job_id(root, "latest") == "refused"
 
 
 def test_unknown_job_says_what_is_known(tmp_path):
