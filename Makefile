@@ -11,7 +11,10 @@ PYTEST_ARGS ?=
 
 # pytest-xdist workers for the suites whose tests are independent (every simulated cluster and test bed
 # has its own directory and prefix). More workers than the 2 cores pay off: playbook tests mostly wait.
+# worksteal: an idle worker takes tests still queued on a busy one, so the slow playbook tests do not end
+# the run on one worker alone (with the default scheduling the last ~10 min ran on one of four).
 XDIST ?= 4
+XDIST_ARGS := -n $(XDIST) --dist worksteal
 
 all: test
 
@@ -45,14 +48,14 @@ test: system-packages ruff mypy test-python sanity lint docs-lint test-lane-newe
 
 ## make test-python: every pytest tier (tests/unit, simulator, integration, testbed; the bed needs root)
 test-python: $(STAMP) $(TORCH_STAMP) | system-packages
-	$(BIN)/python -m pytest -n $(XDIST) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST_ARGS) $(PYTEST_ARGS)
 
 ## make test-unit: tests/unit only (pure Python, seconds)
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
 
 test-testbed: $(STAMP) $(TORCH_STAMP) | system-packages
-	$(BIN)/python -m pytest -n $(XDIST) tests/testbed $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST_ARGS) tests/testbed $(PYTEST_ARGS)
 
 sanity: $(STAMP)
 	VENV_BIN=$(abspath $(BIN)) bash tests/sanity/run.sh
@@ -107,9 +110,10 @@ LANE_PYTHON ?= $(shell for v in 3.13 3.12; do \
     done; done)
 # What can differ between ansible-core versions: every filter, module and role, and the playbooks
 # prepare, rank_table and train (launch) on the simulated cluster. Left to the main lane, to keep
-# make test inside CI's time: the simulator (it imports nothing of Ansible), the AOE, smoke and
-# PyTorch variants of the launch (the same launch tasks, played several times over).
-LANE_TESTS := tests/unit $(filter-out %/test_launch_aoe.py %/test_smoke.py %/test_launch_pytorch.py,$(wildcard tests/integration/test_*.py))
+# make test inside CI's time: the simulator (it imports nothing of Ansible), the AOE, smoke, PyTorch and
+# chip-gate variants of the launch (the same launch tasks, played several times over), and the Galaxy
+# tarball test (it replays the README's sim_cluster and smoke commands).
+LANE_TESTS := tests/unit $(filter-out %/test_launch_aoe.py %/test_smoke.py %/test_launch_pytorch.py %/test_launch_chip_gate.py %/test_galaxy_install.py,$(wildcard tests/integration/test_*.py))
 
 $(LANE_STAMP): requirements.txt tests/requirements.txt
 	$(LANE_PYTHON) -m venv $(LANE_VENV)
@@ -124,7 +128,7 @@ else
 test-lane-newest: $(LANE_STAMP) $(TORCH_STAMP)
 	@echo "lane: ansible-core $$($(LANE_BIN)/python -c 'from ansible.release import __version__ as v; print(v)'), $$($(LANE_BIN)/python --version), ANSIBLE_INJECT_FACT_VARS=false"
 	ANSIBLE_INJECT_FACT_VARS=false VENV_BIN=$(abspath $(LANE_BIN)) bash tests/sanity/run.sh
-	ANSIBLE_INJECT_FACT_VARS=false $(LANE_BIN)/python -m pytest -n $(XDIST) $(PYTEST_ARGS) $(LANE_TESTS)
+	ANSIBLE_INJECT_FACT_VARS=false $(LANE_BIN)/python -m pytest $(XDIST_ARGS) $(PYTEST_ARGS) $(LANE_TESTS)
 endif
 
 build: $(STAMP)
