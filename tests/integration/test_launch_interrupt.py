@@ -8,15 +8,12 @@ process). Every check reads what the ranks themselves wrote (state.json) and the
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 
-from tests.helpers.ansible_cli import BIN_DIR, ansible_env, run_playbook
-from tests.helpers.collection import REPO_ROOT
+from tests.helpers.ansible_cli import run_playbook, start_playbook
 from tests.helpers.procs import alive, wait_for
 
 from .conftest import SIM_INVENTORY
@@ -32,14 +29,7 @@ class Played:
         self.output = tmp_path / f"train-{time.monotonic_ns()}.out"
         # append mode: the workers write to the same file (reopened through /proc) without overwriting
         with open(self.output, "a") as out:
-            self.proc = subprocess.Popen(
-                [str(BIN_DIR / "ansible-playbook"), str(TRAIN), "-i", str(SIM_INVENTORY), "-e", json.dumps(extra)],
-                cwd=REPO_ROOT,
-                env=ansible_env(),
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+            self.proc = start_playbook(TRAIN, SIM_INVENTORY, extra, out)
 
     def ctrl_c(self) -> None:
         os.killpg(self.proc.pid, signal.SIGINT)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import group_alive
-from tests.helpers.ansible_cli import BIN_DIR, DEPRECATION_MARK, ansible_env, run_playbook
+from tests.helpers.ansible_cli import DEPRECATION_MARK, run_playbook, start_playbook
 from tests.helpers.collection import REPO_ROOT
 from tests.helpers.procs import alive, wait_for
 from tests.helpers.runs import rank_states as read_rank_states
@@ -189,14 +189,7 @@ def test_stop_of_a_watched_job_fails_the_watching_play_naming_the_stop(sim_clust
     extra = launch_vars(cluster, np=16, ascend_train_env={"STEPS": "100000", "STEP_S": "0.5"})
     output = tmp_path / "train.out"
     with open(output, "w") as out:
-        proc = subprocess.Popen(
-            [str(BIN_DIR / "ansible-playbook"), str(TRAIN), "-i", str(SIM_INVENTORY), "-e", json.dumps(extra)],
-            cwd=REPO_ROOT,
-            env=ansible_env(),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        proc = start_playbook(TRAIN, SIM_INVENTORY, extra, out)
     try:
         wait_for(
             lambda: (cluster.root / "runs").exists() and sum(s.get("phase") == "running" for s in rank_states(cluster).values()) == 16,
@@ -230,14 +223,7 @@ def test_a_server_whose_runners_are_killed_fails_the_job_naming_its_lost_ranks(s
     extra = launch_vars(cluster, np=16, ascend_train_env={"STEPS": "100000", "STEP_S": "0.5"})
     output = tmp_path / "train.out"
     with open(output, "w") as out:
-        proc = subprocess.Popen(
-            [str(BIN_DIR / "ansible-playbook"), str(TRAIN), "-i", str(SIM_INVENTORY), "-e", json.dumps(extra)],
-            cwd=REPO_ROOT,
-            env=ansible_env(),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        proc = start_playbook(TRAIN, SIM_INVENTORY, extra, out)
     try:
         wait_for(
             lambda: (cluster.root / "runs").exists() and sum(s.get("phase") == "running" for s in rank_states(cluster).values()) == 16,
@@ -311,14 +297,7 @@ def test_wait_false_status_leftover_kill_stale_and_stop(sim_cluster):
 def test_stop_after_the_controller_is_interrupted_leaves_nothing(sim_cluster):
     cluster = sim_cluster()
     extra = launch_vars(cluster, np=16, ascend_train_env={"STEPS": "100000", "STEP_S": "0.5"})
-    proc = subprocess.Popen(
-        [str(BIN_DIR / "ansible-playbook"), str(TRAIN), "-i", str(SIM_INVENTORY), "-e", json.dumps(extra)],
-        cwd=REPO_ROOT,
-        env=ansible_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    proc = start_playbook(TRAIN, SIM_INVENTORY, extra, subprocess.DEVNULL)
     try:
         wait_for(
             lambda: (
