@@ -114,6 +114,8 @@ def classify(state: dict | None, aborted: bool) -> str:
         rc = state.get("rc")
         if state.get("timed_out"):
             return "failed"
+        if state.get("stopped_by_launcher"):  # a per-node launcher stopped it when another of its ranks failed
+            return "stopped"
         if rc == 0:
             return "done"
         stopped_by_us = bool(state["stopped_by"]) if "stopped_by" in state else aborted

@@ -21,6 +21,8 @@ import time
 import traceback
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils._job_launcher import PER_DEVICE
+from ansible_collections.ascend.cluster.plugins.module_utils._job_node_runner import NodeRunner
 from ansible_collections.ascend.cluster.plugins.module_utils._job_runner import RankRunner
 
 RANK_KEYS = ("rank_id", "device_id", "local_rank", "local_count")
@@ -36,7 +38,7 @@ def rank_params(common: dict, rank: dict) -> dict:
 
 
 def _run_child(params: dict) -> int:
-    """Body of a forked child: become a rank runner in its own session; the exit status."""
+    """Body of a forked child: become a rank runner (a node runner in a launcher mode) in its own session; the exit status."""
     os.setsid()  # as an async task's runner was: own session, untouched by signals to the supervisor's group
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(signum, signal.SIG_DFL)
@@ -44,12 +46,11 @@ def _run_child(params: dict) -> int:
     for fd in (0, 1, 2):  # never write into the module's (async wrapper's) stdout
         os.dup2(null, fd)
     os.close(null)
-    runner = RankRunner(params)
+    runner = NodeRunner(params) if params.get("launcher", PER_DEVICE) != PER_DEVICE else RankRunner(params)
     try:
         state = runner.run()
     except Exception:  # recorded for status / the report, never raised into the module
-        directory = files.rank_dir(params["run_dir"], params["rank_id"])
-        os.makedirs(directory, exist_ok=True)
+        os.makedirs(runner.dir, exist_ok=True)
         runner.save(
             phase=files.EXITED, rc=-1, stopped_by=None, ended=time.time(), error="runner crashed: %s" % traceback.format_exc(limit=3)
         )
@@ -77,8 +78,11 @@ class Supervisor:
         # already forked instead of killing the supervisor and orphaning them (children reset these).
         for signum in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, self._forward)
-        for rank in self.params["ranks"]:
-            params = rank_params(self.params, rank)
+        if self.params.get("launcher", PER_DEVICE) == PER_DEVICE:
+            runs = [rank_params(self.params, rank) for rank in self.params["ranks"]]
+        else:  # one node runner for every rank of the server; it writes each rank's state.json
+            runs = [dict(self.params, rank_id=self.params["ranks"][0]["rank_id"])]
+        for params in runs:
             pid = os.fork()
             if pid == 0:  # pragma: no cover - the child never returns (its exit status is checked)
                 code = 2

@@ -38,6 +38,35 @@ options:
         description: Physical device of the rank.
         type: int
         required: true
+  launcher:
+    description:
+      - C(per_device) starts one runner per rank, as described above.
+      - C(torchrun) or C(msrun) starts ONE runner for the server, which runs the per-node launcher once
+        (C(torchrun --nnodes --node-rank --nproc-per-node --master-addr --master-port), C(msrun --worker_num
+        --local_worker_num --master_addr --master_port --node_rank --log_dir --join=True)) in its own session,
+        in C(<run_dir>/node_<node_rank>/), holding every device's lock, with C(ASCEND_RT_VISIBLE_DEVICES) set
+        to the devices in O(ranks) order. The launcher's children are the ranks; each rank still gets its
+        C(<run_dir>/device_<rank>/state.json) and C(train.log) (copied from the launcher's per-worker log).
+      - In a launcher mode O(ranks) must be consecutive rank ids (the launcher numbers its children so).
+    type: str
+    choices: [per_device, torchrun, msrun]
+    default: per_device
+  launcher_path:
+    description: The launcher program (default the O(launcher) name, found on the server's PATH).
+    type: str
+  launcher_args:
+    description: Extra launcher options, put after the ones the module builds and before the training command.
+    type: list
+    elements: str
+    default: []
+  node_rank:
+    description: This server's index among the job's servers, rank 0's server being 0 (launcher modes).
+    type: int
+    default: 0
+  nnodes:
+    description: How many servers run the job (launcher modes).
+    type: int
+    default: 1
 extends_documentation_fragment:
   - ascend.cluster.tools
   - ascend.cluster.jobs
@@ -69,6 +98,25 @@ EXAMPLES = r"""
     rank_table_path: /etc/ascend/rank_table.json
   async: 605000
   poll: 0
+
+- name: This server's ranks under torchrun, node 1 of 2 (normally done by the launch_training role)
+  ascend.cluster.training_ranks:
+    job_id: "20260101T000000-2"
+    run_dir: /data/runs/20260101T000000-2
+    command: python train.py --epochs 3
+    framework: pytorch
+    launcher: torchrun
+    node_rank: 1
+    nnodes: 2
+    ranks:
+      - {rank_id: 8, device_id: 0}
+      - {rank_id: 9, device_id: 1}
+    local_count: 2
+    rank_size: 16
+    rank_table_path: /etc/ascend/rank_table.json
+    master_addr: 10.0.0.1
+  async: 605000
+  poll: 0
 """
 
 RETURN = r"""
@@ -85,6 +133,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
 from ansible_collections.ascend.cluster.plugins.module_utils._job_command import resolve_launch
+from ansible_collections.ascend.cluster.plugins.module_utils._job_launcher import LAUNCHERS, PER_DEVICE, check_layout
 from ansible_collections.ascend.cluster.plugins.module_utils._job_supervisor import Supervisor, summary
 
 ARGS = options.spec(
@@ -98,6 +147,11 @@ ARGS = options.spec(
         required=True,
         options=dict(rank_id=dict(type="int", required=True), device_id=dict(type="int", required=True)),
     ),
+    launcher=dict(type="str", choices=list(LAUNCHERS), default=PER_DEVICE),
+    launcher_path=dict(type="str"),
+    launcher_args=dict(type="list", elements="str", default=[]),
+    node_rank=dict(type="int", default=0),
+    nnodes=dict(type="int", default=1),
 )
 
 
@@ -112,6 +166,15 @@ def main() -> None:
         module.fail_json(msg=str(exc))
     if len(set(r["rank_id"] for r in p["ranks"])) != len(p["ranks"]) or len(set(r["device_id"] for r in p["ranks"])) != len(p["ranks"]):
         module.fail_json(msg="ranks: every rank_id and every device_id may appear once only")
+    if p["launcher"] != PER_DEVICE:
+        try:
+            check_layout(p["launcher"], p["ranks"], p["node_rank"])
+        except ValueError as exc:
+            module.fail_json(msg=str(exc))
+        if p["aoe_mode"] is not None:
+            module.fail_json(msg="aoe_mode: an AOE tuning run is one process on rank 0; use launcher=per_device for it")
+        if not 0 <= p["node_rank"] < p["nnodes"]:
+            module.fail_json(msg="node_rank %d is not one of the %d servers (0..%d)" % (p["node_rank"], p["nnodes"], p["nnodes"] - 1))
     p["ranks"] = [dict(r, local_rank=index, local_count=p["local_count"]) for index, r in enumerate(p["ranks"])]
     states = Supervisor(p).run()
     ok, msg = summary(states)

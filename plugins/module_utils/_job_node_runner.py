@@ -1,0 +1,303 @@
+# Copyright: ascend.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One server's ranks under a per-node launcher (torchrun, msrun): stage, gate, run it, report each rank.
+
+The launcher mode's counterpart of :class:`RankRunner`, and built on it (the gate, abort and stop
+handling are the same code). ONE runner per server:
+
+- works in ``<run_dir>/node_<node_rank>/`` (``env.log``, ``launcher.log`` - the launcher's console -,
+  ``logs/`` - the launcher's per-worker logs -, ``state.json``) and holds the lock of every device of
+  the server from staging to exit (the launcher inherits them all);
+- writes the same ``<run_dir>/device_<rank>/state.json`` for each of the server's ranks as a rank runner
+  does, so gate, fail-fast, ``status``, ``stop`` and the report see ranks as in per-device mode: their
+  ``pid`` / ``pgid`` is the launcher's (its own session), their ``runner_pid`` this runner's;
+- copies each child's output from the launcher's per-worker log into ``device_<rank>/train.log`` as it
+  grows (every second), so a rank's log tail is its own;
+- records each child process group it sees (``/proc``) and kills any left once the launcher has exited
+  (torchrun starts every worker in its own session: a launcher killed with SIGKILL would leave them);
+- at the end gives each rank the exit code the launcher reports for it, or the launcher's own
+  (``_job_launcher.rank_outcomes``), and writes the failing rank's abort line as a rank runner does.
+
+Runs on target hosts: Python 3.8+, stdlib only.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_launcher as launchers
+from ansible_collections.ascend.cluster.plugins.module_utils._job_control import TIMED_OUT
+from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import kill_group, kill_groups, signal_death
+from ansible_collections.ascend.cluster.plugins.module_utils._job_runner import DeviceBusy, RankRunner, command_argv, take_device_lock
+
+LAUNCHER_LOG = "launcher.log"
+FOLLOW_S = 1.0  # how often the children's logs are copied and their process groups looked up
+CONSOLE_TAIL_BYTES = 256 * 1024  # the end of launcher.log read for its failure report
+# Keys of the runner's own state that every rank's state.json repeats.
+SHARED_KEYS = (
+    "job_id",
+    "runner_pid",
+    "phase",
+    "staged_at",
+    "started",
+    "gate_at",
+    "pid",
+    "pgid",
+    "ended",
+    "timed_out",
+    "stopped_by",
+    "error",
+)
+
+
+def node_dir(run_dir: str, node_rank: int) -> str:
+    return os.path.join(run_dir, "node_%d" % int(node_rank))
+
+
+def proc_table() -> dict:
+    """``{pid: (ppid, pgid)}`` of every process now (Linux ``/proc/<pid>/stat``)."""
+    table = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        table[int(name)] = (int(fields[1]), int(fields[2]))
+    return table
+
+
+def descendant_groups(table: dict, root: int) -> set:
+    """The process groups of ``root``'s descendants in ``table`` (:func:`proc_table`), ``root``'s own excepted."""
+    children: dict = {}
+    for pid, (ppid, _pgid) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    own = table.get(root, (0, root))[1]
+    groups = set()
+    todo = list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        if table[pid][1] != own:
+            groups.add(table[pid][1])
+        todo.extend(children.get(pid, []))
+    return groups
+
+
+class NodeRunner(RankRunner):
+    """Runs one server's ranks under its launcher; ``p`` is the ``training_ranks`` module's parameters."""
+
+    def __init__(self, p: dict) -> None:
+        ranks = list(p["ranks"])
+        super().__init__(dict(p, rank_id=int(ranks[0]["rank_id"]), device_id=int(ranks[0]["device_id"])))
+        self.ranks = ranks
+        self.dir = node_dir(p["run_dir"], p["node_rank"])
+        self.log_dir = os.path.join(self.dir, "logs")
+        self.node = {
+            "node_rank": p["node_rank"],
+            "nnodes": p["nnodes"],
+            "rank_size": p["rank_size"],
+            "first_rank": int(ranks[0]["rank_id"]),
+            "local_count": len(ranks),
+            "devices": [int(r["device_id"]) for r in ranks],
+            "master_addr": p["master_addr"],
+            "master_port": p["master_port"],
+            "log_dir": self.log_dir,
+            "rank_table_path": p["rank_table_path"],
+            "host_ip": p["host_ip"],
+        }
+        self.state = {
+            "job_id": p["job_id"],
+            "launcher": p["launcher"],
+            "node_rank": p["node_rank"],
+            "rank_ids": [int(r["rank_id"]) for r in ranks],
+            "device_ids": self.node["devices"],
+            "runner_pid": os.getpid(),
+            "log": os.path.join(self.dir, LAUNCHER_LOG),
+        }
+        self.outcomes: dict = {}  # rank id -> rank_outcomes entry, once the launcher has exited
+        self.offsets: dict = {}  # worker log path -> bytes already copied to the rank's train.log
+        self.groups: set = set()  # the children's process groups seen while the launcher ran
+
+    def save(self, **changes) -> dict:
+        """The node's state, then each rank's (the shared keys, its ids, and its outcome once known)."""
+        self.state.update(changes)
+        files.write_json(os.path.join(self.dir, files.STATE_FILE), self.state)
+        for rank in self.ranks:
+            directory = files.rank_dir(self.p["run_dir"], rank["rank_id"])
+            state = dict((k, self.state[k]) for k in SHARED_KEYS if k in self.state)
+            state.update(
+                rank_id=int(rank["rank_id"]),
+                device_id=int(rank["device_id"]),
+                launcher=self.p["launcher"],
+                node_dir=self.dir,
+                log=os.path.join(directory, files.TRAIN_LOG),
+            )
+            outcome = self.outcomes.get(int(rank["rank_id"]))
+            if outcome is not None:
+                state.update(rc=outcome["rc"], rc_from=outcome["rc_from"], stopped_by_launcher=outcome["stopped"])
+                if outcome["error"] and not state.get("error"):
+                    state["error"] = outcome["error"]
+            files.write_json(os.path.join(directory, files.STATE_FILE), state)
+        return self.state
+
+    def environment(self) -> dict:
+        env = dict(os.environ)
+        env.update(
+            launchers.launcher_env(
+                self.p["launcher"], self.p["framework"], self.node, self.p["connect_timeout"], self.p["env"], self.p.get("tune_bank_path")
+            )
+        )
+        return env
+
+    def stage(self) -> list:  # type: ignore[override]
+        """Directories, env.log, every device's lock, state ``staged``; returns the lock fds."""
+        if self.p["umask"] is not None:
+            os.umask(int(self.p["umask"], 8))
+        for directory in [self.dir, self.log_dir] + [files.rank_dir(self.p["run_dir"], r["rank_id"]) for r in self.ranks]:
+            os.makedirs(directory, exist_ok=True)
+        self.save(phase=files.STAGING, staged_at=time.time())
+        fds: list = []
+        try:
+            for rank in self.ranks:
+                holder = "job %s rank %d (%s node %d) pid %d" % (
+                    self.p["job_id"],
+                    int(rank["rank_id"]),
+                    self.p["launcher"],
+                    self.p["node_rank"],
+                    os.getpid(),
+                )
+                fds.append(take_device_lock(self.p["lock_dir"], rank["device_id"], holder))
+        except DeviceBusy:
+            for fd in fds:
+                os.close(fd)
+            raise
+        env = self.environment()
+        with open(os.path.join(self.dir, files.ENV_LOG), "w") as handle:
+            handle.write("".join("%s=%s\n" % (k, env[k]) for k in sorted(env)))
+        self.save(phase=files.STAGED)
+        return fds
+
+    def argv(self) -> list:
+        program = self.p.get("launcher_path") or self.p["launcher"]
+        built = launchers.launcher_argv(self.p["launcher"], program, self.p["argv"], self.node, self.p.get("launcher_args"))
+        return command_argv(built, self.p["set_env"])
+
+    def start(self, start_at: float, lock_fds: list) -> None:  # type: ignore[override]
+        while True:
+            if self.aborted():
+                self.save(phase=files.ABORTED, ended=time.time(), stopped_by=self.stop_reason())
+                return
+            delay = start_at - time.time()
+            if delay <= 0:
+                break
+            time.sleep(min(delay, 0.02))
+        argv = self.argv()
+        log = open(os.path.join(self.dir, LAUNCHER_LOG), "ab")
+        log.write(("ascend.cluster: %r\n" % (argv,)).encode("utf-8"))
+        log.flush()
+        started = time.time()
+        try:
+            # Popen, not module.run_command: the launcher runs detached, for hours, logging to its file.
+            self.child = subprocess.Popen(  # pylint: disable=ansible-bad-function
+                argv,
+                cwd=self.dir,
+                env=self.environment(),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                pass_fds=tuple(lock_fds),
+            )
+        except OSError as exc:
+            log.write(("cannot start %r: %s\n" % (argv, exc)).encode("utf-8"))
+            log.close()
+            self.outcomes = dict((r, {"rc": 127, "rc_from": "launcher", "stopped": False, "error": None}) for r in self.state["rank_ids"])
+            self.save(phase=files.EXITED, started=started, ended=time.time(), rc=127, error=str(exc), stopped_by=None)
+            files.record_abort(self.job_dir, files.failed_line(self.state["rank_ids"][0], 127, str(exc)))
+            return
+        log.close()
+        self.save(phase=files.RUNNING, started=started, gate_at=start_at, pid=self.child.pid, pgid=self.child.pid)
+        if self.aborted():  # stopped while the launcher was being started
+            kill_group(self.child.pid, signal.SIGTERM)
+
+    def follow(self) -> None:
+        """Copy what each child wrote since the last call into its rank's train.log; note the children's groups."""
+        for local_rank, rank in enumerate(self.ranks):
+            target = os.path.join(files.rank_dir(self.p["run_dir"], rank["rank_id"]), files.TRAIN_LOG)
+            for source in launchers.worker_logs(self.p["launcher"], self.log_dir, local_rank, rank["rank_id"]):
+                offset = self.offsets.get(source, 0)
+                try:
+                    with open(source, "rb") as handle:
+                        handle.seek(offset)
+                        data = handle.read()
+                except OSError:
+                    continue
+                if data:
+                    with open(target, "ab") as out:
+                        out.write(data)
+                    self.offsets[source] = offset + len(data)
+        if self.child is not None and self.child.poll() is None:
+            self.groups |= descendant_groups(proc_table(), self.child.pid)
+
+    def console(self) -> str:
+        """The end of the launcher's console log (where its failure report is)."""
+        path = os.path.join(self.dir, LAUNCHER_LOG)
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(max(0, os.path.getsize(path) - CONSOLE_TAIL_BYTES))
+                return handle.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def wait(self) -> None:
+        if self.child is None:
+            return
+        limit = self.state["started"] + self.p["max_runtime"]
+        timed_out = False
+        while True:
+            self.follow()
+            try:
+                rc = self.child.wait(timeout=FOLLOW_S)
+                break
+            except subprocess.TimeoutExpired:
+                if time.time() >= limit and not timed_out:
+                    timed_out = True
+                    kill_group(self.child.pid, signal.SIGTERM, self.p["kill_grace"])
+        # the launcher is gone: its children must be too (a launcher killed by SIGKILL leaves them behind)
+        kill_groups(sorted(self.groups), self.p["kill_grace"])
+        self.follow()
+        stopped_by = self.stop_reason()
+        outcomes = launchers.rank_outcomes(self.p["launcher"], rc, self.state["rank_ids"], self.console(), stopped_by)
+        self.outcomes = dict((o["rank_id"], o) for o in outcomes)
+        self.save(phase=files.EXITED, rc=rc, ended=time.time(), timed_out=timed_out, stopped_by=stopped_by)
+        if rc == 0 and not timed_out:
+            return
+        if stopped_by is None:
+            blamed = next((o for o in outcomes if o["blame"]), outcomes[0])
+            why = TIMED_OUT if timed_out else signal_death(blamed["rc"]) or blamed["error"]
+            files.record_abort(self.job_dir, files.failed_line(blamed["rank_id"], blamed["rc"], why))
+        elif files.read_abort(self.job_dir) is None:  # this runner was signalled: say so
+            files.record_abort(self.job_dir, stopped_by)
+
+    def run(self) -> dict:
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGHUP, self._on_signal)
+        try:
+            lock_fds = self.stage()
+        except DeviceBusy as exc:
+            return self.save(phase=files.REFUSED, error=str(exc), ended=time.time())
+        try:
+            start_at = self.wait_gate()
+            if start_at is not None:
+                self.start(start_at, lock_fds)
+                self.wait()
+        finally:
+            for fd in lock_fds:
+                os.close(fd)
+        return self.state

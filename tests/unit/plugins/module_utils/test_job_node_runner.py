@@ -1,0 +1,77 @@
+"""training_ranks in a launcher mode: one node runner per server running the msrun stand-in (no MindSpore).
+
+The module runs as a subprocess; the test plays the controller, as test_job_supervisor does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
+from tests.helpers.collection import REPO_ROOT
+from tests.helpers.procs import alive, pids_with_argv
+from tests.unit.plugins.module_utils.test_job_supervisor import ranks_args, staged, start
+
+MSRUN = str(REPO_ROOT / "examples" / "train" / "msrun")
+RANKS = [{"rank_id": 2, "device_id": 2}, {"rank_id": 3, "device_id": 3}]  # node 1 of 2, 2 ranks each
+PRINT_IDS = 'echo "$RANK_ID $DEVICE_ID $ASCEND_RT_VISIBLE_DEVICES $MS_WORKER_NUM"'
+
+
+def node_args(tmp_path, script):
+    return ranks_args(
+        tmp_path,
+        RANKS,
+        ["sh", "-c", script],
+        local_count=2,
+        rank_size=4,
+        launcher="msrun",
+        launcher_path=MSRUN,
+        node_rank=1,
+        nnodes=2,
+        master_addr="10.0.0.1",
+    )
+
+
+def test_one_launcher_for_the_server_holding_every_device_each_rank_with_its_own_log(tmp_path):
+    thread, result = start(node_args(tmp_path, PRINT_IDS))
+    job, states = staged(tmp_path, 2)
+    assert len({s["runner_pid"] for s in states}) == 1  # one runner for both ranks
+    runner = states[0]["runner_pid"]
+    assert os.getsid(runner) == runner
+    for device in (2, 3):  # it holds both devices' locks
+        assert (tmp_path / "locks" / f"device_{device}.lock").read_text().startswith("job j rank ")
+    control.open_gate(str(tmp_path / "jobs"), job, 0)
+    thread.join(60)
+    assert not result.get("failed"), result
+    assert [(s["rank_id"], s["phase"], s["rc"], s["rc_from"]) for s in result["ranks"]] == [
+        (2, "exited", 0, "launcher"),
+        (3, "exited", 0, "launcher"),
+    ]
+    node = tmp_path / "run" / "node_1"
+    argv = json.loads((node / "state.json").read_text())
+    assert argv["rank_ids"] == [2, 3] and argv["rc"] == 0
+    launcher_log = (node / "launcher.log").read_text()
+    assert "'--worker_num=4', '--local_worker_num=2'" in launcher_log and "'--node_rank=1'" in launcher_log
+    assert "ASCEND_RT_VISIBLE_DEVICES=2,3\n" in (node / "env.log").read_text()
+    for index, rank in enumerate(RANKS):  # each rank's own log, copied from msrun's worker_<rank>.log
+        text = (tmp_path / "run" / f"device_{rank['rank_id']}" / "train.log").read_text()
+        assert text == f"{rank['rank_id']} {index} 2,3 4\n"
+
+
+def test_a_failing_worker_fails_every_rank_with_the_launchers_exit_code_and_leaves_nothing(tmp_path):
+    script = 'if [ "$DEVICE_ID" = 1 ]; then sleep 1; exit 3; fi; exec sleep 60.25'
+    thread, result = start(node_args(tmp_path, script))
+    job = staged(tmp_path, 2)[0]
+    control.open_gate(str(tmp_path / "jobs"), job, 0)
+    thread.join(60)
+    assert result["failed"]
+    # msrun reports no per-rank exit code: both ranks carry its exit code; the node's first rank is named
+    assert result["msg"] == "2 of 2 ranks did not exit 0: rank 2: %s; rank 3: %s" % (
+        (("msrun exited 1 without naming the failed rank; each rank's own exit code is not observable"),) * 2
+    )
+    assert (tmp_path / "jobs" / "j" / "abort").read_text().startswith("rank 2 failed (rc=1): msrun exited 1 without naming")
+    ranks = control.rank_states(str(tmp_path / "jobs"), control.load_job(str(tmp_path / "jobs"), "j"))
+    assert [r["state"] for r in ranks] == ["failed", "failed"]
+    assert not alive(result["ranks"][0]["pid"])  # the launcher
+    assert not pids_with_argv("sleep", "60.25")  # and the worker it had stopped
