@@ -7,10 +7,11 @@
 set -u
 steps=${STEPS:-5}
 step_s=${STEP_S:-0.2}
-echo "start rank=${RANK_ID:-?} device=${DEVICE_ID:-?} size=${RANK_SIZE:-?} at $(date +%s.%N) args: $*"
+rank_id=${RANK_ID:-${RANK:-}}  # RANK: a torchrun child
+echo "start rank=${rank_id:-?} device=${DEVICE_ID:-${LOCAL_RANK:-?}} size=${RANK_SIZE:-?} at $(date +%s.%N) args: $*"
 for ((i = 1; i <= steps; i++)); do
-  if [[ "${FAIL_RANK:-}" == "${RANK_ID:-}" && "$i" -ge "${FAIL_STEP:-1}" ]]; then
-    echo "rank ${RANK_ID} crashing at step $i${FAIL_SIGNAL:+ by SIG$FAIL_SIGNAL}" >&2
+  if [[ "${FAIL_RANK:-}" == "${rank_id}" && "$i" -ge "${FAIL_STEP:-1}" ]]; then
+    echo "rank ${rank_id} crashing at step $i${FAIL_SIGNAL:+ by SIG$FAIL_SIGNAL}" >&2
     if [[ -n "${FAIL_SIGNAL:-}" ]]; then
       kill -s "$FAIL_SIGNAL" $$
     fi

@@ -10,6 +10,9 @@ and ``state.json``, exactly as when ``training_rank`` ran it - so gate, fail-fas
 the same processes as before. The supervisor only starts them, forwards TERM/HUP to them, reaps
 them and returns every rank's final state in one result.
 
+In a launcher mode (``launcher`` ``torchrun`` / ``msrun``) it forks one :class:`NodeRunner` for all the
+server's ranks instead (``_job_node_runner``), which writes the same per-rank files.
+
 Runs on target hosts: Python 3.8+, stdlib only.
 """
 
