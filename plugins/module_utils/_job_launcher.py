@@ -22,6 +22,7 @@ import glob
 import os
 import re
 
+from ansible_collections.ascend.cluster.plugins.module_utils._job_control import STOP_SIGNALS
 from ansible_collections.ascend.cluster.plugins.module_utils._job_env import aoe_conflicts
 
 PER_DEVICE = "per_device"
@@ -198,8 +199,9 @@ def rank_outcomes(launcher: str, launcher_rc: int, ranks: list, console: str, st
     the node's failure; one at most, none when we stopped the job).
 
     - exit 0: every child exited 0 (both launchers exit 0 only then);
-    - torchrun's report names ranks: they get their exit codes and the root cause is blamed; the others
-      were stopped by torchrun (or by us);
+    - torchrun's report names ranks: they get their exit codes and the root cause is blamed; a named rank
+      killed by SIGTERM / SIGKILL after the root cause, and the ranks not named, were stopped by torchrun
+      (or by us);
     - msrun, or a torchrun that names no rank (it was stopped, or died): no per-rank exit code is
       observable - every rank gets the launcher's exit code; unless we stopped the job, all of them
       failed and the node's first rank is blamed.
@@ -216,6 +218,8 @@ def rank_outcomes(launcher: str, launcher_rc: int, ranks: list, console: str, st
         outcome["blame"] = rank == first
         if rank in failures:
             outcome.update(rc=failures[rank], rc_from="report")
+            if stopped_by is None and rank != first and failures[rank] in STOP_SIGNALS:  # torchrun's own TERM after the root cause
+                outcome.update(stopped=True, error="stopped by %s after rank %s failed" % (launcher, first))
         elif stopped_by is not None:
             outcome["stopped"] = True
         elif named:

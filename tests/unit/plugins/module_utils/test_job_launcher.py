@@ -179,7 +179,7 @@ NOT_NAMED = "%s exited 1 without naming the failed rank; each rank's own exit co
             [
                 outcome(8, 1, stopped=True, error="stopped by torchrun after rank 9 failed"),
                 outcome(9, 1, "report", blame=True),
-                outcome(10, -9, "report"),
+                outcome(10, -9, "report", stopped=True, error="stopped by torchrun after rank 9 failed"),  # torchrun's own KILL
             ],
         ),
         ("torchrun", 1, TORCH_REPORT, "stop requested", [outcome(8, 1, stopped=True), outcome(9, 1, "report"), outcome(10, -9, "report")]),
