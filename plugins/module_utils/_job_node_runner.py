@@ -188,7 +188,8 @@ class NodeRunner(RankRunner):
         built = launchers.launcher_argv(self.p["launcher"], program, self.p["argv"], self.node, self.p.get("launcher_args"))
         return command_argv(built, self.p["set_env"])
 
-    def start(self, start_at: float, lock_fds: list) -> None:  # type: ignore[override]
+    def start(self, start_at: float, lock_fd: list) -> None:  # type: ignore[override]
+        """Start the launcher at ``start_at``; ``lock_fd``: every device's lock fd (the launcher inherits them)."""
         while True:
             if self.aborted():
                 self.save(phase=files.ABORTED, ended=time.time(), stopped_by=self.stop_reason())
@@ -212,7 +213,7 @@ class NodeRunner(RankRunner):
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                pass_fds=tuple(lock_fds),
+                pass_fds=tuple(lock_fd),
             )
         except OSError as exc:
             log.write(("cannot start %r: %s\n" % (argv, exc)).encode("utf-8"))
