@@ -58,18 +58,28 @@ def node_dir(run_dir: str, node_rank: int) -> str:
     return os.path.join(run_dir, "node_%d" % int(node_rank))
 
 
+def _stat(pid: int | str) -> list | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state, ppid, pgid, ...), None if gone."""
+    try:
+        with open("/proc/%s/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def start_time(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot): tells a process from a later one with its pid."""
+    fields = _stat(pid)
+    return int(fields[19]) if fields and len(fields) > 19 else None
+
+
 def proc_table() -> dict:
     """``{pid: (ppid, pgid)}`` of every process now (Linux ``/proc/<pid>/stat``)."""
     table = {}
     for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % name) as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        table[int(name)] = (int(fields[1]), int(fields[2]))
+        fields = _stat(name) if name.isdigit() else None
+        if fields:
+            table[int(name)] = (int(fields[1]), int(fields[2]))
     return table
 
 
@@ -87,6 +97,16 @@ def descendant_groups(table: dict, root: int) -> set:
             groups.add(table[pid][1])
         todo.extend(children.get(pid, []))
     return groups
+
+
+def still_ours(groups: dict) -> list:
+    """The groups of ``{pgid: its leader's start time}`` that may still hold our processes.
+
+    A group whose leader is gone keeps its id while any member lives (Linux gives no new process a
+    pid in use as a group id); a leader pid that now names a process started at another time is a
+    new, unrelated group, never signalled.
+    """
+    return sorted(g for g, started in groups.items() if start_time(g) in (None, started))
 
 
 class NodeRunner(RankRunner):
@@ -122,7 +142,7 @@ class NodeRunner(RankRunner):
         }
         self.outcomes: dict = {}  # rank id -> rank_outcomes entry, once the launcher has exited
         self.offsets: dict = {}  # worker log path -> bytes already copied to the rank's train.log
-        self.groups: set = set()  # the children's process groups seen while the launcher ran
+        self.groups: dict = {}  # the children's process groups seen while the launcher ran -> their leader's start time
 
     def save(self, **changes) -> dict:
         """The node's state, then each rank's (the shared keys, its ids, and its outcome once known)."""
@@ -244,7 +264,8 @@ class NodeRunner(RankRunner):
                         out.write(data)
                     self.offsets[source] = offset + len(data)
         if self.child is not None and self.child.poll() is None:
-            self.groups |= descendant_groups(proc_table(), self.child.pid)
+            for group in descendant_groups(proc_table(), self.child.pid) - set(self.groups):
+                self.groups[group] = start_time(group)
 
     def console(self) -> str:
         """The end of the launcher's console log (where its failure report is)."""
@@ -271,7 +292,7 @@ class NodeRunner(RankRunner):
                     timed_out = True
                     kill_group(self.child.pid, signal.SIGTERM, self.p["kill_grace"])
         # the launcher is gone: its children must be too (a launcher killed by SIGKILL leaves them behind)
-        kill_groups(sorted(self.groups), self.p["kill_grace"])
+        kill_groups(still_ours(self.groups), self.p["kill_grace"])
         self.follow()
         stopped_by = self.stop_reason()
         outcomes = launchers.rank_outcomes(self.p["launcher"], rc, self.state["rank_ids"], self.console(), stopped_by)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_launcher as launchers
-from ansible_collections.ascend.cluster.plugins.module_utils._job_node_runner import descendant_groups
+from ansible_collections.ascend.cluster.plugins.module_utils._job_node_runner import descendant_groups, start_time, still_ours
 
 NODE = {
     "node_rank": 1,
@@ -225,3 +228,15 @@ def test_descendant_groups_skip_the_launchers_own_group():
     table = {100: (1, 100), 101: (100, 101), 102: (100, 102), 103: (101, 101), 104: (100, 100), 105: (104, 105), 200: (1, 200)}
     assert descendant_groups(table, 100) == {101, 102, 105}
     assert descendant_groups(table, 999) == set()
+
+
+def test_still_ours_never_names_a_group_whose_leader_pid_was_reused():
+    proc = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        started = start_time(proc.pid)
+        assert started is not None
+        assert still_ours({proc.pid: started, os.getpid(): 1}) == [proc.pid]  # our own pid: another start time
+    finally:
+        proc.kill()
+        proc.wait()
+    assert still_ours({proc.pid: started}) == [proc.pid]  # leader gone: the group id is not reused while members live
