@@ -20,6 +20,7 @@ from typing import Any
 from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import resolve_chip
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
 from ansible_collections.ascend.cluster.plugins.plugin_utils._ip_plan import LAYOUTS, require_netaddr, validate_plan
+from ansible_collections.ascend.cluster.plugins.plugin_utils._ping_mesh import lost_pings, ping_problem
 from ansible_collections.ascend.cluster.plugins.plugin_utils._text_table import text_table
 
 DEFAULT_HCCN_CONF = "/etc/hccn.conf"
@@ -49,7 +50,7 @@ HINTS = {
 }
 
 
-def _server_facts(item: Any, index: int) -> tuple[str, Mapping[str, Any]]:
+def server_facts(item: Any, index: int) -> tuple[str, Mapping[str, Any]]:
     """(host name, ascend_npu facts) from a hostvars entry or a ``{host, ascend_npu}`` dict.
 
     A hostvars entry is read through its ``ansible_facts`` only, never a top-level ``ascend_npu``
@@ -184,8 +185,10 @@ def health_report(
     confs: dict[str, str] = {}  # host -> the hccn.conf its facts were checked against
     chips = []
     planned: dict[tuple[str, Any], Mapping[str, Any]] = {}
+    lost: list[tuple[str, Mapping[str, Any]]] = []  # (host, hccn_ping result) of the ping mesh's pairs that lost packets
     for index, item in enumerate(servers):
-        host, npu = _server_facts(item, index)
+        host, npu = server_facts(item, index)
+        lost += [(host, r) for r in lost_pings(item)]
         chips.append(npu.get("chip"))
         confs[host] = str(npu.get("hccn_conf") or "")
         devices += [(host, dev) for dev in npu.get("devices") or []]
@@ -215,10 +218,23 @@ def health_report(
         ):
             seen_by.setdefault(culprit, []).append(f"{host} device {dev.get('device_id')}")
             found[i] = ("target down", "")
+    # A lost ping between two devices that are themselves fine is a fault of the path between them; when
+    # either end already has a problem, that problem is the cause and the ping a symptom.
+    at = {(host, dev.get("device_id")): i for i, (host, dev) in enumerate(devices)}
+    path_faults: dict[int, list[str]] = {}
+    for host, result in lost:
+        sender, target = at.get((host, result.get("device_id"))), owner.get(result.get("address") or "")
+        if sender is None or found[sender] or (target is not None and found[target]):
+            continue
+        path_faults.setdefault(sender, []).append(ping_problem(host, result))
     rows, problems, bad = [], [], []
     for i, (host, dev) in enumerate(devices):
+        if i in path_faults:
+            problems += path_faults[i]
+            bad.append({"server": host, "device": dev.get("device_id"), "status": "ping lost"})
+            found[i] = ("ping lost", "")
         problem = found[i]
-        if problem and problem[0] not in ("target down", "IP planned"):
+        if problem and problem[0] not in ("target down", "IP planned", "ping lost"):
             also = seen_by.get(i)
             suffix = f"; {', '.join(also)} probing it fail(s) because of it" if also else ""
             problems.append(f"{host} device {dev.get('device_id')}: {problem[0]} - {problem[1]}{suffix}")
