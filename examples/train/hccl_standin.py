@@ -665,17 +665,27 @@ class Transport:
         try:
             got = _recv_exact(inc, nbytes)
         except (OSError, ConnectionError) as exc:
-            raise self._failed(ring, False, exc) from None
+            raise self._failed(ring, False, exc, started) from None
         sender.join()
         if failure:
-            raise self._failed(ring, True, failure[0])
+            raise self._failed(ring, True, failure[0], started)
         tally = self.sent.setdefault(ring.number, [0, 0.0])
         tally[0] += len(data)
         tally[1] += time.monotonic() - started
         return got
 
-    def _failed(self, ring: Ring, outgoing: bool, exc: Exception) -> HcclError:
-        why = "no data within HCCL_EXEC_TIMEOUT=%gs" % self.exec_timeout if isinstance(exc, socket.timeout) else str(exc)
+    def _failed(self, ring: Ring, outgoing: bool, exc: Exception, started: float) -> HcclError:
+        """EI0006 for a link that broke mid-collective.
+
+        Like a rank on hardware whose peer died, the rank does not fail at once: it waits out
+        HCCL_EXEC_TIMEOUT from the step's start (the launcher's fail-fast stops it long before), so
+        the rank that failed first - and its cause - is the one that reports.
+        """
+        if isinstance(exc, socket.timeout):
+            why = "no data within HCCL_EXEC_TIMEOUT=%gs" % self.exec_timeout
+        else:
+            time.sleep(max(0.0, started + self.exec_timeout - time.monotonic()))
+            why = "%s (then no data within HCCL_EXEC_TIMEOUT=%gs)" % (exc, self.exec_timeout)
         return socket_timeout_error(self.links.me, [self.links.link(ring, outgoing)], self.exec_timeout, why)
 
 

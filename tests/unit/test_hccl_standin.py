@@ -314,12 +314,12 @@ def loopback(tmp_path):
     return base, port, write
 
 
-def start_rank(tmp_path: Path, table_path: Path, rank: int, device: int, **env: str) -> subprocess.Popen:
+def start_rank(tmp_path: Path, table_path: Path, rank: int, device: int, size_mb: str = "1", **env: str) -> subprocess.Popen:
     rank_env = dict(os.environ, RANK_TABLE_FILE=str(table_path), RANK_ID=str(rank), DEVICE_ID=str(device))
     rank_env.update(HOME=str(tmp_path / f"home{rank}"), HCCL_STANDIN_LOCK_DIR=str(tmp_path / f"locks{rank}"))
     rank_env.update(env)
     os.makedirs(rank_env["HCCL_STANDIN_LOCK_DIR"], exist_ok=True)
-    argv = [sys.executable, str(SCRIPT), "--chip", "910B", "--size-mb", "1"]
+    argv = [sys.executable, str(SCRIPT), "--chip", "910B", "--size-mb", size_mb]
     return subprocess.Popen(argv, env=rank_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -436,3 +436,17 @@ def test_a_rank_on_the_wrong_device_is_refused(loopback, tmp_path):
     path = write([("10.0.0.1", [(0, "127.0.0.1")])])
     [(rc, _out, stderr)] = finish([start_rank(tmp_path, path, 0, 3)])
     assert rc == 1 and "rank 0 is device 0 in the table, but this process runs on DEVICE_ID 3" in stderr
+
+
+def test_a_peer_lost_mid_all_reduce_is_reported_only_after_hccl_exec_timeout(loopback, tmp_path):
+    """Rank 1 moves half the bytes, finds a wrong result and exits; rank 0 waits out HCCL_EXEC_TIMEOUT, as on hardware."""
+    base, port, write = loopback
+    path = write([("10.0.0.1", [(0, base + ".1")]), ("10.0.0.2", [(0, base + ".2")])])
+    started = time.monotonic()
+    survivor, quitter = finish([start_rank(tmp_path, path, 0, 0, HCCL_EXEC_TIMEOUT="3"), start_rank(tmp_path, path, 1, 0, size_mb="0.5")])
+    assert quitter[0] == 1 and quitter[2].rstrip().endswith("hccl_standin: rank 1: the all-reduce result is wrong"), quitter
+    assert survivor[0] == 1 and time.monotonic() - started >= 3, survivor
+    assert survivor[2].rstrip().splitlines()[-1] == (
+        f"hccl_standin: EI0006 socket timeout: rank 0 (device 0, {base}.1) lost its link to rank 1 {base}.2:{port} during the "
+        "all-reduce: the peer closed the link (then no data within HCCL_EXEC_TIMEOUT=3s)"
+    )
