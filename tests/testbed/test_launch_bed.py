@@ -25,6 +25,7 @@ from tests.testbed.bedlib.files import SIM_PYTHON, sim_path
 
 TRAIN = REPO_ROOT / "playbooks" / "train.yml"
 STOP = REPO_ROOT / "playbooks" / "stop.yml"
+SMOKE = REPO_ROOT / "playbooks" / "smoke.yml"
 STAND_IN = REPO_ROOT / "examples" / "train" / "train_1p.sh"
 TORCH_PYTHON = REPO_ROOT / "build" / "torch-venv" / "bin" / "python"
 GLOO = REPO_ROOT / "examples" / "train" / "train_gloo.py"
@@ -356,3 +357,26 @@ def test_hccl_standin_all_reduces_over_the_device_ips_then_a_cut_link_fails_the_
     assert f"wait socket establish timeout, role[1] rank[{11 if first == 3 else 3}] timeout[20]" in plog, plog
     assert not any(alive(p) for s in ranks.values() for p in (s["pid"], s["runner_pid"]))
     assert not _standin_processes(root / "runs")  # nothing left on either host
+
+
+def test_smoke_collective_reports_each_link_and_refuses_one_below_the_floor(launch_bed):
+    """-e collective=true: the stand-in's all-reduce on 16 ranks; a floor no link reaches names every link with its bandwidth."""
+    bed, root = launch_bed
+    extra = {k: v for k, v in bed_vars(launch_bed, "unused").items() if k not in ("ascend_job_id", "train_command")}
+    extra.update(collective=True, collective_floor=1000000, collective_size_mb=1)
+    res = run_playbook(SMOKE, bed.inventory, extra_vars=extra)
+    assert res.rc != 0
+    [summary_path] = [p for p in (root / "controller").glob("smoke-*/summary.json") if not p.parent.name.endswith("-collective")]
+    summary = json.loads(summary_path.read_text())
+    rows = [r for r in summary["rows"] if r["stage"] == "collective"]
+    assert [(r["server"], r["device"], r["rank"], r["result"]) for r in rows] == [
+        ("h1" if rank < 8 else "h2", rank % 8, rank, "FAIL") for rank in range(16)
+    ], rows
+    # rank 3 (h1 device 3) sends on its server ring to rank 4 and on the device-3 plane to rank 11 (h2 device 3)
+    assert re.fullmatch(
+        r"link 198\.19\.3\.1 -> rank 4 198\.19\.4\.1 \(server ring\): [0-9.]+ MB/s; "
+        r"link 198\.19\.3\.1 -> rank 11 198\.19\.3\.2 \(plane 3 ring\): [0-9.]+ MB/s, below the floor of 1000000 MB/s",
+        rows[3]["detail"],
+    ), rows[3]
+    assert "collective h2 device 3 rank 11: link 198.19.3.2 -> rank 12 198.19.4.2 (server ring)" in res.stdout, str(res)
+    assert not _standin_processes(root / "runs")
