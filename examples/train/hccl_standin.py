@@ -514,7 +514,12 @@ def take_device(device: int, env: dict) -> object:
     """Hold the device for this process's life (a lock file stands in for the device node)."""
     lock_dir = env.get(LOCK_DIR_VAR) or "/tmp"
     path = os.path.join(lock_dir, "hccl-standin-device%d.lock" % device)
-    handle = os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT, 0o644), "r+")  # held open for the process's life
+    try:
+        handle = os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT, 0o644), "r+")  # held open for the process's life
+    except OSError as exc:
+        raise usage_error(
+            "cannot open the device lock %s (%s): set %s to a directory this user can write" % (path, exc.strerror, LOCK_DIR_VAR)
+        ) from None
     if fcntl is None:
         return handle
     try:

@@ -450,3 +450,14 @@ def test_a_peer_lost_mid_all_reduce_is_reported_only_after_hccl_exec_timeout(loo
         f"hccl_standin: EI0006 socket timeout: rank 0 (device 0, {base}.1) lost its link to rank 1 {base}.2:{port} during the "
         "all-reduce: the peer closed the link (then no data within HCCL_EXEC_TIMEOUT=3s)"
     )
+
+
+def test_the_device_lock_holds_the_device_and_names_an_unusable_lock_dir(tmp_path):
+    held = hs.take_device(2, {"HCCL_STANDIN_LOCK_DIR": str(tmp_path)})
+    with pytest.raises(hs.HcclError) as caught:
+        hs.take_device(2, {"HCCL_STANDIN_LOCK_DIR": str(tmp_path)})
+    assert caught.value.code == "EJ0001" and f"held by process {os.getpid()}" in caught.value.reason
+    held.close()
+    hs.take_device(2, {"HCCL_STANDIN_LOCK_DIR": str(tmp_path)}).close()  # free again once the holder is gone
+    with pytest.raises(hs.HcclError, match=r"cannot open the device lock /nonexistent/hccl-standin-device1\.lock .*HCCL_STANDIN_LOCK_DIR"):
+        hs.take_device(1, {"HCCL_STANDIN_LOCK_DIR": "/nonexistent"})
