@@ -461,3 +461,11 @@ def test_the_device_lock_holds_the_device_and_names_an_unusable_lock_dir(tmp_pat
     hs.take_device(2, {"HCCL_STANDIN_LOCK_DIR": str(tmp_path)}).close()  # free again once the holder is gone
     with pytest.raises(hs.HcclError, match=r"cannot open the device lock /nonexistent/hccl-standin-device1\.lock .*HCCL_STANDIN_LOCK_DIR"):
         hs.take_device(1, {"HCCL_STANDIN_LOCK_DIR": "/nonexistent"})
+
+
+def test_ascend_slog_print_to_stdout_prints_the_plog_lines_instead_of_writing_them(tmp_path, capsys):
+    error = hs.table_error(hs.DEVICE_IP_TEXT, "t.json")
+    assert hs.write_plog(error, {"ASCEND_SLOG_PRINT_TO_STDOUT": "1", "HOME": str(tmp_path)}, 7, "python3", time.time()) == ""
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == 2 and all(PLOG_LINE.match(line) for line in printed) and "device_ip is invalid in ranktable" in printed[0]
+    assert not (tmp_path / "ascend").exists()
