@@ -770,7 +770,7 @@ def run(args: argparse.Namespace, env: dict) -> int:
     transport = Transport(links, exec_timeout)
     expected = expected_result(len(ranks), size, args.seed)
     began = time.monotonic()
-    for _ in range(args.iters):
+    for _iteration in range(args.iters):
         buf = bytearray(rank_data(rank_id, size, args.seed))
         allreduce(plan, rank_id, buf, transport.exchange)
         if bytes(buf) != expected:

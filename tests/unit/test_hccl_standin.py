@@ -118,8 +118,8 @@ def test_a_single_server_table_may_leave_device_ip_out():
     assert [hs.local_address(r)[3:] for r in ranks] == [("127.0.0.1", 16666), ("127.0.0.1", 16667)]
 
 
-def _bad(servers=TWO_BY_TWO, version="1.0", edit=None):
-    out = table(servers, version)
+def _bad(servers=None, version="1.0", edit=None):
+    out = table(TWO_BY_TWO if servers is None else servers, version)
     if edit:
         edit(out)
     return json.dumps(out)
