@@ -11,8 +11,8 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._net_health import 
 
 
 @filter_errors("net_health_targets_by_host")
-def net_health_targets_by_host(servers: Any, mode: str) -> dict:
-    return netdetect_targets_by_host(servers, mode)
+def net_health_targets_by_host(servers: Any, mode: str, changes_only: bool = False) -> dict:
+    return netdetect_targets_by_host(servers, mode, changes_only=bool(changes_only))
 
 
 class FilterModule:

@@ -78,3 +78,17 @@ def test_one_server_probes_its_gateway_but_cannot_probe_a_peer():
 def test_bad_input_is_refused_naming_what_to_fix(servers, mode, message):
     with pytest.raises(AnsibleFilterError, match=message):
         net_health_targets_by_host(servers, mode)
+
+
+def test_changes_only_leaves_out_the_targets_the_facts_already_show():
+    servers = [
+        host("h1", [dev(0, 1, netdetect="198.19.0.20"), dev(1, 1, netdetect="198.19.0.254")]),  # device 1 probes the gateway, not h2
+        host("h2", [dev(0, 2, netdetect="198.19.0.10"), dev(1, 2, netdetect="198.19.0.11")]),  # all set
+    ]
+    assert targets(net_health_targets_by_host(servers, "peer", changes_only=True)) == {"h1": [(1, "198.19.0.21")], "h2": []}
+    assert targets(net_health_targets_by_host(servers, "gateway", changes_only=True)) == {
+        "h1": [(0, "198.19.0.254")],
+        "h2": [(0, "198.19.0.254"), (1, "198.19.0.254")],
+    }
+    # without it every device with a target is listed (hccn_config then compares with the devices)
+    assert [len(v) for v in net_health_targets_by_host(servers, "peer").values()] == [2, 2]
