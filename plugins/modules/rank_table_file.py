@@ -41,6 +41,7 @@ attributes:
   platform:
     support: full
     platforms: posix
+    description: Any POSIX host (the rank table is a plain file).
   idempotent:
     support: full
     description: The same text and mode a second time change nothing.
