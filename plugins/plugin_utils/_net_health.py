@@ -308,3 +308,28 @@ def netdetect_targets(devices: Sequence[Any], mode: str, peer_devices: Sequence[
         if target:
             targets.append({"device_id": dev["device_id"], "address": dev["device_ip"], "netmask": dev["netmask"], "netdetect": target})
     return targets
+
+
+def netdetect_targets_by_host(servers: Sequence[Any], mode: str, changes_only: bool = False) -> dict[str, list[dict[str, Any]]]:
+    """``netdetect_targets`` for every server of the play at once: ``{host: entries}``.
+
+    ``servers`` are the hosts' variables (or ``{host, ascend_npu}`` dicts) in play order; under
+    ``peer`` each server probes the next one, the last the first (a ring, so that every device is
+    probed by one peer). One pass on the controller instead of one task per host.
+    ``changes_only`` leaves out the devices whose facts already show their target (facts read in
+    the same run), so a host with nothing to set needs no ``hccn_config`` call at all.
+    """
+    if mode not in NETDETECT_MODES:
+        raise ClusterSpecError(f"netdetect mode {mode!r} is unknown: use gateway or peer")
+    facts = [_server_facts(item, index) for index, item in enumerate(servers or ())]
+    if mode == "peer" and len(facts) < 2:
+        raise ClusterSpecError("peer probing needs two servers or more: use gateway, or run on more servers")
+    by_host = {}
+    for index, (host, npu) in enumerate(facts):
+        peer = facts[(index + 1) % len(facts)][1].get("devices") if mode == "peer" else ()
+        entries = netdetect_targets(npu.get("devices") or (), mode, peer or ())
+        if changes_only:
+            current = {dev.get("device_id"): dev.get("netdetect") for dev in npu.get("devices") or () if isinstance(dev, Mapping)}
+            entries = [entry for entry in entries if current.get(entry["device_id"]) != entry["netdetect"]]
+        by_host[host] = entries
+    return by_host
