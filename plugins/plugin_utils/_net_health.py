@@ -321,7 +321,7 @@ def netdetect_targets_by_host(servers: Sequence[Any], mode: str, changes_only: b
     """
     if mode not in NETDETECT_MODES:
         raise ClusterSpecError(f"netdetect mode {mode!r} is unknown: use gateway or peer")
-    facts = [_server_facts(item, index) for index, item in enumerate(servers or ())]
+    facts = [server_facts(item, index) for index, item in enumerate(servers or ())]
     if mode == "peer" and len(facts) < 2:
         raise ClusterSpecError("peer probing needs two servers or more: use gateway, or run on more servers")
     by_host = {}
