@@ -14,12 +14,12 @@ author:
 description:
   - A stdout callback for the playbooks of this collection (and any other). It prints one line per play, one line per
     task that changed something or failed (the hosts counted, not listed one per line), the messages of
-    C(ansible.builtin.debug) tasks (the tables and summary lines the roles print) as plain text, the progress lines of
-    the training watch, warnings, and at the end the summary lines the roles record with C(ansible.builtin.set_stats)
+    C(ansible.builtin.debug) and C(ascend.cluster.show) tasks (the tables and summary lines the roles print) as plain
+    text, the progress lines of the training watch, warnings, and at the end the summary lines the roles record with C(ansible.builtin.set_stats)
     (every custom stat whose name starts with C(ascend_) and that has a C(line)) and one line of totals.
   - A failed task prints its message once, without the result's other keys; a message several hosts failed with is
     printed for the first of them only (the last line names every failed host). Skipped results, per-item lines and C(ok) results of tasks that are not
-    C(debug) are not printed.
+    C(debug) or C(ascend.cluster.show) are not printed.
   - Its output does not depend on C(ANSIBLE_DISPLAY_OK_HOSTS) or C(ANSIBLE_DISPLAY_SKIPPED_HOSTS), and grows with
     the number of tasks, not of hosts.
   - Enable it with C(stdout_callback = ascend.cluster.compact) in the C([defaults]) section of C(ansible.cfg), or
@@ -57,7 +57,8 @@ COLOR_CHANGED = getattr(C, "COLOR_CHANGED", "yellow")
 COLOR_ERROR = getattr(C, "COLOR_ERROR", "red")
 COLOR_UNREACHABLE = getattr(C, "COLOR_UNREACHABLE", "bright red")
 COLOR_SKIP = getattr(C, "COLOR_SKIP", "cyan")
-DEBUG_ACTIONS = frozenset(("debug", "ansible.builtin.debug", "ansible.legacy.debug"))
+# debug and this collection's show (the tables and summary lines of the roles): their msg is printed as text.
+DEBUG_ACTIONS = frozenset(("debug", "ansible.builtin.debug", "ansible.legacy.debug", "ascend.cluster.show"))
 STATS_PREFIX = "ascend_"
 
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from typing import TYPE_CHECKING
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _command
+from ansible_collections.ascend.cluster.plugins.module_utils._text_file import read_text, write_text_atomic
 
 if TYPE_CHECKING:  # types only: nothing here runs, so the 3.8 floor does not apply
     from typing import Any, Callable, Iterable
@@ -282,31 +282,6 @@ def action_text(plan: list[list[str]], written: list[str], check_mode: bool) -> 
     if not steps:
         return "nothing to do"
     return ("would run: " if check_mode else "ran: ") + "; ".join(steps)
-
-
-def read_text(path: str) -> str | None:
-    """The file's text, or None when it does not exist."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return None
-
-
-def write_text_atomic(path: str, text: str, mode: int) -> None:
-    """Write ``text`` to a temp file beside ``path`` with ``mode``, then rename it over ``path``."""
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=os.path.dirname(path) or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fchmod(handle.fileno(), mode)
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 # -- one host ---------------------------------------------------------------------------------

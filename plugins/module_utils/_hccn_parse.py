@@ -146,3 +146,28 @@ def parse_tls(raw: str) -> dict:
         "tls_preconfigured": match.group("preconfigured") != "0",
         "tls_alarm_days": int(match.group("threshold")),
     }
+
+
+PING_SUMMARY = re.compile(
+    r"(?P<sent>\d+)\s+packets?\s+transmitted\s*,\s*(?P<received>\d+)\s+received\s*,\s*(?P<loss>\d+(?:\.\d+)?)\s*%\s*packet\s+loss",
+    re.IGNORECASE,
+)
+_PING_TIME = re.compile(r"recv\s+seq\s*=\s*\d+\s*,\s*time\s*=\s*(?P<ms>\d+(?:\.\d+)?)\s*ms", re.IGNORECASE)
+
+
+def parse_ping(raw: str) -> dict:
+    """Parse ``-ping -g address X``: ``{"sent", "received", "loss_pct", "times_ms"}``.
+
+    The summary line ``3 packets transmitted, 3 received, 0.00% packet loss`` is printed whether or
+    not packets were lost (a loss also fails the command); ``recv seq=N,time=Tms`` lines give the
+    round trips, ``recv time out seq=N`` lines the lost packets.
+    """
+    match = PING_SUMMARY.search(raw)
+    if not match:
+        raise ParseError("packets transmitted", raw)
+    return {
+        "sent": int(match.group("sent")),
+        "received": int(match.group("received")),
+        "loss_pct": float(match.group("loss")),
+        "times_ms": [float(m.group("ms")) for m in _PING_TIME.finditer(raw)],
+    }

@@ -169,6 +169,20 @@ class HccnTool:
         """The device NIC's MAC address."""
         return self._get(device, ["-mac", "-g"], parse.parse_mac, "")
 
+    def ping(self, device: int, address: str) -> dict:
+        """``-ping -g address X`` from ``device``: :func:`parse.parse_ping`'s counts.
+
+        Lost packets fail the command (``Command execute failed!``) after it printed its summary:
+        that is an answer (the counts), not an error. Without a summary the call is classified.
+        """
+        result = self.run(device, ["-ping", "-g", "address", address])
+        if parse.PING_SUMMARY.search(result.stdout):
+            return parse.parse_ping(result.stdout)
+        error = classify(result)
+        if error is not None:
+            raise error
+        return parse.parse_ping(result.stdout)
+
 
 def pool_map(func: Callable[[Any], Any], items: Iterable, parallel: int) -> list:
     """``[func(item), or the HccnError / ParseError it raised]`` for every item, in order.
@@ -202,3 +216,15 @@ def find_binary(module: _command.BinFinder, explicit: str | None = None) -> str 
 
 def _is_executable(path: str) -> bool:
     return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def not_found_msg(explicit: str | None) -> str:
+    """What to fix when :func:`find_binary` found no hccn_tool (``explicit``: the module's option)."""
+    if explicit:
+        return "hccn_tool=%s is not an executable file: fix the path, or leave the option unset to search PATH and %s" % (
+            explicit,
+            DEFAULT_PATH,
+        )
+    return "hccn_tool not found on PATH nor at %s: install the Ascend NPU driver, which provides it, or set the hccn_tool option" % (
+        DEFAULT_PATH
+    )

@@ -254,17 +254,7 @@ def main():
     )
     binary = _hccn_tool.find_binary(module, module.params["hccn_tool"])
     if binary is None:
-        if module.params["hccn_tool"]:
-            msg = "hccn_tool=%s is not an executable file: fix the path, or leave the option unset to search PATH and %s" % (
-                module.params["hccn_tool"],
-                _hccn_tool.DEFAULT_PATH,
-            )
-        else:
-            msg = (
-                "hccn_tool not found on PATH nor at %s: install the Ascend NPU driver, which provides it, "
-                "or set the hccn_tool option" % _hccn_tool.DEFAULT_PATH
-            )
-        module.fail_json(msg=msg, changed=False)
+        module.fail_json(msg=_hccn_tool.not_found_msg(module.params["hccn_tool"]), changed=False)
     tool = _hccn_tool.HccnTool(module, binary, timeout=module.params["timeout"])
     configurator = Configurator(module, tool)
     try:

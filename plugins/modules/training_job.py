@@ -62,6 +62,19 @@ options:
     type: list
     elements: int
     default: []
+  host_ip:
+    description:
+      - The address HCCL's host sockets bind here (C(HCCL_IF_IP)), checked by V(preflight) - it must be an
+        address of this server (a NAT'd or jump C(ansible_host) in the rank table's C(server_id) is not). An empty
+        value, or a name rather than an IPv4 address, is not checked.
+    type: str
+    default: ""
+  nic:
+    description:
+      - The NIC HCCL's host sockets use (C(HCCL_SOCKET_IFNAME)), for V(preflight). When set it must exist and have
+        an IPv4 address, which RV(host_ip) returns (an O(host_ip) given too must be that address).
+    type: str
+    default: ""
   kill_stale:
     description: Stop whatever holds the devices instead of failing (V(preflight)).
     type: bool
@@ -148,6 +161,15 @@ npu_smi_version:
   returned: with preflight
   type: str
   sample: 24.1.0
+host_ip:
+  description: C(HCCL_IF_IP) for this server - the address of O(nic) when it is set, else O(host_ip) (V(preflight)).
+  returned: with preflight
+  type: str
+  sample: 10.0.0.11
+nic:
+  description: O(nic), as checked (V(preflight)).
+  returned: with preflight
+  type: str
 ports_in_use:
   description: The O(ports) something already listens on, port to holder (C(pid N (name))) (V(preflight), when it fails for them).
   returned: on a failed preflight for ports
@@ -172,6 +194,7 @@ from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.ascend.cluster.plugins.module_utils import _host_nic as host_nic
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_preflight as preflight
@@ -190,6 +213,8 @@ ARGS = options.spec(
     ranks=dict(type="list", elements="dict", default=[]),
     devices=dict(type="list", elements="int", default=[]),
     ports=dict(type="list", elements="int", default=[]),
+    host_ip=dict(type="str", default=""),
+    nic=dict(type="str", default=""),
     kill_stale=dict(type="bool", default=False),
     stale_timeout=dict(type="float", default=30.0),
     timeout=dict(type="float", default=120.0),
@@ -257,6 +282,10 @@ def do_preflight(module: AnsibleModule) -> dict:
     def check():
         return preflight.find_busy(devices, p["lock_dir"], p["job_root"], processes(npu_info(module)))
 
+    hccl_nic = host_nic.resolve(p["nic"], p["host_ip"])
+    found.update(host_ip=hccl_nic["host_ip"], nic=hccl_nic["nic"])
+    if hccl_nic["problem"]:
+        module.fail_json(msg="HCCL's host NIC, nothing was started: %s" % hccl_nic["problem"], busy=[], **found)
     taken = listen_ports.ports_in_use(p["ports"])
     if taken:
         module.fail_json(

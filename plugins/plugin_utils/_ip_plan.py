@@ -24,6 +24,7 @@ are usable at all is decided in one place for both, ``module_utils/_ip_check.uni
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -200,6 +201,41 @@ def _netmask(value: Any) -> str | None:
         return str(netaddr.IPNetwork(f"0.0.0.0/{text}").netmask) if int(text) <= 32 else None
     mask = _address(text)
     return str(mask) if mask is not None and mask.is_netmask() else None
+
+
+def _stdlib_netmask(value: Any) -> str | None:
+    """A netmask (V(255.255.255.0) or V(24)) in dotted form, without netaddr; None when it is none."""
+    try:
+        return str(ipaddress.IPv4Network(f"0.0.0.0/{str(value).strip().lstrip('/')}").netmask)
+    except ValueError:
+        return None
+
+
+def plan_settled(entries: Any, facts: Any, hccn_conf: str | None = None) -> bool:
+    """Whether one host's device facts already show its plan ``entries``, with an hccn.conf that agrees.
+
+    ``facts`` is the host's ``ascend_npu`` (``hccn_facts``), read in the same run after the last
+    change to the devices; then ``hccn_config`` would set nothing and rewrite nothing, and the
+    round trip can be spared. Anything unsure is "not settled" (the module then decides): no
+    facts, a device missing or unread, a value that differs, a stale hccn.conf line, facts read
+    from another hccn.conf than ``hccn_conf``, no entries.
+    """
+    if not isinstance(facts, Mapping) or not entries or not isinstance(entries, Sequence):
+        return False
+    if hccn_conf and facts.get("hccn_conf") != hccn_conf:
+        return False
+    devices = {dev.get("device_id"): dev for dev in facts.get("devices") or () if isinstance(dev, Mapping)}
+    for entry in entries:
+        dev = devices.get(entry.get("device_id")) if isinstance(entry, Mapping) else None
+        if dev is None or dev.get("error") or dev.get("stale_conf"):
+            return False
+        if not dev.get("device_ip") or dev.get("device_ip") != entry.get("address"):
+            return False
+        if _stdlib_netmask(entry.get("netmask")) is None or _stdlib_netmask(dev.get("netmask")) != _stdlib_netmask(entry.get("netmask")):
+            return False
+        if any(entry.get(field) and dev.get(field) != entry[field] for field in ("gateway", "netdetect")):
+            return False
+    return True
 
 
 class _Checker:

@@ -189,3 +189,44 @@ def job_summary(
         "ranks": ranks,
         "table": table,
     }
+
+
+def _stop_jobs(result: Any) -> list[Mapping[str, Any]]:
+    """The jobs one server's ``training_job state=stop`` result acted on (``jobs`` with job_id=all)."""
+    if not isinstance(result, Mapping) or result.get("skipped"):
+        return []
+    if "jobs" in result:
+        return [job for job in result["jobs"] if isinstance(job, Mapping)]
+    return [result] if result.get("job_id") else []
+
+
+def stop_summary(results: Mapping[str, Any], check_mode: bool = False) -> str:
+    """One line saying what ``stop.yml`` stopped, from each server's registered stop result.
+
+    ``results`` maps a server to its result. Per job: how many ranks were stopped on how many
+    servers, and which needed SIGKILL; a server that could not be stopped (a failed result) is named.
+    """
+    per_job: dict[str, dict[str, Any]] = {}
+    failed = sorted(str(h) for h, r in results.items() if isinstance(r, Mapping) and (r.get("failed") or r.get("unreachable")))
+    for host, result in results.items():
+        for job in _stop_jobs(result):
+            entry = per_job.setdefault(str(job["job_id"]), {"stopped": 0, "killed": [], "servers": set()})
+            entry["stopped"] += len(job.get("stopped") or [])
+            entry["killed"] += [f"{host} rank {rank}" for rank in job.get("killed") or []]
+            if job.get("stopped"):
+                entry["servers"].add(str(host))
+    verb = "would stop" if check_mode else "stopped"
+    parts = []
+    for job_id, entry in sorted(per_job.items()):
+        if not entry["stopped"]:
+            parts.append(f"job {job_id}: nothing was running")
+            continue
+        text = f"job {job_id}: {verb} {entry['stopped']} rank(s) on {len(entry['servers'])} server(s)"
+        if entry["killed"]:
+            text += "; SIGKILL needed for " + ", ".join(entry["killed"])
+        parts.append(text)
+    if not parts:
+        parts.append("no job recorded on the selected servers: nothing to stop")
+    if failed:
+        parts.append("could not stop on " + ", ".join(failed) + " (see the error above; run stop.yml again)")
+    return "stop: " + "; ".join(parts)

@@ -20,6 +20,7 @@ from typing import Any
 from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import resolve_chip
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
 from ansible_collections.ascend.cluster.plugins.plugin_utils._ip_plan import LAYOUTS, require_netaddr, validate_plan
+from ansible_collections.ascend.cluster.plugins.plugin_utils._ping_mesh import lost_pings, ping_problem
 from ansible_collections.ascend.cluster.plugins.plugin_utils._text_table import text_table
 
 DEFAULT_HCCN_CONF = "/etc/hccn.conf"
@@ -49,7 +50,7 @@ HINTS = {
 }
 
 
-def _server_facts(item: Any, index: int) -> tuple[str, Mapping[str, Any]]:
+def server_facts(item: Any, index: int) -> tuple[str, Mapping[str, Any]]:
     """(host name, ascend_npu facts) from a hostvars entry or a ``{host, ascend_npu}`` dict.
 
     A hostvars entry is read through its ``ansible_facts`` only, never a top-level ``ascend_npu``
@@ -184,8 +185,10 @@ def health_report(
     confs: dict[str, str] = {}  # host -> the hccn.conf its facts were checked against
     chips = []
     planned: dict[tuple[str, Any], Mapping[str, Any]] = {}
+    lost: list[tuple[str, Mapping[str, Any]]] = []  # (host, hccn_ping result) of the ping mesh's pairs that lost packets
     for index, item in enumerate(servers):
-        host, npu = _server_facts(item, index)
+        host, npu = server_facts(item, index)
+        lost += [(host, r) for r in lost_pings(item)]
         chips.append(npu.get("chip"))
         confs[host] = str(npu.get("hccn_conf") or "")
         devices += [(host, dev) for dev in npu.get("devices") or []]
@@ -215,10 +218,23 @@ def health_report(
         ):
             seen_by.setdefault(culprit, []).append(f"{host} device {dev.get('device_id')}")
             found[i] = ("target down", "")
+    # A lost ping between two devices that are themselves fine is a fault of the path between them; when
+    # either end already has a problem, that problem is the cause and the ping a symptom.
+    at = {(host, dev.get("device_id")): i for i, (host, dev) in enumerate(devices)}
+    path_faults: dict[int, list[str]] = {}
+    for host, result in lost:
+        sender, target = at.get((host, result.get("device_id"))), owner.get(result.get("address") or "")
+        if sender is None or found[sender] or (target is not None and found[target]):
+            continue
+        path_faults.setdefault(sender, []).append(ping_problem(host, result))
     rows, problems, bad = [], [], []
     for i, (host, dev) in enumerate(devices):
+        if i in path_faults:
+            problems += path_faults[i]
+            bad.append({"server": host, "device": dev.get("device_id"), "status": "ping lost"})
+            found[i] = ("ping lost", "")
         problem = found[i]
-        if problem and problem[0] not in ("target down", "IP planned"):
+        if problem and problem[0] not in ("target down", "IP planned", "ping lost"):
             also = seen_by.get(i)
             suffix = f"; {', '.join(also)} probing it fail(s) because of it" if also else ""
             problems.append(f"{host} device {dev.get('device_id')}: {problem[0]} - {problem[1]}{suffix}")
@@ -292,3 +308,28 @@ def netdetect_targets(devices: Sequence[Any], mode: str, peer_devices: Sequence[
         if target:
             targets.append({"device_id": dev["device_id"], "address": dev["device_ip"], "netmask": dev["netmask"], "netdetect": target})
     return targets
+
+
+def netdetect_targets_by_host(servers: Sequence[Any], mode: str, changes_only: bool = False) -> dict[str, list[dict[str, Any]]]:
+    """``netdetect_targets`` for every server of the play at once: ``{host: entries}``.
+
+    ``servers`` are the hosts' variables (or ``{host, ascend_npu}`` dicts) in play order; under
+    ``peer`` each server probes the next one, the last the first (a ring, so that every device is
+    probed by one peer). One pass on the controller instead of one task per host.
+    ``changes_only`` leaves out the devices whose facts already show their target (facts read in
+    the same run), so a host with nothing to set needs no ``hccn_config`` call at all.
+    """
+    if mode not in NETDETECT_MODES:
+        raise ClusterSpecError(f"netdetect mode {mode!r} is unknown: use gateway or peer")
+    facts = [server_facts(item, index) for index, item in enumerate(servers or ())]
+    if mode == "peer" and len(facts) < 2:
+        raise ClusterSpecError("peer probing needs two servers or more: use gateway, or run on more servers")
+    by_host = {}
+    for index, (host, npu) in enumerate(facts):
+        peer = facts[(index + 1) % len(facts)][1].get("devices") if mode == "peer" else ()
+        entries = netdetect_targets(npu.get("devices") or (), mode, peer or ())
+        if changes_only:
+            current = {dev.get("device_id"): dev.get("netdetect") for dev in npu.get("devices") or () if isinstance(dev, Mapping)}
+            entries = [entry for entry in entries if current.get(entry["device_id"]) != entry["netdetect"]]
+        by_host[host] = entries
+    return by_host

@@ -5,7 +5,9 @@
 Stages: ``facts`` (a server whose devices could not be read), ``health`` (the ``net_health_report``
 of the play, narrowed to the job's devices once they are known), ``rank_table`` and ``launch``
 (stage-level results handed in by the role), ``rank`` (each rank's verdict, the last
-``ASCEND_RANK_CHECK_VERDICT {json}`` line its check wrote to its log).
+``ASCEND_RANK_CHECK_VERDICT {json}`` line its check wrote to its log), and with ``collective=true``
+``collective`` (each rank's links from the HCCL stand-in's ``HCCL_STANDIN_RESULT {json}`` line, against
+the bandwidth floor).
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._text_table import 
 VERDICT = "ASCEND_RANK_CHECK_VERDICT"
 COLUMNS = ("stage", "server", "device", "rank", "result", "detail")
 OK, FAIL = "OK", "FAIL"
+# Written by examples/train/hccl_standin.py (which cannot import this module).
+STANDIN_RESULT = "HCCL_STANDIN_RESULT"
 # The order of the summary: each stage's rows in the order they happen.
-STAGES = ("facts", "health", "rank_table", "launch", "rank")
+STAGES = ("facts", "health", "rank_table", "launch", "rank", "collective")
 
 
 def rank_verdict(log: Any) -> tuple[bool, str]:
@@ -81,6 +85,17 @@ def stage_message(msg: Any) -> str:
     return _WRAPPERS.sub("", str(msg or "").strip(), count=1).strip()
 
 
+def _finding(row: Mapping[str, Any]) -> str:
+    """A FAIL row as one finding: ``health server1 device 3 rank 11: link DOWN``."""
+    where = (
+        row["stage"],
+        row.get("server"),
+        f"device {row['device']}" if row.get("device") is not None else None,
+        f"rank {row['rank']}" if row.get("rank") is not None else None,
+    )
+    return " ".join(str(p) for p in where if p) + f": {row['detail']}"
+
+
 def _stage_row(stage: Any, index: int) -> dict[str, Any]:
     if not isinstance(stage, Mapping) or not stage.get("stage"):
         raise ClusterSpecError(f"stages entry {index} is not a mapping with a stage name: {stage!r}")
@@ -134,22 +149,51 @@ def smoke_summary(
         ok, detail = rank_verdict(rank.pop("log"))
         rows.append(dict(rank, result=OK if ok else FAIL, detail=detail))
     rows.sort(key=lambda r: STAGES.index(r["stage"]) if r["stage"] in STAGES else len(STAGES))
-    failures = [
-        " ".join(
-            str(p)
-            for p in (
-                row["stage"],
-                row.get("server"),
-                f"device {row['device']}" if row.get("device") is not None else None,
-                f"rank {row['rank']}" if row.get("rank") is not None else None,
-            )
-            if p
-        )
-        + f": {row['detail']}"
-        for row in rows
-        if row["result"] == FAIL
-    ]
+    failures = [_finding(row) for row in rows if row["result"] == FAIL]
     return {"rows": rows, "failures": failures, "ok": not failures}
+
+
+def _standin_result(log: Any) -> dict[str, Any] | str:
+    """The HCCL stand-in's result from a rank's log, or why there is none (its last line)."""
+    lines = [line.strip() for line in str(log or "").splitlines() if line.strip()]
+    for line in reversed(lines):
+        if line.startswith(STANDIN_RESULT + " "):
+            try:
+                result = json.loads(line[len(STANDIN_RESULT) + 1 :])
+                links = [
+                    {"ring": str(k["ring"]), "to_rank": int(k["to_rank"]), "to_ip": str(k["to_ip"]), "mb_per_s": float(k["mb_per_s"])}
+                    for k in result["links"]
+                ]
+                return {"from_ip": str(result["links"][0]["from_ip"]) if result["links"] else "", "links": links}
+            except (ValueError, KeyError, TypeError, IndexError) as exc:
+                return f"unreadable result line ({exc}): {line[:200]}"
+    if not lines:
+        return "no result: the rank wrote nothing"
+    return f"no result; the rank's last line: {lines[-1][:200]}"
+
+
+def collective_rows(ranks: Sequence[Mapping[str, Any]], floor: float = 0.0) -> list[dict[str, Any]]:
+    """One ``collective`` row per rank of the stand-in's job (``[{server, device, rank, log}]``).
+
+    OK lists each link the rank sent on with its bandwidth; FAIL names every link below ``floor``
+    (MB/s; 0 accepts any), or says why the rank has no result.
+    """
+    rows = []
+    for rank in sorted(ranks, key=lambda r: int(r["rank"])):
+        row = {"stage": "collective", "server": str(rank["server"]), "device": int(rank["device"]), "rank": int(rank["rank"])}
+        result = _standin_result(rank.get("log"))
+        if isinstance(result, str):
+            rows.append(dict(row, result=FAIL, detail=result))
+            continue
+        slow = [link for link in result["links"] if link["mb_per_s"] < floor]
+        shown = slow or result["links"]
+        detail = "; ".join(
+            f"link {result['from_ip']} -> rank {k['to_rank']} {k['to_ip']} ({k['ring']}): {k['mb_per_s']:.1f} MB/s" for k in shown
+        )
+        if slow:
+            detail += f", below the floor of {int(floor) if float(floor).is_integer() else floor} MB/s"
+        rows.append(dict(row, result=FAIL if slow else OK, detail=detail or "no links (a single rank)"))
+    return rows
 
 
 def _read_log(path: str) -> str:
@@ -181,6 +225,7 @@ def smoke_report(
     check_mode: bool = False,
     all_rows: bool = False,
     ok_rows: int = 4,
+    collective: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The smoke run's summary (:func:`smoke_summary`) from what each stage left in the play's hosts.
 
@@ -238,6 +283,28 @@ def smoke_report(
         for rank in hv.get("ascend_local_ranks") or []
     ]
     summary = smoke_summary(ranks, health=health, stages=stages, launched=launched)
+    if collective is not None:
+        if not isinstance(collective, Mapping) or not {"job_id", "logs_dir"} <= set(collective):
+            raise ClusterSpecError(f"collective must be {{job_id, logs_dir, floor, error}}, got {collective!r}")
+        if collective.get("error"):
+            extra = [
+                {
+                    "stage": "collective",
+                    "server": None,
+                    "device": None,
+                    "rank": None,
+                    "result": FAIL,
+                    "detail": stage_message(collective["error"]),
+                }
+            ]
+        else:
+            extra = collective_rows(
+                [dict(rank, log=_read_log(f"{collective['logs_dir']}/{rank['server']}/device_{rank['rank']}.log")) for rank in ranks],
+                float(collective.get("floor") or 0),
+            )
+        summary["rows"] += extra
+        summary["failures"] += [_finding(row) for row in extra if row["result"] == FAIL]
+        summary["ok"] = not summary["failures"]
     return dict(
         summary,
         schema=1,
@@ -266,5 +333,5 @@ def smoke_line(summary: Mapping[str, Any], job_id: str, launched: bool) -> str:
     rows = summary["rows"]
     ranks = [r for r in rows if r["stage"] == "rank"]
     parts = [f"{len(ranks)}/{len(ranks)} ranks OK"] if launched else ["not launched (check mode)"]
-    parts += [f"{stage.replace('_', ' ')} OK" for stage in ("health", "rank_table") if any(r["stage"] == stage for r in rows)]
+    parts += [f"{stage.replace('_', ' ')} OK" for stage in ("health", "rank_table", "collective") if any(r["stage"] == stage for r in rows)]
     return f"{name}: {', '.join(parts)}"

@@ -104,10 +104,11 @@ def test_np16_runs_every_rank_together_and_reports(sim_cluster):
     "selection, layout",
     [
         ({}, [4, 4]),  # train.yml spreads np over the play's servers by default
-        ({"npu_env": "127.0.1.1:4,127.0.1.2:4"}, [4, 4]),  # the seed launcher's --env syntax
+        # the seed launcher's --env syntax; and HCCL's host NIC chosen by name (ascend_launch_nic)
+        ({"npu_env": "127.0.1.1:4,127.0.1.2:4", "ascend_launch_nic": "lo"}, [4, 4]),
         ({"spread": False}, [8]),  # packed: whole servers first
     ],
-    ids=["spread by default", "npu_env", "spread=false packs"],
+    ids=["spread by default", "npu_env and a NIC", "spread=false packs"],
 )
 def test_eight_ranks_per_server_layout(sim_cluster, selection, layout):
     cluster = sim_cluster()
@@ -116,7 +117,8 @@ def test_eight_ranks_per_server_layout(sim_cluster, selection, layout):
     # only changes and failures are shown, and still the table and the summary line
     assert "ok: [" not in res.stdout and "skipping: [" not in res.stdout, res
     assert "SERVER     DEVICE_ID  RANK_ID  STATE" in res.stdout, res
-    assert f'"train {next((cluster.root / "runs").iterdir()).name}: 8/8 ranks done in ' in res.stdout, res
+    # printed by ascend.cluster.show itself, as plain lines, once
+    assert res.stdout.count(f"\ntrain {next((cluster.root / 'runs').iterdir()).name}: 8/8 ranks done in ") == 1, res
     job = next((cluster.root / "runs").iterdir())
     per_server: dict[str, Any] = {}
     for rank in range(8):
@@ -126,6 +128,17 @@ def test_eight_ranks_per_server_layout(sim_cluster, selection, layout):
     for ranks in per_server.values():
         assert {num for num, dummy in ranks} == {str(len(ranks))}
         assert sorted(int(device) for dummy, device in ranks) == list(range(len(ranks)))
+    # HCCL_SOCKET_IFNAME only where the inventory named the NIC
+    assert read_env_log(job / "device_0" / "env.log").get("HCCL_SOCKET_IFNAME") == selection.get("ascend_launch_nic"), selection
+
+
+def test_an_hccl_if_ip_that_is_not_the_servers_is_refused_before_start(sim_cluster):
+    cluster = sim_cluster()
+    extra = launch_vars(cluster, np=2, framework="pytorch", ascend_launch_host_ip="198.18.255.254")
+    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=extra)
+    assert res.rc != 0, res
+    assert "HCCL's host NIC, nothing was started: HCCL_IF_IP 198.18.255.254 (the rank table's server_id, or " in res.stdout, res
+    assert not (cluster.root / "runs").exists() or not any((cluster.root / "runs").iterdir())
 
 
 def test_one_failing_rank_stops_every_rank_and_is_named(sim_cluster):
@@ -314,8 +327,10 @@ def test_stop_after_the_controller_is_interrupted_leaves_nothing(sim_cluster):
     pids = [s["pid"] for s in rank_states(cluster).values()]
     runners = [s["runner_pid"] for s in rank_states(cluster).values()]
     assert all(alive(p) for p in pids)
-    stop = run_playbook(STOP, SIM_INVENTORY, extra_vars=launch_vars(cluster))
+    # quiet settings (ascend.cluster.show): the one line is still printed, and only once
+    stop = run_playbook(STOP, SIM_INVENTORY, extra_vars=launch_vars(cluster), env=QUIET)
     assert stop.rc == 0, stop
+    assert stop.stdout.count("stop: job ") == 1 and ": stopped 16 rank(s) on 2 server(s)" in stop.stdout, stop
     assert not any(alive(p) for p in pids + runners)
     locks = [lock for server in ("server0", "server1") for lock in (cluster.root / server / "locks").glob("*.lock")]
     assert len(locks) == 16

@@ -139,3 +139,19 @@ def test_report_only_mode_does_not_fail(sim_cluster, play):
     result = run_playbook(play, SIM_INVENTORY, extra_vars={**cluster.inventory_vars, "ascend_net_health_fail": False})
     assert result.rc == 0, result
     assert "server1 device 0: link DOWN" in result.stdout
+
+
+def test_the_ping_mesh_names_a_path_that_loses_pings_between_healthy_devices(sim_cluster, play):
+    """ascend_net_health_ping_mesh=sampled: every device pings the same device of the other server
+    (hccn_tool -ping through the simulator); server0's device 2 no longer reaches server1's device 2,
+    while both devices and their netdetect probes stay healthy."""
+    cluster = sim_cluster()
+    cluster["server0"].fault("unreachable", "--ip", "198.18.2.12", "--device", "2")
+    result = run_playbook(play, SIM_INVENTORY, extra_vars={**cluster.inventory_vars, "ascend_net_health_ping_mesh": "sampled"})
+    assert result.rc != 0, result
+    assert problem_lines(result.stdout) == [
+        "server0 device 2 -> server1 device 2 (198.18.2.12): 0/3 pings answered - check the cables, switch ports and VLAN"
+        " between them (the device IPs answer, the path does not)"
+    ], result
+    report = json.loads((cluster.root / "controller" / "net_health.json").read_text())
+    assert report["bad"] == [{"server": "server0", "device": 2, "status": "ping lost"}]

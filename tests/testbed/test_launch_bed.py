@@ -25,9 +25,11 @@ from tests.testbed.bedlib.files import SIM_PYTHON, sim_path
 
 TRAIN = REPO_ROOT / "playbooks" / "train.yml"
 STOP = REPO_ROOT / "playbooks" / "stop.yml"
+SMOKE = REPO_ROOT / "playbooks" / "smoke.yml"
 STAND_IN = REPO_ROOT / "examples" / "train" / "train_1p.sh"
 TORCH_PYTHON = REPO_ROOT / "build" / "torch-venv" / "bin" / "python"
 GLOO = REPO_ROOT / "examples" / "train" / "train_gloo.py"
+HCCL_STAND_IN = REPO_ROOT / "examples" / "train" / "hccl_standin.py"
 
 
 @pytest.fixture(scope="module")
@@ -291,3 +293,90 @@ def test_a_host_that_dies_mid_job_is_named_and_nothing_is_left_on_the_others(lau
     assert all(s["rc"] in (-15, -9) and s["stopped_by"] == "another server failed" for s in h1), h1
     assert not any(alive(p) for r in range(8) for p in (ranks[r]["pid"], ranks[r]["runner_pid"]))  # nothing left on h1
     assert not any(alive(p) for s in ranks.values() for p in (s["pid"], s["runner_pid"]))  # nor on h2, after stop.yml
+
+
+def _standin_processes(run_dir: Path) -> list[int]:
+    """Live HCCL stand-in processes working in ``run_dir`` (on any host: the bed shares this PID namespace)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if b"hccl_standin.py" in (entry / "cmdline").read_bytes() and os.readlink(entry / "cwd").startswith(str(run_dir)):
+                    if alive(int(entry.name)):
+                        found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_hccl_standin_all_reduces_over_the_device_ips_then_a_cut_link_fails_the_job_with_ei0006(launch_bed):
+    """Issue 12 item 4: the HCCL stand-in as the training, 16 ranks on h1 and h2, over the parameter plane.
+
+    First run: every rank all-reduces 2 MiB over its device IPs and logs each link's bandwidth. Then h2's
+    eth3 is cut: ranks 3 and 11 (device 3 of each server) cannot link, fail with EI0006 after
+    HCCL_CONNECT_TIMEOUT naming the other's device IP, write a plog on their server, and the launcher
+    stops every other rank.
+    """
+    bed, root = launch_bed
+    standin = {
+        "train_command": f"python3 {HCCL_STAND_IN} --size-mb 2",
+        "ascend_hccl_connect_timeout": 20,  # below HCCL's 120-7200: the stand-in's own variable allows it
+        "ascend_train_env": {"HCCL_STANDIN_ALLOW_SHORT_TIMEOUT": "1"},
+    }
+    res = run_playbook(TRAIN, bed.inventory, extra_vars=bed_vars(launch_bed, "hccl", **standin))
+    assert res.rc == 0, str(res)
+    digests = set()
+    for rank in range(16):
+        log = (root / "runs" / "hccl" / f"device_{rank}" / "train.log").read_text()
+        result = json.loads(log.split("HCCL_STANDIN_RESULT ", 1)[1].splitlines()[0])
+        digests.add(result["sha256"])
+        host, device = 1 + rank // 8, rank % 8
+        assert result["links"][0]["from_ip"] == f"198.19.{device}.{host}"  # its own device IP, from hccn_tool via the rank table
+        plane = next(link for link in result["links"] if link["ring"] == f"plane {device} ring")
+        assert (plane["to_ip"], plane["to_port"]) == (f"198.19.{device}.{3 - host}", 16666) and plane["mb_per_s"] > 0, log
+    assert len(digests) == 1
+
+    bed.cut("h2", 3)
+    try:
+        failed = run_playbook(TRAIN, bed.inventory, extra_vars=bed_vars(launch_bed, "hccl-cut", **standin))
+    finally:
+        bed.restore("h2", 3)
+    assert failed.rc != 0
+    cause = re.search(
+        r"hccl_standin: EI0006 socket timeout: rank (3|11) \(device 3, 198\.19\.3\.([12])\) got no link to rank (11|3) 198\.19\.3\.([12]):16666 "
+        r"within HCCL_CONNECT_TIMEOUT=20s",
+        failed.stdout,
+    )
+    assert cause, str(failed)
+    ranks = states(launch_bed, "hccl-cut")
+    first = int(cause.group(1))
+    assert ranks[first]["rc"] == 1
+    assert all(s["rc"] in (1, -15, -9) for s in ranks.values()), ranks
+    server = "h1" if first < 8 else "h2"
+    plog = bed.exec(server, "sh", "-c", f"cat /root/ascend/log/debug/plog/plog-{ranks[first]['pid']}_*.log").stdout
+    assert f"wait socket establish timeout, role[1] rank[{11 if first == 3 else 3}] timeout[20]" in plog, plog
+    assert not any(alive(p) for s in ranks.values() for p in (s["pid"], s["runner_pid"]))
+    assert not _standin_processes(root / "runs")  # nothing left on either host
+
+
+def test_smoke_collective_reports_each_link_and_refuses_one_below_the_floor(launch_bed):
+    """-e collective=true: the stand-in's all-reduce on 16 ranks; a floor no link reaches names every link with its bandwidth."""
+    bed, root = launch_bed
+    extra = {k: v for k, v in bed_vars(launch_bed, "unused").items() if k not in ("ascend_job_id", "train_command")}
+    extra.update(collective=True, collective_floor=1000000, collective_size_mb=1)
+    res = run_playbook(SMOKE, bed.inventory, extra_vars=extra)
+    assert res.rc != 0
+    [summary_path] = [p for p in (root / "controller").glob("smoke-*/summary.json") if not p.parent.name.endswith("-collective")]
+    summary = json.loads(summary_path.read_text())
+    rows = [r for r in summary["rows"] if r["stage"] == "collective"]
+    assert [(r["server"], r["device"], r["rank"], r["result"]) for r in rows] == [
+        ("h1" if rank < 8 else "h2", rank % 8, rank, "FAIL") for rank in range(16)
+    ], rows
+    # rank 3 (h1 device 3) sends on its server ring to rank 4 and on the device-3 plane to rank 11 (h2 device 3)
+    assert re.fullmatch(
+        r"link 198\.19\.3\.1 -> rank 4 198\.19\.4\.1 \(server ring\): [0-9.]+ MB/s; "
+        r"link 198\.19\.3\.1 -> rank 11 198\.19\.3\.2 \(plane 3 ring\): [0-9.]+ MB/s, below the floor of 1000000 MB/s",
+        rows[3]["detail"],
+    ), rows[3]
+    assert "collective h2 device 3 rank 11: link 198.19.3.2 -> rank 12 198.19.4.2 (server ring)" in res.stdout, str(res)
+    assert not _standin_processes(root / "runs")

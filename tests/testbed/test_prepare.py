@@ -10,7 +10,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.helpers.ansible_cli import run_playbook
+from tests.helpers.ansible_cli import PlaybookResult, run_playbook
 from tests.testbed.harness import PREPARE_VARS, Bed, unique_prefix, wait_health
 
 PREPARE = "playbooks/prepare.yml"
@@ -42,9 +42,19 @@ def problem_lines(stdout: str) -> list[str]:
     )
 
 
-def test_a_fresh_bed_is_prepared_in_one_run_and_the_second_run_changes_nothing(fresh_bed):
+@pytest.fixture(scope="module")
+def prepared(fresh_bed: Bed) -> PlaybookResult:
+    """The first prepare of the fresh bed, which the other tests start from.
+
+    A fixture, not the first test: pytest-xdist (worksteal) may run this module's tests on several
+    workers, each with its own bed, in any order.
+    """
     # every row of the health table (it lists problems first and collapses OK rows beyond a few otherwise)
-    first = run_playbook(PREPARE, fresh_bed.inventory, extra_vars={**PREPARE_VARS, "ascend_report_all_rows": True})
+    return run_playbook(PREPARE, fresh_bed.inventory, extra_vars={**PREPARE_VARS, "ascend_report_all_rows": True})
+
+
+def test_a_fresh_bed_is_prepared_in_one_run_and_the_second_run_changes_nothing(fresh_bed, prepared):
+    first = prepared
     assert first.rc == 0, first
     assert first.stdout.count("  Success  198.19.0.") == 24, first  # 3 servers x 8 devices healthy
     tables = [json.loads(fresh_bed.exec(h, "cat", "/etc/ascend/rank_table.json").stdout) for h in fresh_bed.hosts]
@@ -58,7 +68,8 @@ def test_a_fresh_bed_is_prepared_in_one_run_and_the_second_run_changes_nothing(f
     assert second.changed() == 0, second
 
 
-def test_check_diff_on_a_prepared_bed_plans_nothing_and_changes_nothing(fresh_bed):
+def test_check_diff_on_a_prepared_bed_plans_nothing_and_changes_nothing(fresh_bed, prepared):
+    assert prepared.rc == 0, prepared
     before = {h: host_state(fresh_bed, h) for h in fresh_bed.hosts}
     moved = {**PREPARE_VARS, "ascend_device_ip_first_host": 41}
     result = run_playbook(PREPARE, fresh_bed.inventory, extra_vars=moved, check=True, diff=True)
@@ -67,7 +78,8 @@ def test_check_diff_on_a_prepared_bed_plans_nothing_and_changes_nothing(fresh_be
     assert {h: host_state(fresh_bed, h) for h in fresh_bed.hosts} == before
 
 
-def test_a_cut_link_fails_the_health_stage_naming_exactly_that_server_and_device(fresh_bed):
+def test_a_cut_link_fails_the_health_stage_naming_exactly_that_server_and_device(fresh_bed, prepared):
+    assert prepared.rc == 0, prepared
     fresh_bed.cut("h2", 5)
     try:
         result = run_playbook(PREPARE, fresh_bed.inventory, extra_vars=PREPARE_VARS)
@@ -87,7 +99,8 @@ def test_a_cut_link_fails_the_health_stage_naming_exactly_that_server_and_device
     assert healed.rc == 0 and healed.changed() == 0, healed
 
 
-def test_a_duplicate_ip_in_the_plan_fails_before_any_host_changed(fresh_bed):
+def test_a_duplicate_ip_in_the_plan_fails_before_any_host_changed(fresh_bed, prepared):
+    assert prepared.rc == 0, prepared
     before = {h: host_state(fresh_bed, h) for h in fresh_bed.hosts}
     # Every host's explicit list claims 198.19.0.200 for its device 0: a new address (so a host
     # that went ahead would change), and the firewall stage has work too (32 HCCL ports).

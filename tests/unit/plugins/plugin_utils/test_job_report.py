@@ -9,6 +9,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ascend.cluster.plugins.filter.job_summary import job_summary
 from ansible_collections.ascend.cluster.plugins.filter.rank_rows import rank_rows
+from ansible_collections.ascend.cluster.plugins.plugin_utils import _job_report as report
 from ansible_collections.ascend.cluster.plugins.plugin_utils._job_report import seconds
 
 
@@ -151,3 +152,46 @@ def test_seconds_are_rounded_for_people(value, rounded):
 def test_job_summary_names_bad_input():
     with pytest.raises(AnsibleFilterError, match="job_summary: the input must be the play's host names"):
         job_summary("server0", HOSTVARS, "_ascend_watch")
+
+
+# stop.yml's one line (stop_summary): what each server's training_job state=stop returned.
+def _stopped(job_id, stopped, killed=()):
+    return {"changed": bool(stopped), "job_id": job_id, "stopped": list(stopped), "killed": list(killed), "ranks": []}
+
+
+@pytest.mark.parametrize(
+    ("results", "check_mode", "line"),
+    [
+        (
+            {"h1": _stopped("J", range(8)), "h2": _stopped("J", range(8, 16))},
+            False,
+            "stop: job J: stopped 16 rank(s) on 2 server(s)",
+        ),
+        (
+            {"h1": _stopped("J", [0, 1], killed=[1]), "h2": _stopped("J", [])},
+            False,
+            "stop: job J: stopped 2 rank(s) on 1 server(s); SIGKILL needed for h1 rank 1",
+        ),
+        ({"h1": _stopped("J", []), "h2": _stopped("J", [])}, False, "stop: job J: nothing was running"),
+        ({"h1": _stopped("J", [0])}, True, "stop: job J: would stop 1 rank(s) on 1 server(s)"),
+        # job_id=all: one entry per job that still ran
+        (
+            {"h1": {"changed": True, "jobs": [_stopped("A", [0]), _stopped("B", [1, 2])]}, "h2": {"changed": False, "jobs": []}},
+            False,
+            "stop: job A: stopped 1 rank(s) on 1 server(s); job B: stopped 2 rank(s) on 1 server(s)",
+        ),
+        # no job recorded (job_id None), a server without the role's task (skipped)
+        (
+            {"h1": {"changed": False, "job_id": None, "stopped": [], "killed": []}, "h2": {"skipped": True}},
+            False,
+            "stop: no job recorded on the selected servers: nothing to stop",
+        ),
+        (
+            {"h1": _stopped("J", [0]), "h2": {"failed": True, "msg": "boom"}},
+            False,
+            "stop: job J: stopped 1 rank(s) on 1 server(s); could not stop on h2 (see the error above; run stop.yml again)",
+        ),
+    ],
+)
+def test_the_stop_line_counts_ranks_and_servers_per_job(results, check_mode, line):
+    assert report.stop_summary(results, check_mode=check_mode) == line

@@ -286,3 +286,80 @@ def test_report_of_a_launched_run_whose_logs_were_not_fetched(tmp_path):
 def test_report_bad_input_is_named(tmp_path, hosts, hostvars, message):
     with pytest.raises(AnsibleFilterError, match=f"smoke_report: {re.escape(message)}"):
         smoke_report(hosts, hostvars, logs_dir=str(tmp_path))
+
+
+# ---- the collective stage (the HCCL stand-in's links against the floor) ----------------------
+
+
+def standin_log(rank, links, last="hccl_standin: all-reduce ... result verified"):
+    """A stand-in rank's log: its links as ``(to_rank, mb_per_s)``, the result line last (as examples/train/hccl_standin.py writes it)."""
+    result = {
+        "rank": rank,
+        "links": [
+            {
+                "ring": "plane 0 ring",
+                "from_rank": rank,
+                "from_ip": f"198.19.0.{rank + 1}",
+                "to_rank": to,
+                "to_ip": f"198.19.0.{to + 1}",
+                "mb_per_s": mbps,
+            }
+            for to, mbps in links
+        ],
+    }
+    return f"{last}\n{_smoke.STANDIN_RESULT} {json.dumps(result)}\n"
+
+
+def test_the_stand_in_and_the_summary_agree_on_the_result_line():
+    standin = (Path(__file__).resolve().parents[4] / "examples" / "train" / "hccl_standin.py").read_text()
+    assert f'RESULT_PREFIX = "{_smoke.STANDIN_RESULT}"' in standin
+    for key in ("ring", "from_ip", "to_rank", "to_ip", "mb_per_s"):
+        assert f'"{key}":' in standin
+
+
+def test_collective_rows_name_each_link_below_the_floor():
+    ranks = [
+        {"server": "s0", "device": 0, "rank": 0, "log": standin_log(0, [(1, 812.5)])},
+        {"server": "s1", "device": 0, "rank": 1, "log": standin_log(1, [(0, 12.25)])},
+        {"server": "s1", "device": 1, "rank": 2, "log": "hccl_standin: rank 2/3 ...\nhccl_standin: EI0006 socket timeout: rank 2 ..."},
+        {"server": "s1", "device": 2, "rank": 3, "log": f"{_smoke.STANDIN_RESULT} {{not json"},
+    ]
+    assert [(r["rank"], r["result"], r["detail"]) for r in _smoke.collective_rows(ranks, floor=50)] == [
+        (0, "OK", "link 198.19.0.1 -> rank 1 198.19.0.2 (plane 0 ring): 812.5 MB/s"),
+        (1, "FAIL", "link 198.19.0.2 -> rank 0 198.19.0.1 (plane 0 ring): 12.2 MB/s, below the floor of 50 MB/s"),
+        (2, "FAIL", "no result; the rank's last line: hccl_standin: EI0006 socket timeout: rank 2 ..."),
+        (
+            3,
+            "FAIL",
+            "unreadable result line (Expecting property name enclosed in double quotes: line 1 column 2 (char 1)): "
+            f"{_smoke.STANDIN_RESULT} {{not json",
+        ),
+    ]
+    assert _smoke.collective_rows(ranks[:1], floor=1000000)[0]["detail"].endswith(", below the floor of 1000000 MB/s")
+    assert _smoke.collective_rows(ranks[:1], floor=812.75)[0]["detail"].endswith(", below the floor of 812.75 MB/s")
+    assert _smoke.collective_rows(ranks[:2], floor=0)[1]["result"] == "OK"  # no floor: any bandwidth is reported, none refused
+
+
+def test_report_with_the_collective_stage(tmp_path):
+    write_logs(tmp_path / "check")
+    for host, ranks in (("s0", (0, 1)), ("s1", (2, 3))):
+        (tmp_path / "coll" / host).mkdir(parents=True)
+        for rank in ranks:
+            (tmp_path / "coll" / host / f"device_{rank}.log").write_text(standin_log(rank, [((rank + 1) % 4, 100.0 if rank != 2 else 9.5)]))
+    args = (["s0", "s1"], two_servers())
+    common = {"logs_dir": str(tmp_path / "check"), "health": HEALTHY, "table": TABLE, "job_id": "smoke-1"}
+    passed = smoke_report(*args, **common, collective={"job_id": "smoke-1-collective", "logs_dir": str(tmp_path / "coll"), "floor": 5})
+    assert passed["ok"] and passed["line"] == "smoke smoke-1: 4/4 ranks OK, health OK, rank table OK, collective OK"
+    assert [r["stage"] for r in passed["rows"]][-4:] == ["collective"] * 4
+    slow = smoke_report(*args, **common, collective={"job_id": "smoke-1-collective", "logs_dir": str(tmp_path / "coll"), "floor": 10})
+    assert slow["failures"] == [
+        "collective s1 device 0 rank 2: link 198.19.0.3 -> rank 3 198.19.0.4 (plane 0 ring): 9.5 MB/s, below the floor of 10 MB/s"
+    ]
+    failed = smoke_report(
+        *args,
+        **common,
+        collective={"job_id": "j", "logs_dir": str(tmp_path / "none"), "error": "Task failed: FAILED: train j: rank 2 ... EI0006"},
+    )
+    assert failed["failures"] == ["collective: FAILED: train j: rank 2 ... EI0006"]
+    with pytest.raises(AnsibleFilterError, match="collective must be"):
+        smoke_report(*args, **common, collective={"floor": 1})

@@ -1,0 +1,30 @@
+# Copyright: ascend.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filter ``ascend.cluster.firewall_rows``; documentation in ``firewall_rows.yml``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError, filter_errors
+
+NOT_CHECKED = {"mode": "none", "found": "not checked (mode none)", "action": "nothing to do"}
+
+
+@filter_errors("firewall_rows")
+def firewall_rows(hosts: Any, result_var: str = "_ascend_firewall_result") -> list:
+    """One ``{host, mode, found, action}`` row per host from its registered host_firewall result."""
+    rows = []
+    for index, item in enumerate(hosts or ()):
+        if not isinstance(item, Mapping) or not item.get("inventory_hostname"):
+            raise ClusterSpecError(f"entry {index} is not a host's variables (no inventory_hostname): {item!r}")
+        result = item.get(result_var)
+        result = result if isinstance(result, Mapping) else {}
+        rows.append({"host": str(item["inventory_hostname"]), **{key: result.get(key, empty) for key, empty in NOT_CHECKED.items()}})
+    return rows
+
+
+class FilterModule:
+    def filters(self) -> dict:
+        return {"firewall_rows": firewall_rows}
