@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ansible_collections.ascend.cluster.plugins.plugin_utils._text_table import text_table
 from ansible_collections.ascend.cluster.plugins.plugin_utils._watch import rank_ranges
 
 TIME = r"\d{4}-\d{2}-\d{2}-\d{2}:\d{2}:\d{2}\.\d{3}\.\d{3}"
@@ -389,7 +390,8 @@ def diagnose(findings: list, live: dict | None = None, connect_timeout: float = 
     groups: dict = {}
     for finding in ordered:
         groups.setdefault(finding["error"]["code"], []).append(finding)
-    pairs = involved(ordered, live)
+    silent = sorted((f for f in findings if not f.get("error") and f.get("state") == "failed"), key=lambda f: f["rank_id"])
+    pairs = involved(ordered + silent, live)
     seen = evidence(pairs, live, connect_timeout)
     rows = []
     for code, members in groups.items():
@@ -415,8 +417,10 @@ def diagnose(findings: list, live: dict | None = None, connect_timeout: float = 
                 "inferred": inferred,
             }
         )
-    silent = sorted((f for f in findings if not f.get("error") and f.get("state") == "failed"), key=lambda f: f["rank_id"])
     if silent:
+        first = silent[0]
+        how = first.get("cause") or "exit code %s" % first.get("rc")
+        last = first.get("last_line") or ""
         rows.append(
             {
                 "code": None,
@@ -424,12 +428,12 @@ def diagnose(findings: list, live: dict | None = None, connect_timeout: float = 
                 "rank_ids": [f["rank_id"] for f in silent],
                 "from": None,
                 "time": None,
-                "first_rank": "rank %d (%s device %d)" % (silent[0]["rank_id"], silent[0]["server"], silent[0]["device_id"]),
+                "first_rank": "rank %d (%s device %d)" % (first["rank_id"], first["server"], first["device_id"]),
                 "meaning": "no Ascend error code in the log or plog",
-                "message": silent[0].get("last_line") or "",
+                "message": last,
                 "peers": [],
-                "likely_causes": [silent[0]["cause"]] if silent[0].get("cause") else ["read the rank's log tail"],
-                "seen_live": [],
+                "likely_causes": ["%s; its log ends: %s" % (how, last) if last else how] + [e["text"] for e in seen],
+                "seen_live": [e["text"] for e in seen],
                 "inferred": True,
             }
         )
@@ -451,3 +455,93 @@ def summary_line(rows: list) -> str:
     if row["inferred"] and row["code"]:
         cause += " (cause inferred: the reference does not give this text's code)" if CODES.get(row["code"]) else " (cause inferred)"
     return "%s: %s" % (head, cause)
+
+
+def _result(hostvars: Any, server: str, name: str) -> dict:
+    value = (hostvars.get(server) or {}).get(name) if hasattr(hostvars, "get") else None
+    return value if isinstance(value, dict) and not value.get("skipped") else {}
+
+
+def from_hostvars(servers: list, hostvars: Any, names: dict, connect_timeout: float = 120.0) -> dict:
+    """The diagnosis of a job from each server's registered results (``playbooks/diagnose.yml``).
+
+    ``names``: the registered variables, ``{"job": training_job state=diagnose, "npu": hccn_facts, "clock":
+    clock_offset, "firewall": host_firewall in check mode}``. Returns :func:`diagnose`'s dict plus
+    ``job_id``, ``ranks`` (every failed or stopped rank's first error), ``table`` (text lines, then one per
+    server not read), ``live``
+    (what each server's checks read) and ``unread`` (servers without the job, or whose read failed, and why).
+    """
+    findings: list = []
+    live: dict = {"devices": {}, "firewall": {}, "clock": {}, "leftovers": {}, "ports": {}}
+    job_ids: list = []
+    unread: dict = {}
+    for server in servers:
+        job = _result(hostvars, server, names["job"])
+        if not job or job.get("failed") or "ranks" not in job:
+            unread[server] = str(job.get("msg") or "not read")
+            continue
+        job_ids += [job["job_id"]] if job.get("job_id") and job["job_id"] not in job_ids else []
+        for rank in job["ranks"]:
+            if rank.get("state") not in ("failed", "stopped"):
+                continue
+            plog = rank.get("plog") or {}
+            tail = rank.get("tail") or []
+            findings.append(
+                {
+                    "server": server,
+                    "rank_id": rank["rank_id"],
+                    "device_id": rank["device_id"],
+                    "state": rank["state"],
+                    "rc": rank.get("rc"),
+                    "ended": rank.get("ended"),
+                    "cause": rank.get("error"),
+                    "last_line": tail[-1] if tail else "",
+                    "plog_files": plog.get("files") or [],
+                    "error": first_error(tail, plog.get("lines") or []),
+                }
+            )
+        npu = _result(hostvars, server, names["npu"])
+        devices = ((npu.get("ansible_facts") or {}).get("ascend_npu") or {}).get("devices") or []
+        live["devices"][server] = {int(d["device_id"]): d for d in devices if isinstance(d, dict) and "device_id" in d}
+        clock = _result(hostvars, server, names["clock"])
+        if isinstance(clock.get("offset"), (int, float)):
+            live["clock"][server] = clock["offset"]
+        firewall = _result(hostvars, server, names["firewall"])
+        live["firewall"][server] = firewall.get("found") or ("unknown: %s" % firewall["msg"] if firewall.get("msg") else "not read")
+        live["leftovers"][server] = [b["detail"] for b in job.get("busy") or [] if b.get("detail")]
+        live["ports"][server] = ["TCP port %s is listened on by %s" % item for item in sorted((job.get("ports_in_use") or {}).items())]
+    out = diagnose(findings, live, connect_timeout)
+    out.update(
+        job_id=job_ids[0] if len(job_ids) == 1 else job_ids or None,
+        ranks=[
+            {
+                "server": f["server"],
+                "rank_id": f["rank_id"],
+                "device_id": f["device_id"],
+                "state": f["state"],
+                "rc": f["rc"],
+                "code": (f["error"] or {}).get("code"),
+                "time": (f["error"] or {}).get("time"),
+                "message": (f["error"] or {}).get("message") or f["last_line"],
+                "plog_files": f["plog_files"],
+            }
+            for f in sorted(findings, key=lambda f: f["rank_id"])
+        ],
+        live={k: v for k, v in live.items() if k != "devices"},
+        unread=unread,
+        table=table(out["rows"]) + ["%s: not read - %s" % item for item in sorted(unread.items())],
+    )
+    return out
+
+
+def table(rows: list, causes: int = 3) -> list:
+    """The diagnosis table as text lines: one row per code, its first ``causes`` likely causes numbered."""
+    shown = [
+        dict(
+            row,
+            code=(row["code"] or "-") + (" (inferred)" if row["inferred"] and row["code"] else ""),
+            likely_causes="; ".join("%d. %s" % (i + 1, c) for i, c in enumerate(row["likely_causes"][:causes])),
+        )
+        for row in rows
+    ]
+    return text_table(shown, ["code", "ranks", "from", "first_rank", "meaning", "likely_causes"])

@@ -218,7 +218,16 @@ def test_first_failing_rank_by_time_and_silent_ranks_get_their_own_row() -> None
     out = dg.diagnose([_finding(1, "h1", 1, late), _finding(2, "h1", 2, early), silent], _live(leftovers={"h1": ["process 1 holds NPU 1"]}))
     assert [r["code"] for r in out["rows"]] == ["EI0006", "EJ0001", None]
     assert out["rows"][1]["likely_causes"][0].startswith("h1: process 1 holds NPU 1")
-    assert out["rows"][2]["likely_causes"] == ["killed by SIGKILL (signal 9)"]
+    assert out["rows"][2]["likely_causes"] == [
+        "killed by SIGKILL (signal 9)",
+        "h1: process 1 holds NPU 1 - ascend.cluster.stop, or kill it",
+    ]
+
+
+def test_a_failed_rank_without_a_code_is_named_with_how_it_ended_and_its_last_line() -> None:
+    out = dg.diagnose([dict(_finding(11, "h2", 3, None), last_line="rank 11 crashing at step 1")], _live())
+    assert out["line"] == "no Ascend error code on rank 11: exit code 1; its log ends: rank 11 crashing at step 1"
+    assert out["involved"] == [["h2", 3]]
 
 
 def test_inferred_and_unknown_codes_say_so() -> None:
@@ -231,3 +240,54 @@ def test_inferred_and_unknown_codes_say_so() -> None:
 def test_nothing_to_diagnose() -> None:
     assert dg.diagnose([], {})["line"].startswith("no failed rank")
     assert dg.diagnose([_finding(1, "h1", 1, None, state="stopped")], None)["rows"] == []
+
+
+def test_from_hostvars_reads_each_servers_registered_results() -> None:
+    log, plog = _standin(_cut_link())
+    rank3 = {
+        "rank_id": 3,
+        "device_id": 3,
+        "state": "failed",
+        "rc": 1,
+        "ended": 5.0,
+        "tail": log,
+        "plog": {"files": ["/p/plog-4242_1.log"], "lines": plog},
+    }
+    done = {"rank_id": 0, "device_id": 0, "state": "done", "rc": 0, "tail": ["ok"]}
+    stopped = {"rank_id": 11, "device_id": 3, "state": "stopped", "rc": -15, "tail": ["step 1"], "plog": {"files": [], "lines": []}}
+    devices = [
+        {"device_id": 3, "device_ip": "198.19.3.%d" % h, "link": "DOWN" if h == 2 else "UP", "net_health": "Success"} for h in (1, 2)
+    ]
+    hostvars = {
+        "h1": {
+            "_ascend_diag": {"job_id": "j", "ranks": [done, rank3], "busy": [], "ports_in_use": {"16666": "pid 9 (nc)"}},
+            "_ascend_diag_npu": {"ansible_facts": {"ascend_npu": {"devices": devices[:1]}}},
+            "_ascend_diag_clock": {"offset": 0.01},
+            "_ascend_diag_firewall": {"failed": True, "msg": "unknown OS"},
+        },
+        "h2": {
+            "_ascend_diag": {"job_id": "j", "ranks": [stopped], "busy": [{"detail": "locked by x"}], "ports_in_use": {}},
+            "_ascend_diag_npu": {"ansible_facts": {"ascend_npu": {"devices": devices[1:]}}},
+            "_ascend_diag_clock": {"skipped": True},
+            "_ascend_diag_firewall": {"found": "ufw inactive"},
+        },
+        "h3": {"_ascend_diag": {"failed": True, "msg": "job j is not recorded under /jobs on this host"}},
+    }
+    names = {"job": "_ascend_diag", "npu": "_ascend_diag_npu", "clock": "_ascend_diag_clock", "firewall": "_ascend_diag_firewall"}
+    out = dg.from_hostvars(["h1", "h2", "h3"], hostvars, names, 20)
+    assert (
+        out["job_id"] == "j"
+        and out["line"].startswith("EI0006 on rank 3 from ")
+        and out["line"].endswith(": h2 eth3 link DOWN - check the optics/cable")
+    )
+    assert [(r["rank_id"], r["code"], r["plog_files"]) for r in out["ranks"]] == [(3, "EI0006", ["/p/plog-4242_1.log"]), (11, None, [])]
+    assert out["live"]["firewall"] == {"h1": "unknown: unknown OS", "h2": "ufw inactive"} and out["live"]["clock"] == {"h1": 0.01}
+    assert out["rows"][0]["likely_causes"][:3] == [
+        "h2 eth3 link DOWN - check the optics/cable",
+        "h2: locked by x - ascend.cluster.stop, or kill it",
+        dg.CODES["EI0006"]["causes"][0],
+    ]  # a port in use is evidence for EI0019, not EI0006
+    assert "h1: TCP port 16666 is listened on by pid 9 (nc) - stop it, or move the job's ports" in out["evidence"]
+    assert out["table"][0].split() == ["CODE", "RANKS", "FROM", "FIRST_RANK", "MEANING", "LIKELY_CAUSES"]
+    assert out["table"][1].startswith("EI0006  3 ") and "1. h2 eth3 link DOWN" in out["table"][1]
+    assert out["table"][-1] == "h3: not read - job j is not recorded under /jobs on this host"
