@@ -317,7 +317,8 @@ def evidence(pairs: list, live: dict, connect_timeout: float = 120.0) -> list:
         if device.get("link") == "DOWN":
             found.append({"kind": "link", "server": server, "text": "%s eth%d link DOWN - check the optics/cable" % (server, device_id)})
         health = device.get("net_health")
-        if health and health != "Success":
+        # Init without a netdetect address: nothing is probed, so it says nothing about the link
+        if health and health != "Success" and not (health == "Init" and not device.get("netdetect")):
             found.append(
                 {
                     "kind": "net_health",

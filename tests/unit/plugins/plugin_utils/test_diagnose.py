@@ -193,6 +193,8 @@ def test_every_rank_of_a_server_in_one_row_with_a_range() -> None:
         ({"firewall": {"h1": "ufw active", "h2": "ufw inactive"}}, "h1 firewall: ufw active - open the training ports"),
         ({"firewall": {"h1": "firewalld running"}}, "h1 firewall: firewalld running"),
         ({"clock": {"h2": -45.0}}, "h2 clock -45.0 s off the controller - fix NTP"),
+        ({"devices": {"h1": {3: {"net_health": "Receive timeout"}}}}, "h1 device 3 net_health Receive timeout - check its path"),
+        ({"devices": {"h1": {3: {"net_health": "Init", "netdetect": "198.19.3.254"}}}}, "h1 device 3 net_health Init - check its path"),
         ({"leftovers": {"h1": ["process 4242 (python3) holds NPU 3"]}}, "h1: process 4242 (python3) holds NPU 3 - ascend.cluster.stop"),
     ],
 )
@@ -201,6 +203,12 @@ def test_live_evidence_comes_first(change: dict, expected: str) -> None:
     out = dg.diagnose([_finding(3, "h1", 3, error)], _live(**change))
     assert out["rows"][0]["likely_causes"][0].startswith(expected), out
     assert expected in out["line"]
+
+
+def test_net_health_init_without_a_netdetect_address_is_no_evidence() -> None:
+    error = dg.first_error([EI0006_PID], [])
+    out = dg.diagnose([_finding(3, "h1", 3, error)], _live(devices={"h1": {3: {"net_health": "Init", "netdetect": ""}}}))
+    assert out["evidence"] == [] and out["rows"][0]["likely_causes"] == dg.CODES["EI0006"]["causes"]
 
 
 def test_tls_switch_that_differs_between_the_devices_involved() -> None:
