@@ -29,13 +29,18 @@ description:
     local ranks as soon as one has failed.
   - V(stop) stops every local rank (TERM, then KILL after O(grace)), waits for their runners to
     release the device locks; O(job_id=all) stops every recorded job with live ranks.
+  - V(diagnose) only reads (for C(playbooks/diagnose.yml)) every local rank's state, and for each failed or stopped
+    rank the last O(tail_failed) lines of its log and the ERROR and WARNING lines of its process's plog
+    (C(plog-<pid>_*.log) where CANN writes it for the rank's environment in C(env.log), that is
+    C($ASCEND_PROCESS_LOG_PATH) or C($HOME/ascend/log), under C(debug/plog), C(run/plog) or C(plog)); with them
+    what holds the job's devices now (npu-smi, job records, device locks) and which of O(ports) are listened on.
 author:
   - ascend.cluster contributors (!UNKNOWN)
 options:
   state:
     description: What to do.
     type: str
-    choices: [preflight, record, staged, gate, poll, status, stop]
+    choices: [preflight, record, staged, gate, poll, status, stop, diagnose]
     required: true
   job_id:
     description: The job; V(latest) is the newest job started on this host, V(all) (with V(stop) only) every job.
@@ -59,6 +64,7 @@ options:
       - TCP ports the job will listen on here, which nothing may listen on yet (V(preflight)) - HCCL's host
         ports and, on rank 0's server, the framework's master port. A port in use fails the pre-flight, naming
         who holds it; O(kill_stale) does not stop such a process.
+      - With V(diagnose), the ports to report as listened on (RV(ports_in_use)); nothing fails.
     type: list
     elements: int
     default: []
@@ -99,9 +105,20 @@ options:
     type: int
     default: 0
   tail_failed:
-    description: Lines of a failed rank's log to return (V(poll) and V(status)), when more than O(tail_lines).
+    description:
+      - Lines of a failed rank's log to return (V(poll) and V(status)), when more than O(tail_lines).
+      - With V(diagnose), lines of each failed or stopped rank's log.
     type: int
     default: 20
+  plog_dirs:
+    description: More directories to look for plogs in (V(diagnose)), before the ones the rank's environment names.
+    type: list
+    elements: path
+    default: []
+  plog_lines:
+    description: At most this many ERROR and WARNING lines of each rank's plog (V(diagnose)).
+    type: int
+    default: 200
   reason:
     description: Why the job is stopped (kept in the job's C(abort) file).
     type: str
@@ -114,7 +131,8 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: partial
-    description: V(status), V(staged), V(poll) and V(preflight) without O(kill_stale) only read; V(record), V(gate) and V(stop) change nothing.
+    description:
+      V(status), V(diagnose), V(staged), V(poll) and V(preflight) without O(kill_stale) only read; V(record), V(gate) and V(stop) change nothing.
     details: V(preflight) with O(kill_stale) reports the holders instead of stopping them.
   diff_mode:
     support: none
@@ -130,6 +148,13 @@ EXAMPLES = r"""
     state: status
     tail_lines: 1
 
+- name: What a failed job left behind on this server (read-only; playbooks/diagnose.yml)
+  ascend.cluster.training_job:
+    state: diagnose
+    job_id: latest
+    tail_failed: 200
+    ports: [16666]
+
 - name: Stop every job of ours on this server (after the controller was interrupted)
   ascend.cluster.training_job:
     state: stop
@@ -142,13 +167,16 @@ job_id:
   returned: except with preflight
   type: str
 ranks:
-  description: One entry per local rank (rank_id, device_id, state, phase, rc, started, ended, duration, pid, log, tail, error).
-  returned: with staged, poll, status and stop
+  description:
+    - One entry per local rank (rank_id, device_id, state, phase, rc, started, ended, duration, pid, log, tail, error).
+    - With V(diagnose), a failed or stopped rank also has C(plog), C({pid, files, lines}) - its process's plog files
+      and their first O(plog_lines) ERROR and WARNING lines.
+  returned: with staged, poll, status, stop and diagnose
   type: list
   elements: dict
 busy:
-  description: What holds the devices (V(preflight)).
-  returned: with preflight
+  description: What holds the devices (V(preflight)); what holds the job's devices now (V(diagnose)).
+  returned: with preflight and diagnose
   type: list
   elements: dict
 chip_health:
@@ -171,12 +199,12 @@ nic:
   returned: with preflight
   type: str
 ports_in_use:
-  description: The O(ports) something already listens on, port to holder (C(pid N (name))) (V(preflight), when it fails for them).
-  returned: on a failed preflight for ports
+  description: The O(ports) something already listens on, port to holder (C(pid N (name))) (V(preflight), when it fails for them; V(diagnose)).
+  returned: on a failed preflight for ports, and with diagnose
   type: dict
 failed_rank:
-  description: The first local rank that failed (V(poll)).
-  returned: with poll
+  description: The first local rank that failed (V(poll), V(diagnose)).
+  returned: with poll and diagnose
   type: dict
 stopped:
   description: Rank ids that were stopped (by V(stop), or by V(poll) after a failure).
@@ -186,10 +214,11 @@ abort:
   description:
     - The first line of the job's C(abort) file on this server, which says who or what is stopping the job
       (a failing rank's runner writes C(rank N failed) and its exit code), or null when nothing is stopping it.
-  returned: with poll and status
+  returned: with poll, status and diagnose
   type: str
 """
 
+import os
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
@@ -201,13 +230,14 @@ from ansible_collections.ascend.cluster.plugins.module_utils import _job_preflig
 from ansible_collections.ascend.cluster.plugins.module_utils import _listen_ports as listen_ports
 from ansible_collections.ascend.cluster.plugins.module_utils import _npu_smi as npu_smi
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
+from ansible_collections.ascend.cluster.plugins.module_utils import _plog as plog
 
 ARGS = options.spec(
     options.TOOL_PATHS,
     options.JOB_ROOT,
     options.LOCK_DIR,
     options.GRACE,
-    state=dict(type="str", required=True, choices=["preflight", "record", "staged", "gate", "poll", "status", "stop"]),
+    state=dict(type="str", required=True, choices=["preflight", "record", "staged", "gate", "poll", "status", "stop", "diagnose"]),
     job_id=dict(type="str", default="latest"),
     run_dir=dict(type="path"),
     ranks=dict(type="list", elements="dict", default=[]),
@@ -223,6 +253,8 @@ ARGS = options.spec(
     tail_lines=dict(type="int", default=0),
     tail_failed=dict(type="int", default=20),
     reason=dict(type="str", default="stop requested"),
+    plog_dirs=dict(type="list", elements="path", default=[]),
+    plog_lines=dict(type="int", default=200),
 )
 REQUIRED_IF = [("state", "record", ["run_dir", "job_id"]), ("state", "gate", ["start_at"])]
 
@@ -349,6 +381,31 @@ def do_stop(module: AnsibleModule) -> dict:
     return dict(changed=changed, **results[0])
 
 
+def do_diagnose(module: AnsibleModule, job: dict) -> dict:
+    """Read-only: the ranks, the log tail and plog lines of each failed or stopped one, the devices' holders, ports in use."""
+    p = module.params
+    ranks = control.rank_states(p["job_root"], job)
+    for rank in ranks:
+        if rank["state"] in ("failed", "stopped"):
+            rank["tail"] = control.tail(rank["log"], p["tail_failed"])
+            env = plog.read_env_log(os.path.join(os.path.dirname(rank["log"]), files.ENV_LOG))
+            rank["plog"] = plog.rank_plog(rank["pid"], env, p["plog_dirs"], p["plog_lines"])
+    raw = npu_info(module)
+    processes = npu_smi.parse_npu_processes(raw) if raw is not None else []
+    devices = sorted(set(r["device_id"] for r in ranks))
+    busy = preflight.find_busy(devices, p["lock_dir"], p["job_root"], processes)
+    taken = listen_ports.ports_in_use(p["ports"])
+    return dict(
+        changed=False,
+        job_id=job["job_id"],
+        ranks=ranks,
+        failed_rank=control.first_failure(ranks),
+        abort=files.read_abort(files.job_dir(p["job_root"], job["job_id"])),
+        busy=busy,
+        ports_in_use=taken,
+    )
+
+
 def main() -> None:
     module = AnsibleModule(argument_spec=ARGS, required_if=REQUIRED_IF, supports_check_mode=True)
     p = module.params
@@ -381,6 +438,8 @@ def main() -> None:
                     ranks=ranks,
                 )
             module.exit_json(changed=False, job_id=job["job_id"], ranks=ranks)
+        if state == "diagnose":
+            module.exit_json(**do_diagnose(module, job))
         if state == "gate":
             if not module.check_mode:
                 control.open_gate(p["job_root"], job, p["start_at"])

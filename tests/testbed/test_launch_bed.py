@@ -26,6 +26,7 @@ from tests.testbed.bedlib.files import SIM_PYTHON, sim_path
 TRAIN = REPO_ROOT / "playbooks" / "train.yml"
 STOP = REPO_ROOT / "playbooks" / "stop.yml"
 SMOKE = REPO_ROOT / "playbooks" / "smoke.yml"
+DIAGNOSE = REPO_ROOT / "playbooks" / "diagnose.yml"
 STAND_IN = REPO_ROOT / "examples" / "train" / "train_1p.sh"
 TORCH_PYTHON = REPO_ROOT / "build" / "torch-venv" / "bin" / "python"
 GLOO = REPO_ROOT / "examples" / "train" / "train_gloo.py"
@@ -315,7 +316,8 @@ def test_hccl_standin_all_reduces_over_the_device_ips_then_a_cut_link_fails_the_
     First run: every rank all-reduces 2 MiB over its device IPs and logs each link's bandwidth. Then h2's
     eth3 is cut: ranks 3 and 11 (device 3 of each server) cannot link, fail with EI0006 after
     HCCL_CONNECT_TIMEOUT naming the other's device IP, write a plog on their server, and the launcher
-    stops every other rank.
+    stops every other rank. Issue 12 item 5: train's report prints the diagnosis line, and
+    ascend.cluster.diagnose, run while the link is still cut, names EI0006, the cut NIC and its link DOWN.
     """
     bed, root = launch_bed
     standin = {
@@ -339,8 +341,22 @@ def test_hccl_standin_all_reduces_over_the_device_ips_then_a_cut_link_fails_the_
     bed.cut("h2", 3)
     try:
         failed = run_playbook(TRAIN, bed.inventory, extra_vars=bed_vars(launch_bed, "hccl-cut", **standin))
+        role_vars = {k: v for k, v in bed_vars(launch_bed, "hccl-cut").items() if k.startswith("ascend_") and k != "ascend_job_id"}
+        diagnosed = run_playbook(DIAGNOSE, bed.inventory, extra_vars=dict(role_vars, job_id="hccl-cut", ascend_hccl_connect_timeout=20))
     finally:
         bed.restore("h2", 3)
+    line = re.compile(r"diagnosis: EI0006 on ranks? (3|11|3, 11) from \d\d:\d\d:\d\d: h2 eth3 link DOWN - check the optics/cable")
+    assert line.search(failed.stdout), str(failed)  # train's report on the failed job
+    assert diagnosed.rc == 0 and line.search(diagnosed.stdout), str(diagnosed)
+    assert re.search(r'"EI0006 +(3|11|3, 11) +\d\d:\d\d:\d\d +rank (3|11) \(h[12] device 3\) +socket timeout', diagnosed.stdout), str(
+        diagnosed
+    )
+    diagnosis = json.loads((root / "controller" / "hccl-cut" / "diagnosis.json").read_text())
+    assert diagnosis["job_id"] == "hccl-cut" and diagnosis["rows"][0]["code"] == "EI0006", diagnosis
+    assert diagnosis["rows"][0]["seen_live"][0] == "h2 eth3 link DOWN - check the optics/cable", diagnosis
+    assert sorted(map(tuple, diagnosis["involved"])) == [("h1", 3), ("h2", 3)], diagnosis
+    first_row = next(r for r in diagnosis["ranks"] if r["code"] == "EI0006")
+    assert first_row["plog_files"] and first_row["plog_files"][0].startswith("/root/ascend/log/debug/plog/plog-"), first_row
     assert failed.rc != 0
     cause = re.search(
         r"hccl_standin: EI0006 socket timeout: rank (3|11) \(device 3, 198\.19\.3\.([12])\) got no link to rank (11|3) 198\.19\.3\.([12]):16666 "

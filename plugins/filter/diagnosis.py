@@ -1,0 +1,29 @@
+# Copyright: ascend.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filter ``ascend.cluster.diagnosis``; documentation in ``diagnosis.yml``, logic in plugin_utils/_diagnose.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.ascend.cluster.plugins.plugin_utils._diagnose import from_hostvars
+from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
+
+
+@filter_errors("diagnosis")
+def diagnosis(
+    servers: Any,
+    hostvars: Any,
+    job: str = "_ascend_diag",
+    npu: str = "_ascend_diag_npu",
+    clock: str = "_ascend_diag_clock",
+    firewall: str = "_ascend_diag_firewall",
+    connect_timeout: Any = 120,
+) -> dict:
+    names = {"job": job, "npu": npu, "clock": clock, "firewall": firewall}
+    return from_hostvars(list(servers), hostvars, names, float(connect_timeout))
+
+
+class FilterModule:
+    def filters(self) -> dict:
+        return {"diagnosis": diagnosis}

@@ -1,0 +1,548 @@
+# Copyright: ascend.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Why a job failed: the first Ascend error of each rank, what its code means, what the live checks show.
+
+Pure functions, used by the ``ascend.cluster.diagnosis`` filter (``playbooks/diagnose.yml``):
+
+- :func:`first_error` reads a rank's log (the training's stdout/stderr) and its plog lines and returns
+  the first Ascend error: code, CANN time, message, the peers it names (``LINK_ERROR_INFO``, the HCCL
+  log lines, the HCCL stand-in's cause line);
+- :data:`CODES` is what each known code means and its likely causes, most likely first (reference
+  section 7, ``../shared/ascend-reference.md``);
+- :func:`diagnose` combines every rank's finding with the live checks of the servers (link,
+  net_health and TLS of the devices involved, firewall, clock offsets, leftover processes, ports in
+  use) into the rows of one table and one line: ``EI0006 on ranks 3, 11 from 12:03:04: h2 eth3 link
+  DOWN - check the optics/cable``.
+
+Formats recognised (reference section 7): the stderr block ``EI0006: [PID: n] 2025-04-08-18:07:20.444.436
+text`` (older CANN without ``[PID: n]``), summary names ``Communication_Error_Get_Socket(EI0006)``,
+plog lines ``[ERROR] HCCL(pid,pname):2025-07-23-03:49:57.177.194 [file.cc:778]text``, torch_npu's
+``HcclAllreduce, error code is 6`` and ``ERR01100 OPS call acl api failed``, and the HCCL texts the
+reference quotes without a code (``wait socket establish timeout``, ``listen on ip[...] and specific
+port[16666] fail``, ``device_ip is invalid in ranktable``, ``Maybe the last training process is
+running``): their code is then inferred, and the diagnosis says so.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ansible_collections.ascend.cluster.plugins.plugin_utils._text_table import text_table
+from ansible_collections.ascend.cluster.plugins.plugin_utils._watch import rank_ranges
+
+TIME = r"\d{4}-\d{2}-\d{2}-\d{2}:\d{2}:\d{2}\.\d{3}\.\d{3}"
+# "EI0006: [PID: 1292363] 2025-04-08-18:07:20.444.436 Getting socket times out. ..." (older CANN: no [PID: n])
+_BLOCK = re.compile(r"^\s*(E[A-Z]\d{4}):\s*(?:\[PID:\s*(\d+)\]\s*)?(" + TIME + r")?\s*(.*)$")
+# "Communication_Error_Get_Socket(EI0006)"
+_SUMMARY = re.compile(r"\b([A-Z][A-Za-z_]+)\((E[A-Z]\d{4})\)")
+# "[ERROR] HCCL(2717288,python3):2025-07-23-03:49:57.177.194 [hccl_socket_manager.cc:778] [2734049][Wait]..."
+_PLOG = re.compile(r"^\[(ERROR|WARNING|INFO|DEBUG|EVENT)\]\s*([A-Za-z_]+)\((\d+),([^)]*)\):(" + TIME + r")\s*\[([^\]]*)\]\s?(.*)$")
+_TORCH_HCCL = re.compile(r"\b(Hccl[A-Za-z]+), error code is (\d+)")
+_TORCH_ERR = re.compile(r"\b(ERR\d{5})\b\s*(.*)")
+_CODE_IN_TEXT = re.compile(r"\b(E[A-Z]\d{4})\b")
+_IP = r"\d{1,3}(?:\.\d{1,3}){3}"
+_IP_RE = re.compile(r"\b(" + _IP + r")\b")
+_LISTEN = re.compile(r"listen on ip\[(" + _IP + r")\] and specific port\[(\d+)\] fail")
+_WAIT_RANK = re.compile(r"wait socket establish timeout, role\[\d+\] rank\[(\d+)\]")
+_STANDIN_PEER = re.compile(r"\brank (\d+) (" + _IP + r"):(\d+)")
+_STANDIN_SELF = re.compile(r"hccl_standin: EI\d{4} [^:]*: rank (\d+) \(device (\d+), (" + _IP + r")\)")
+
+# HCCL texts the reference quotes, and the code they belong to when a log shows the text without it.
+TEXT_CODES = (
+    ("wait socket establish timeout", "EI0006"),
+    ("Getting socket times out", "EI0006"),
+    ("specific port[", "EI0019"),
+    ("device_ip is invalid in ranktable", "EI0014"),
+    ("Config_Error_Ranktable", "EI0014"),
+    ("Maybe the last training process is running", "EJ0001"),
+)
+
+# Reference section 7: what each code means in practice, and its likely causes, most likely first.
+# ``checks`` are the live checks that can confirm a cause (see :func:`evidence`).
+CODES: dict = {
+    "EI0006": {
+        "meaning": "socket timeout: a link between ranks did not come up (or broke) within HCCL_CONNECT_TIMEOUT",
+        "causes": [
+            "a parameter-plane link down (optics, cable, switch port)",
+            "a firewall between the ranks",
+            "ranks started more than HCCL_CONNECT_TIMEOUT apart (clocks, a slow or late rank)",
+            "a wrong HCCL_IF_IP, or device IPs not in one subnet",
+            "the TLS switch differs between devices",
+            "a dead peer (its own log says why)",
+        ],
+        "checks": ["link", "net_health", "tls", "firewall", "clock", "leftover"],
+    },
+    "EJ0001": {
+        "meaning": "the device is held by another process",
+        "causes": ["the last training process is still running: stop it (ascend.cluster.stop) and wait ~10 s"],
+        "checks": ["leftover"],
+    },
+    "EI0014": {
+        "meaning": "the rank table is refused",
+        "causes": [
+            "a device IP of -.-.-.- or empty in the table: run ascend.cluster.prepare (device IPs)",
+            "a rank table of the wrong version or format for the chip: let the rank_table role pick it",
+        ],
+        "checks": [],
+    },
+    "EI0019": {
+        "meaning": "a port HCCL listens on is in use",
+        "causes": [
+            "another process listens on the device port (16666) or HCCL's host ports (60000+, HCCL_HOST_SOCKET_PORT_RANGE)",
+            "a leftover training holds the port",
+        ],
+        "checks": ["port", "leftover"],
+    },
+}
+CODES["EJ0003"] = dict(CODES["EI0019"])
+UNKNOWN_CAUSE = "not in the reference's list of codes: read the rank's log and plog around this line"
+TORCH_MEANING = "an HCCL call from torch_npu failed; the HCCL code above it in the log says why"
+
+# Evidence kinds in the order they are trusted (a link down explains more than a clock offset).
+KINDS = ("link", "net_health", "tls", "port", "leftover", "firewall", "clock")
+
+
+def cann_clock(cann_time: str | None) -> str | None:
+    """``2025-04-08-18:07:20.444.436`` -> ``18:07:20``."""
+    return cann_time[11:19] if cann_time else None
+
+
+def parse_plog(lines: list) -> list:
+    """Plog lines as dicts (level, module, pid, time, source, text); other lines are skipped."""
+    out = []
+    for line in lines:
+        found = _PLOG.match(line.strip())
+        if found:
+            level, module, pid, _pname, when, source, text = found.groups()
+            out.append({"level": level, "module": module, "pid": int(pid), "time": when, "source": source, "text": text.strip()})
+    return out
+
+
+def link_error_info(lines: list) -> list:
+    """The links of a ``LINK_ERROR_INFO`` table: ``{"local_ip", "remote_ip", "remote_rank", "remote_port"}``.
+
+    The reference names the columns (local/remote rank, IPs, ports) but not their layout: a header row
+    names them when present (the stand-in's ``local_rank local_ip local_port remote_rank remote_ip
+    remote_port``); without one, the first IP of a row is the local one and the second the remote one.
+    """
+    links: list = []
+    header: list = []
+    inside = False
+    for line in lines:
+        if "LINK_ERROR_INFO" in line:
+            inside = True
+            continue
+        if not inside:
+            continue
+        if not line.strip() or not line[:1].isspace():
+            if links or header:
+                inside = False
+            continue
+        cells = line.split()
+        if "remote_ip" in cells:
+            header = cells
+            continue
+        ips = _IP_RE.findall(line)
+        if len(ips) < 2:
+            continue
+        if header and len(cells) == len(header):
+            row = dict(zip(header, cells))
+            links.append(
+                {
+                    "local_ip": row.get("local_ip"),
+                    "remote_ip": row.get("remote_ip"),
+                    "remote_rank": _int(row.get("remote_rank")),
+                    "remote_port": _int(row.get("remote_port")),
+                }
+            )
+        else:
+            links.append({"local_ip": ips[0], "remote_ip": ips[1], "remote_rank": None, "remote_port": None})
+    return links
+
+
+def _int(text: Any) -> int | None:
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def _peers(lines: list, plog: list) -> tuple:
+    """(peers, local_ip): the remote ends an error names, ``{"rank", "ip", "port"}``, first mention first."""
+    peers: list = []
+    local_ip = None
+
+    def add(rank: int | None, ip: str | None, port: int | None) -> None:
+        for peer in peers:
+            if (ip and peer["ip"] == ip) or (rank is not None and ip is None and peer["rank"] == rank):
+                peer["rank"] = peer["rank"] if peer["rank"] is not None else rank
+                peer["port"] = peer["port"] or port
+                return
+            if rank is not None and peer["rank"] == rank and peer["ip"] is None:
+                peer.update(ip=ip, port=peer["port"] or port)
+                return
+        peers.append({"rank": rank, "ip": ip, "port": port})
+
+    for link in link_error_info(lines):
+        local_ip = local_ip or link["local_ip"]
+        add(link["remote_rank"], link["remote_ip"], link["remote_port"])
+    for line in lines:
+        own = _STANDIN_SELF.search(line)
+        if own:
+            local_ip = local_ip or own.group(3)
+            rest = line[own.end() :]
+            for rank, ip, port in _STANDIN_PEER.findall(rest):
+                add(int(rank), ip, int(port))
+    for entry in plog:
+        wait = _WAIT_RANK.search(entry["text"])
+        if wait:
+            add(int(wait.group(1)), None, None)
+    return peers, local_ip
+
+
+def _text_code(text: str) -> str | None:
+    return next((code for needle, code in TEXT_CODES if needle in text), None)
+
+
+def first_error(log_lines: list, plog_lines: list | None = None) -> dict | None:
+    """The first Ascend error of one rank from its log lines and its plog lines, or None.
+
+    Returns ``{"code", "time", "clock", "message", "summary", "peers", "local_ip", "listen", "inferred",
+    "source"}``: ``code`` an Ascend code (``EI0006``), ``HCCL`` (torch_npu's ``error code is N`` only)
+    or ``ERR01100`` and the like; ``inferred`` True when the code comes from an HCCL text, not the code
+    itself; ``time`` the CANN time of the error (of the block, else of the first ERROR plog line).
+    """
+    log_lines = [str(line) for line in (log_lines or [])]
+    plog = parse_plog([str(line) for line in (plog_lines or [])])
+    errors = [e for e in plog if e["level"] == "ERROR"]
+    found: dict | None = None
+    for line in log_lines:
+        block = _BLOCK.match(line)
+        if block:
+            code, _pid, when, text = block.groups()
+            found = {"code": code, "time": when, "message": text.strip(), "inferred": False, "source": "log"}
+            break
+    if found is None:
+        for line in log_lines:
+            summary = _SUMMARY.search(line)
+            if summary:
+                found = {"code": summary.group(2), "time": None, "message": line.strip(), "inferred": False, "source": "log"}
+                break
+    if found is None:
+        for entry in errors:
+            code = _CODE_IN_TEXT.search(entry["text"])
+            if code:
+                found = {"code": code.group(1), "time": entry["time"], "message": entry["text"], "inferred": False, "source": "plog"}
+                break
+    if found is None:
+        for source, texts in (("plog", [(e["text"], e["time"]) for e in errors]), ("log", [(line, None) for line in log_lines])):
+            hit = next(((text, when) for text, when in texts if _text_code(text)), None)
+            if hit:
+                found = {"code": _text_code(hit[0]), "time": hit[1], "message": hit[0].strip(), "inferred": True, "source": source}
+                break
+    if found is None:
+        for line in log_lines:
+            torch = _TORCH_HCCL.search(line)
+            if torch:
+                found = {"code": "HCCL", "time": None, "message": line.strip(), "inferred": True, "source": "log"}
+                break
+            err = _TORCH_ERR.search(line)
+            if err:
+                found = {"code": err.group(1), "time": None, "message": line.strip(), "inferred": True, "source": "log"}
+                break
+    if found is None:
+        return None
+    if found["time"] is None and errors:
+        found["time"] = errors[0]["time"]
+    names = [m for m in (_SUMMARY.search(line) for line in log_lines) if m and m.group(2) == found["code"]]
+    listen = next((m for m in (_LISTEN.search(t) for t in log_lines + [e["text"] for e in plog]) if m), None)
+    peers, local_ip = _peers(log_lines, plog)
+    found.update(
+        clock=cann_clock(found["time"]),
+        summary=names[0].group(1) if names else None,
+        peers=peers,
+        local_ip=local_ip,
+        listen={"ip": listen.group(1), "port": int(listen.group(2))} if listen else None,
+    )
+    return found
+
+
+def meaning(code: str | None) -> dict:
+    """``{"meaning", "causes", "checks", "known"}`` of a code; unknown codes say the cause is inferred."""
+    if code in CODES:
+        return dict(CODES[code], known=True)
+    if code == "HCCL":
+        return {"meaning": TORCH_MEANING, "causes": [UNKNOWN_CAUSE], "checks": [], "known": False}
+    return {
+        "meaning": "%s: %s" % (code, UNKNOWN_CAUSE) if code else "no Ascend error code in the log or plog",
+        "causes": [],
+        "checks": [],
+        "known": False,
+    }
+
+
+def device_index(live: dict) -> dict:
+    """``device_ip -> (server, device_id)`` from the live devices."""
+    index = {}
+    for server, devices in (live.get("devices") or {}).items():
+        for device_id, device in devices.items():
+            if device.get("device_ip"):
+                index[device["device_ip"]] = (server, int(device_id))
+    return index
+
+
+def involved(findings: list, live: dict) -> list:
+    """The ``(server, device_id)`` pairs the failing ranks and the peers they name run on, in order of mention."""
+    index = device_index(live)
+    pairs: list = []
+    by_rank = {f["rank_id"]: (f["server"], f["device_id"]) for f in findings}
+    for finding in findings:
+        for pair in [(finding["server"], finding["device_id"])] + [
+            index.get(peer["ip"]) or by_rank.get(peer["rank"]) for peer in (finding.get("error") or {}).get("peers", [])
+        ]:
+            if pair and pair not in pairs:
+                pairs.append(pair)
+    return pairs
+
+
+def evidence(pairs: list, live: dict, connect_timeout: float = 120.0) -> list:
+    """What the live checks show about the devices and servers involved: ``{"kind", "server", "text"}``, most telling first."""
+    found: list = []
+    devices = live.get("devices") or {}
+    servers: list = []
+    for server, device_id in pairs:
+        servers += [server] if server not in servers else []
+        device = (devices.get(server) or {}).get(device_id) or (devices.get(server) or {}).get(str(device_id)) or {}
+        if device.get("link") == "DOWN":
+            found.append({"kind": "link", "server": server, "text": "%s eth%d link DOWN - check the optics/cable" % (server, device_id)})
+        health = device.get("net_health")
+        # Init without a netdetect address: nothing is probed, so it says nothing about the link
+        if health and health != "Success" and not (health == "Init" and not device.get("netdetect")):
+            found.append(
+                {
+                    "kind": "net_health",
+                    "server": server,
+                    "text": "%s device %d net_health %s - check its path to the netdetect address or gateway" % (server, device_id, health),
+                }
+            )
+    tls = {(s, d): ((devices.get(s) or {}).get(d) or {}).get("tls_switch") for s, d in pairs}
+    known = {k: v for k, v in tls.items() if v is not None}
+    if len(set(known.values())) > 1:
+        found.append(
+            {
+                "kind": "tls",
+                "server": "",
+                "text": "TLS switch differs: %s - set the same TLS switch on every device"
+                % ", ".join("%s device %d %s" % (s, d, "on" if v else "off") for (s, d), v in known.items()),
+            }
+        )
+    for server in servers:
+        for text in (live.get("ports") or {}).get(server) or []:
+            found.append({"kind": "port", "server": server, "text": "%s: %s - stop it, or move the job's ports" % (server, text)})
+        for text in (live.get("leftovers") or {}).get(server) or []:
+            found.append({"kind": "leftover", "server": server, "text": "%s: %s - ascend.cluster.stop, or kill it" % (server, text)})
+        firewall = (live.get("firewall") or {}).get(server)
+        if firewall and _firewall_active(firewall):
+            found.append(
+                {
+                    "kind": "firewall",
+                    "server": server,
+                    "text": "%s firewall: %s - open the training ports (roles/firewall) or disable it" % (server, firewall),
+                }
+            )
+    # Every server's clock counts: a late start anywhere makes the ranks time out waiting for it.
+    for server, offset in sorted((live.get("clock") or {}).items()):
+        if isinstance(offset, (int, float)) and abs(offset) > min(1.0, connect_timeout / 4):
+            found.append(
+                {
+                    "kind": "clock",
+                    "server": server,
+                    "text": "%s clock %+.1f s off the controller - fix NTP (chrony); ranks more than HCCL_CONNECT_TIMEOUT=%gs apart time out"
+                    % (server, offset, connect_timeout),
+                }
+            )
+    return sorted(found, key=lambda e: KINDS.index(e["kind"]))
+
+
+def _firewall_active(state: str) -> bool:
+    words = state.lower().split()
+    return ("active" in words or "running" in words) and "inactive" not in words and "not" not in words
+
+
+def diagnose(findings: list, live: dict | None = None, connect_timeout: float = 120.0) -> dict:
+    """One diagnosis from every rank's finding and the live checks.
+
+    ``findings``: ``{"server", "rank_id", "device_id", "state", "rc", "ended", "error": first_error(...) or None,
+    "last_line"}`` per failed or stopped rank. ``live``: ``{"devices": {server: {device_id: hccn_facts
+    device}}, "firewall": {server: state}, "clock": {server: offset}, "leftovers": {server: [text]},
+    "ports": {server: [text]}}``.
+
+    Returns ``{"line", "rows", "first", "evidence", "involved"}``: one row per code (ranks, from, first
+    rank, meaning, likely causes ranked: what the live checks saw first, then the code's usual causes),
+    the first failing rank's row first.
+    """
+    live = live or {}
+    coded = [f for f in findings if f.get("error")]
+    ordered = sorted(
+        coded,
+        key=lambda f: (f.get("state") != "failed", f["error"].get("time") or "~", f.get("ended") or float("inf"), f["rank_id"]),
+    )
+    groups: dict = {}
+    for finding in ordered:
+        groups.setdefault(finding["error"]["code"], []).append(finding)
+    silent = sorted((f for f in findings if not f.get("error") and f.get("state") == "failed"), key=lambda f: f["rank_id"])
+    pairs = involved(ordered + silent, live)
+    seen = evidence(pairs, live, connect_timeout)
+    rows = []
+    for code, members in groups.items():
+        info = meaning(code)
+        inferred = any(m["error"]["inferred"] for m in members) or not info["known"]
+        here = [e for e in seen if e["kind"] in info["checks"]]
+        causes = [e["text"] for e in here] + list(info["causes"])
+        first = members[0]
+        times = sorted(m["error"]["time"] for m in members if m["error"].get("time"))
+        rows.append(
+            {
+                "code": code,
+                "ranks": rank_ranges([m["rank_id"] for m in members]),
+                "rank_ids": sorted(m["rank_id"] for m in members),
+                "from": cann_clock(times[0]) if times else None,
+                "time": times[0] if times else None,
+                "first_rank": "rank %d (%s device %d)" % (first["rank_id"], first["server"], first["device_id"]),
+                "meaning": info["meaning"],
+                "message": first["error"]["message"],
+                "peers": first["error"]["peers"],
+                "likely_causes": causes,
+                "seen_live": [e["text"] for e in here],
+                "inferred": inferred,
+            }
+        )
+    if silent:
+        first = silent[0]
+        how = first.get("cause") or "exit code %s" % first.get("rc")
+        last = first.get("last_line") or ""
+        rows.append(
+            {
+                "code": None,
+                "ranks": rank_ranges([f["rank_id"] for f in silent]),
+                "rank_ids": [f["rank_id"] for f in silent],
+                "from": None,
+                "time": None,
+                "first_rank": "rank %d (%s device %d)" % (first["rank_id"], first["server"], first["device_id"]),
+                "meaning": "no Ascend error code in the log or plog",
+                "message": last,
+                "peers": [],
+                "likely_causes": ["%s; its log ends: %s" % (how, last) if last else how] + [e["text"] for e in seen],
+                "seen_live": [e["text"] for e in seen],
+                "inferred": True,
+            }
+        )
+    return {"line": summary_line(rows), "rows": rows, "evidence": [e["text"] for e in seen], "involved": [list(p) for p in pairs]}
+
+
+def summary_line(rows: list) -> str:
+    """``EI0006 on ranks 8-15 from 12:03:04: h2 eth3 link DOWN - check the optics/cable`` (the first row)."""
+    if not rows:
+        return "no failed rank and no Ascend error code found: nothing to diagnose"
+    row = rows[0]
+    ranks = ("rank " if len(row["rank_ids"]) == 1 else "ranks ") + row["ranks"]
+    head = "%s on %s" % (row["code"] or "no Ascend error code", ranks)
+    if row["from"]:
+        head += " from %s" % row["from"]
+    cause = row["likely_causes"][0] if row["likely_causes"] else row["meaning"]
+    if not row["seen_live"] and row["code"]:
+        cause = "%s; likely %s" % (row["meaning"], cause) if row["likely_causes"] else cause
+    if row["inferred"] and row["code"]:
+        cause += " (cause inferred: the reference does not give this text's code)" if CODES.get(row["code"]) else " (cause inferred)"
+    return "%s: %s" % (head, cause)
+
+
+def _result(hostvars: Any, server: str, name: str) -> dict:
+    value = (hostvars.get(server) or {}).get(name) if hasattr(hostvars, "get") else None
+    return value if isinstance(value, dict) and not value.get("skipped") else {}
+
+
+def from_hostvars(servers: list, hostvars: Any, names: dict, connect_timeout: float = 120.0) -> dict:
+    """The diagnosis of a job from each server's registered results (``playbooks/diagnose.yml``).
+
+    ``names``: the registered variables, ``{"job": training_job state=diagnose, "npu": hccn_facts, "clock":
+    clock_offset, "firewall": host_firewall in check mode}``. Returns :func:`diagnose`'s dict plus
+    ``job_id``, ``ranks`` (every failed or stopped rank's first error), ``table`` (text lines, then one per
+    server not read), ``live``
+    (what each server's checks read) and ``unread`` (servers without the job, or whose read failed, and why).
+    """
+    findings: list = []
+    live: dict = {"devices": {}, "firewall": {}, "clock": {}, "leftovers": {}, "ports": {}}
+    job_ids: list = []
+    unread: dict = {}
+    for server in servers:
+        job = _result(hostvars, server, names["job"])
+        if not job or job.get("failed") or "ranks" not in job:
+            unread[server] = str(job.get("msg") or "not read")
+            continue
+        job_ids += [job["job_id"]] if job.get("job_id") and job["job_id"] not in job_ids else []
+        for rank in job["ranks"]:
+            if rank.get("state") not in ("failed", "stopped"):
+                continue
+            plog = rank.get("plog") or {}
+            tail = rank.get("tail") or []
+            findings.append(
+                {
+                    "server": server,
+                    "rank_id": rank["rank_id"],
+                    "device_id": rank["device_id"],
+                    "state": rank["state"],
+                    "rc": rank.get("rc"),
+                    "ended": rank.get("ended"),
+                    "cause": rank.get("error"),
+                    "last_line": tail[-1] if tail else "",
+                    "plog_files": plog.get("files") or [],
+                    "error": first_error(tail, plog.get("lines") or []),
+                }
+            )
+        npu = _result(hostvars, server, names["npu"])
+        devices = ((npu.get("ansible_facts") or {}).get("ascend_npu") or {}).get("devices") or []
+        live["devices"][server] = {int(d["device_id"]): d for d in devices if isinstance(d, dict) and "device_id" in d}
+        clock = _result(hostvars, server, names["clock"])
+        if isinstance(clock.get("offset"), (int, float)):
+            live["clock"][server] = clock["offset"]
+        firewall = _result(hostvars, server, names["firewall"])
+        live["firewall"][server] = firewall.get("found") or ("unknown: %s" % firewall["msg"] if firewall.get("msg") else "not read")
+        live["leftovers"][server] = [b["detail"] for b in job.get("busy") or [] if b.get("detail")]
+        live["ports"][server] = ["TCP port %s is listened on by %s" % item for item in sorted((job.get("ports_in_use") or {}).items())]
+    out = diagnose(findings, live, connect_timeout)
+    out.update(
+        job_id=job_ids[0] if len(job_ids) == 1 else job_ids or None,
+        ranks=[
+            {
+                "server": f["server"],
+                "rank_id": f["rank_id"],
+                "device_id": f["device_id"],
+                "state": f["state"],
+                "rc": f["rc"],
+                "code": (f["error"] or {}).get("code"),
+                "time": (f["error"] or {}).get("time"),
+                "message": (f["error"] or {}).get("message") or f["last_line"],
+                "plog_files": f["plog_files"],
+            }
+            for f in sorted(findings, key=lambda f: f["rank_id"])
+        ],
+        live={k: v for k, v in live.items() if k != "devices"},
+        unread=unread,
+        table=table(out["rows"]) + ["%s: not read - %s" % item for item in sorted(unread.items())],
+    )
+    return out
+
+
+def table(rows: list, causes: int = 3) -> list:
+    """The diagnosis table as text lines: one row per code, its first ``causes`` likely causes numbered."""
+    shown = [
+        dict(
+            row,
+            code=(row["code"] or "-") + (" (inferred)" if row["inferred"] and row["code"] else ""),
+            likely_causes="; ".join("%d. %s" % (i + 1, c) for i, c in enumerate(row["likely_causes"][:causes])),
+        )
+        for row in rows
+    ]
+    return text_table(shown, ["code", "ranks", "from", "first_rank", "meaning", "likely_causes"])

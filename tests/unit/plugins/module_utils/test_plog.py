@@ -1,0 +1,87 @@
+"""module_utils._plog and training_job state=diagnose: each failed or stopped rank's log tail and its process's plog, in one call."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from typing import Any
+
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils import _plog as plog
+from tests.helpers.ansible_cli import run_module
+
+ERROR = "[ERROR] HCCL(%d,python3):2025-07-23-03:49:57.177.194 [hccl_socket_manager.cc:778] wait socket establish timeout, role[1] rank[12] timeout[120]"
+
+
+def test_env_log_and_the_directories_it_names(tmp_path):
+    env_log = tmp_path / "env.log"
+    env_log.write_text("HOME=/home/u\nASCEND_PROCESS_LOG_PATH=/data/logs\nNOT A PAIR\nX=a=b\n")
+    env = plog.read_env_log(str(env_log))
+    assert env == {"HOME": "/home/u", "ASCEND_PROCESS_LOG_PATH": "/data/logs", "X": "a=b"}
+    assert plog.plog_dirs(env, ["/extra"]) == [
+        "/extra",
+        "/data/logs/debug/plog",
+        "/data/logs/run/plog",
+        "/data/logs/plog",
+        "/home/u/ascend/log/debug/plog",
+        "/home/u/ascend/log/run/plog",
+        "/home/u/ascend/log/plog",
+    ]
+    assert plog.read_env_log(str(tmp_path / "missing")) == {}
+
+
+def test_rank_plog_matches_the_pid_and_keeps_error_and_warning_lines(tmp_path):
+    directory = tmp_path / "ascend" / "log" / "debug" / "plog"
+    directory.mkdir(parents=True)
+    (directory / "plog-42_20250723034957177.log").write_text("[INFO] HCCL(42,p):x [a:1]start\n" + ERROR % 42 + "\n[WARNING] W\n")
+    (directory / "plog-420_20250723034957177.log").write_text(ERROR % 420 + "\n")  # another pid sharing the prefix
+    found = plog.rank_plog(42, {"HOME": str(tmp_path)})
+    assert found["files"] == [str(directory / "plog-42_20250723034957177.log")]
+    assert found["lines"] == [ERROR % 42, "[WARNING] W"]
+    assert plog.rank_plog(42, {"HOME": str(tmp_path)}, max_lines=1)["lines"] == [ERROR % 42]
+    assert plog.rank_plog(None, {"HOME": str(tmp_path)}) == {"pid": None, "files": [], "lines": []}
+    assert plog.rank_plog(7, {"HOME": str(tmp_path)})["files"] == []
+
+
+def test_training_job_diagnose_returns_failed_and_stopped_ranks_logs_and_plogs_and_changes_nothing(tmp_path):
+    run, jobs, home = tmp_path / "run", tmp_path / "jobs", tmp_path / "home"
+    job: dict[str, Any] = {"job_id": "j", "run_dir": str(run), "ranks": [{"rank_id": r, "device_id": r} for r in range(3)]}
+    control.record_job(str(jobs), job)
+    control.open_gate(str(jobs), control.load_job(str(jobs), "j"), time.time())
+    files.record_abort(str(jobs / "j"), files.failed_line(1, 1))
+    now = time.time()
+    # rank 0 done, rank 1 failed (exit 1), rank 2 stopped by us (SIGTERM after the abort)
+    for rank, rc, stopped_by in ((0, 0, None), (1, 1, None), (2, -15, "rank 1 failed (rc=1)")):
+        rdir = run / ("device_%d" % rank)
+        rdir.mkdir(parents=True)
+        files.write_json(
+            str(rdir / files.STATE_FILE),
+            {"phase": "exited", "rc": rc, "pid": 1000 + rank, "started": now - 5, "ended": now, "stopped_by": stopped_by},
+        )
+        (rdir / files.TRAIN_LOG).write_text("".join("line %d\n" % i for i in range(300)))
+        (rdir / files.ENV_LOG).write_text("HOME=%s\n" % home)
+    plogs = home / "ascend" / "log" / "debug" / "plog"
+    plogs.mkdir(parents=True)
+    (plogs / "plog-1001_1.log").write_text(ERROR % 1001 + "\n")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        before = sorted(os.listdir(jobs / "j"))
+        out = run_module(
+            "training_job",
+            {"state": "diagnose", "job_root": str(jobs), "lock_dir": str(tmp_path / "locks"), "tail_failed": 50, "ports": [port, 1]},
+            check=True,
+        )
+    assert out["_rc"] == 0 and out["changed"] is False, out
+    ranks = {r["rank_id"]: r for r in out["ranks"]}
+    assert [ranks[r]["state"] for r in range(3)] == ["done", "failed", "stopped"]
+    assert "plog" not in ranks[0] and "tail" not in ranks[0]
+    assert len(ranks[1]["tail"]) == 50 and ranks[1]["tail"][-1] == "line 299"
+    assert ranks[1]["plog"]["lines"] == [ERROR % 1001] and ranks[2]["plog"]["files"] == []
+    assert out["failed_rank"]["rank_id"] == 1 and out["abort"] == "rank 1 failed (rc=1)"
+    assert list(out["ports_in_use"]) == [str(port)] and "python" in out["ports_in_use"][str(port)]
+    assert out["busy"] == []
+    assert sorted(os.listdir(jobs / "j")) == before

@@ -1,0 +1,301 @@
+"""plugin_utils._diagnose: the first Ascend error of a rank from real error texts, and the diagnosis of a job."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from typing import Any
+
+import pytest
+
+from ansible_collections.ascend.cluster.plugins.plugin_utils import _diagnose as dg
+from tests.helpers.collection import REPO_ROOT
+
+_spec = importlib.util.spec_from_file_location("hccl_standin", REPO_ROOT / "examples" / "train" / "hccl_standin.py")
+assert _spec and _spec.loader
+hs = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault("hccl_standin", hs)  # NamedTuple needs its module importable
+_spec.loader.exec_module(hs)
+
+# Reference section 7, verbatim.
+PLOG_WAIT = (
+    "[ERROR] HCCL(2717288,python3):2025-07-23-03:49:57.177.194 [hccl_socket_manager.cc:778] [2734049][Wait][LinkEstablish]"
+    "wait socket establish timeout, role[1] rank[12] timeout[120]"
+)
+EI0006_PID = (
+    "EI0006: [PID: 1292363] 2025-04-08-18:07:20.444.436 Getting socket times out. Reason: Remote Rank did not send the data in time. "
+    "Please check the reason for the rank being stuck"
+)
+EI0006_OLD = (
+    "EI0006: 2025-04-08-18:07:20.444.436 Getting socket times out. Reason: Remote Rank did not send the data in time. "
+    "Please check the reason for the rank being stuck"
+)
+SOLUTION = (
+    "        Solution: 1. ... 2. If this error is reported for all NPUs, check whether the time difference between the earliest and "
+    "latest errors is greater than the connect timeout interval (120s by default) ..."
+)
+TORCH = [
+    "RuntimeError: HcclAllreduce, error code is 6",
+    "[ERROR] 2025-04-08-18:07:20 (PID:1292363, Device:3, RankID:11) ERR01100 OPS call acl api failed",
+]
+
+
+def _standin(error: Any, pid: int = 4242, when: float = 1_800_000_000.25) -> tuple:
+    """The stand-in's stderr lines and plog lines for ``error``, as a failing rank writes them."""
+    log = ["hccl_standin: rank 3 starting"] + hs.error_block(error, pid, when)
+    plog = [hs.plog_line("ERROR", pid, "python3", when, s, t) for s, t in error.log_lines]
+    plog.append(hs.plog_line("ERROR", pid, "python3", when, "hccl_standin.py:error", "%s %s" % (error.code, error.reason)))
+    return log, plog
+
+
+def _cut_link() -> Any:
+    me = hs.Rank(3, "10.0.0.1", 3, "198.19.3.1", 16666)
+    peer = hs.Rank(11, "10.0.0.2", 3, "198.19.3.2", 16666)
+    ring = hs.Ring(3, "plane 3 ring", (3, 11))
+    return hs.socket_timeout_error(me, [hs.Link(ring, me, peer, True), hs.Link(ring, me, peer, False)], 20)
+
+
+CASES = [
+    # (id, log lines, plog lines, code, time, inferred, peers [(rank, ip, port)])
+    ("block with PID", ["Traceback ...", EI0006_PID, SOLUTION], [], "EI0006", "2025-04-08-18:07:20.444.436", False, []),
+    ("older CANN: no PID", [EI0006_OLD, SOLUTION], [], "EI0006", "2025-04-08-18:07:20.444.436", False, []),
+    (
+        "block + plog: peer rank from the plog",
+        [EI0006_PID],
+        [PLOG_WAIT],
+        "EI0006",
+        "2025-04-08-18:07:20.444.436",
+        False,
+        [(12, None, None)],
+    ),
+    (
+        "summary name only",
+        ["E   Communication_Error_Get_Socket(EI0006)"],
+        [PLOG_WAIT],
+        "EI0006",
+        "2025-07-23-03:49:57.177.194",
+        False,
+        [(12, None, None)],
+    ),
+    ("plog only: code inferred from the HCCL text", [], [PLOG_WAIT], "EI0006", "2025-07-23-03:49:57.177.194", True, [(12, None, None)]),
+    ("torch_npu only", TORCH, [], "HCCL", None, True, []),
+    ("torch_npu after the block: the block wins", TORCH[:1] + [EI0006_PID], [], "EI0006", "2025-04-08-18:07:20.444.436", False, []),
+    (
+        "listen text without code",
+        ["[ERROR] HCCL(7,python3):2025-04-08-18:07:21.000.001 [hccl_socket.cc:1] listen on ip[198.19.3.1] and specific port[16666] fail"],
+        [],
+        "EI0019",
+        None,
+        True,
+        [],
+    ),
+    ("EJ0001 text only", ["Device 3 is held. Maybe the last training process is running"], [], "EJ0001", None, True, []),
+    ("EI0014 text only", ["device_ip is invalid in ranktable"], [], "EI0014", None, True, []),
+    (
+        "a code the reference does not list",
+        ["EZ9999: [PID: 1] 2025-04-08-18:07:20.444.436 something else"],
+        [],
+        "EZ9999",
+        "2025-04-08-18:07:20.444.436",
+        False,
+        [],
+    ),
+]
+
+
+@pytest.mark.parametrize("log, plog, code, when, inferred, peers", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_first_error_of_real_texts(log: list, plog: list, code: str, when: str | None, inferred: bool, peers: list) -> None:
+    found = dg.first_error(log, plog)
+    assert found is not None
+    assert (found["code"], found["time"], found["inferred"]) == (code, when, inferred)
+    assert [(p["rank"], p["ip"], p["port"]) for p in found["peers"]] == peers
+
+
+def test_summary_name_is_kept_with_the_block() -> None:
+    found = dg.first_error([EI0006_PID, "Communication_Error_Get_Socket(EI0006)"], [])
+    assert found and found["summary"] == "Communication_Error_Get_Socket" and found["clock"] == "18:07:20"
+
+
+@pytest.mark.parametrize("log, plog", [([], []), (["loss 0.1", "RuntimeError: out of memory"], ["[INFO] HCCL(1,p):bad"]), (None, None)])
+def test_no_error_is_none(log: list | None, plog: list | None) -> None:
+    assert dg.first_error(log or [], plog) is None
+
+
+def test_standin_cut_link_names_the_peer_ip_port_and_rank() -> None:
+    log, plog = _standin(_cut_link())
+    found = dg.first_error(log, plog)
+    assert found is not None
+    assert found["code"] == "EI0006" and not found["inferred"] and found["message"].startswith("Getting socket times out")
+    assert [(p["rank"], p["ip"], p["port"]) for p in found["peers"]] == [(11, "198.19.3.2", 16666)]
+    assert found["local_ip"] == "198.19.3.1"
+    assert found["time"] == hs.cann_time(1_800_000_000.25)
+
+
+@pytest.mark.parametrize(
+    "error, code, listen",
+    [
+        (hs.table_error(hs.DEVICE_IP_TEXT + ": device 3 of server 10.0.0.2 has '-.-.-.-'", "/t.json"), "EI0014", None),
+        (hs.table_error(hs.RANK_ID_TEXT, "/t.json"), "EI0014", None),
+        (hs.device_busy_error(3, "4242"), "EJ0001", None),
+        (hs.listen_error("198.19.3.1", 16666, "the port is in use"), "EI0019", {"ip": "198.19.3.1", "port": 16666}),
+    ],
+)
+def test_standin_other_codes(error: Any, code: str, listen: dict | None) -> None:
+    log, plog = _standin(error)
+    found = dg.first_error(log, plog)
+    assert found and found["code"] == code and not found["inferred"] and found["listen"] == listen
+
+
+def test_link_error_info_without_a_header_takes_local_then_remote() -> None:
+    lines = ["LINK_ERROR_INFO:", "    0  198.19.3.1  16666  11  198.19.3.2  16666", "next"]
+    assert dg.link_error_info(lines) == [{"local_ip": "198.19.3.1", "remote_ip": "198.19.3.2", "remote_rank": None, "remote_port": None}]
+
+
+def _finding(rank: int, server: str, device: int, error: dict | None, state: str = "failed", ended: float = 10.0) -> dict:
+    return {"server": server, "rank_id": rank, "device_id": device, "state": state, "rc": 1, "ended": ended, "error": error}
+
+
+def _live(**kw: dict) -> dict:
+    devices = {
+        server: {d: {"device_ip": "198.19.%d.%d" % (d, host), "link": "UP", "net_health": "Success", "tls_switch": False} for d in range(8)}
+        for host, server in ((1, "h1"), (2, "h2"))
+    }
+    live: dict = {"devices": devices, "firewall": {"h1": "ufw inactive", "h2": "ufw inactive"}, "clock": {"h1": 0.0, "h2": 0.01}}
+    live.update(kw)
+    return live
+
+
+def test_cut_link_is_named_first_with_its_host_and_nic() -> None:
+    log, plog = _standin(_cut_link())
+    live = _live()
+    live["devices"]["h2"][3]["link"] = "DOWN"
+    rank3 = _finding(3, "h1", 3, dg.first_error(log, plog))
+    stopped = _finding(5, "h1", 5, None, state="stopped")
+    out = dg.diagnose([stopped, rank3], live)
+    assert out["line"] == "EI0006 on rank 3 from %s: h2 eth3 link DOWN - check the optics/cable" % hs.cann_time(1_800_000_000.25)[11:19]
+    [row] = out["rows"]
+    assert row["first_rank"] == "rank 3 (h1 device 3)" and row["likely_causes"][1] == dg.CODES["EI0006"]["causes"][0]
+    assert out["involved"] == [["h1", 3], ["h2", 3]]
+
+
+def test_every_rank_of_a_server_in_one_row_with_a_range() -> None:
+    error = dg.first_error([EI0006_PID], [])
+    out = dg.diagnose([_finding(r, "h2", r - 8, error) for r in range(8, 16)], _live())
+    assert out["rows"][0]["ranks"] == "8-15"
+    assert out["line"].startswith(
+        "EI0006 on ranks 8-15 from 18:07:20: socket timeout"
+    )  # nothing seen live: the meaning, then the usual cause
+
+
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        ({"firewall": {"h1": "ufw active", "h2": "ufw inactive"}}, "h1 firewall: ufw active - open the training ports"),
+        ({"firewall": {"h1": "firewalld running"}}, "h1 firewall: firewalld running"),
+        ({"clock": {"h2": -45.0}}, "h2 clock -45.0 s off the controller - fix NTP"),
+        ({"devices": {"h1": {3: {"net_health": "Receive timeout"}}}}, "h1 device 3 net_health Receive timeout - check its path"),
+        ({"devices": {"h1": {3: {"net_health": "Init", "netdetect": "198.19.3.254"}}}}, "h1 device 3 net_health Init - check its path"),
+        ({"leftovers": {"h1": ["process 4242 (python3) holds NPU 3"]}}, "h1: process 4242 (python3) holds NPU 3 - ascend.cluster.stop"),
+    ],
+)
+def test_live_evidence_comes_first(change: dict, expected: str) -> None:
+    error = dg.first_error([EI0006_PID], [])
+    out = dg.diagnose([_finding(3, "h1", 3, error)], _live(**change))
+    assert out["rows"][0]["likely_causes"][0].startswith(expected), out
+    assert expected in out["line"]
+
+
+def test_net_health_init_without_a_netdetect_address_is_no_evidence() -> None:
+    error = dg.first_error([EI0006_PID], [])
+    out = dg.diagnose([_finding(3, "h1", 3, error)], _live(devices={"h1": {3: {"net_health": "Init", "netdetect": ""}}}))
+    assert out["evidence"] == [] and out["rows"][0]["likely_causes"] == dg.CODES["EI0006"]["causes"]
+
+
+def test_tls_switch_that_differs_between_the_devices_involved() -> None:
+    log, plog = _standin(_cut_link())
+    live = _live()
+    live["devices"]["h2"][3]["tls_switch"] = True
+    out = dg.diagnose([_finding(3, "h1", 3, dg.first_error(log, plog))], live)
+    assert out["rows"][0]["seen_live"] == ["TLS switch differs: h1 device 3 off, h2 device 3 on - set the same TLS switch on every device"]
+
+
+def test_first_failing_rank_by_time_and_silent_ranks_get_their_own_row() -> None:
+    late = dg.first_error(["EJ0001: [PID: 9] 2025-04-08-18:09:00.000.000 Maybe the last training process is running"], [])
+    early = dg.first_error([EI0006_OLD], [])
+    silent = dict(_finding(7, "h1", 7, None), cause="killed by SIGKILL (signal 9)")
+    out = dg.diagnose([_finding(1, "h1", 1, late), _finding(2, "h1", 2, early), silent], _live(leftovers={"h1": ["process 1 holds NPU 1"]}))
+    assert [r["code"] for r in out["rows"]] == ["EI0006", "EJ0001", None]
+    assert out["rows"][1]["likely_causes"][0].startswith("h1: process 1 holds NPU 1")
+    assert out["rows"][2]["likely_causes"] == [
+        "killed by SIGKILL (signal 9)",
+        "h1: process 1 holds NPU 1 - ascend.cluster.stop, or kill it",
+    ]
+
+
+def test_a_failed_rank_without_a_code_is_named_with_how_it_ended_and_its_last_line() -> None:
+    out = dg.diagnose([dict(_finding(11, "h2", 3, None), last_line="rank 11 crashing at step 1")], _live())
+    assert out["line"] == "no Ascend error code on rank 11: exit code 1; its log ends: rank 11 crashing at step 1"
+    assert out["involved"] == [["h2", 3]]
+
+
+def test_inferred_and_unknown_codes_say_so() -> None:
+    inferred = dg.diagnose([_finding(0, "h1", 0, dg.first_error([], [PLOG_WAIT]))], _live())
+    assert inferred["rows"][0]["inferred"] and "(cause inferred" in inferred["line"]
+    unknown = dg.diagnose([_finding(0, "h1", 0, dg.first_error(["EZ9999: 2025-04-08-18:07:20.444.436 x"], []))], _live())
+    assert "EZ9999" in unknown["line"] and "not in the reference's list" in unknown["line"] and "(cause inferred)" in unknown["line"]
+
+
+def test_nothing_to_diagnose() -> None:
+    assert dg.diagnose([], {})["line"].startswith("no failed rank")
+    assert dg.diagnose([_finding(1, "h1", 1, None, state="stopped")], None)["rows"] == []
+
+
+def test_from_hostvars_reads_each_servers_registered_results() -> None:
+    log, plog = _standin(_cut_link())
+    rank3 = {
+        "rank_id": 3,
+        "device_id": 3,
+        "state": "failed",
+        "rc": 1,
+        "ended": 5.0,
+        "tail": log,
+        "plog": {"files": ["/p/plog-4242_1.log"], "lines": plog},
+    }
+    done = {"rank_id": 0, "device_id": 0, "state": "done", "rc": 0, "tail": ["ok"]}
+    stopped = {"rank_id": 11, "device_id": 3, "state": "stopped", "rc": -15, "tail": ["step 1"], "plog": {"files": [], "lines": []}}
+    devices = [
+        {"device_id": 3, "device_ip": "198.19.3.%d" % h, "link": "DOWN" if h == 2 else "UP", "net_health": "Success"} for h in (1, 2)
+    ]
+    hostvars = {
+        "h1": {
+            "_ascend_diag": {"job_id": "j", "ranks": [done, rank3], "busy": [], "ports_in_use": {"16666": "pid 9 (nc)"}},
+            "_ascend_diag_npu": {"ansible_facts": {"ascend_npu": {"devices": devices[:1]}}},
+            "_ascend_diag_clock": {"offset": 0.01},
+            "_ascend_diag_firewall": {"failed": True, "msg": "unknown OS"},
+        },
+        "h2": {
+            "_ascend_diag": {"job_id": "j", "ranks": [stopped], "busy": [{"detail": "locked by x"}], "ports_in_use": {}},
+            "_ascend_diag_npu": {"ansible_facts": {"ascend_npu": {"devices": devices[1:]}}},
+            "_ascend_diag_clock": {"skipped": True},
+            "_ascend_diag_firewall": {"found": "ufw inactive"},
+        },
+        "h3": {"_ascend_diag": {"failed": True, "msg": "job j is not recorded under /jobs on this host"}},
+    }
+    names = {"job": "_ascend_diag", "npu": "_ascend_diag_npu", "clock": "_ascend_diag_clock", "firewall": "_ascend_diag_firewall"}
+    out = dg.from_hostvars(["h1", "h2", "h3"], hostvars, names, 20)
+    assert (
+        out["job_id"] == "j"
+        and out["line"].startswith("EI0006 on rank 3 from ")
+        and out["line"].endswith(": h2 eth3 link DOWN - check the optics/cable")
+    )
+    assert [(r["rank_id"], r["code"], r["plog_files"]) for r in out["ranks"]] == [(3, "EI0006", ["/p/plog-4242_1.log"]), (11, None, [])]
+    assert out["live"]["firewall"] == {"h1": "unknown: unknown OS", "h2": "ufw inactive"} and out["live"]["clock"] == {"h1": 0.01}
+    assert out["rows"][0]["likely_causes"][:3] == [
+        "h2 eth3 link DOWN - check the optics/cable",
+        "h2: locked by x - ascend.cluster.stop, or kill it",
+        dg.CODES["EI0006"]["causes"][0],
+    ]  # a port in use is evidence for EI0019, not EI0006
+    assert "h1: TCP port 16666 is listened on by pid 9 (nc) - stop it, or move the job's ports" in out["evidence"]
+    assert out["table"][0].split() == ["CODE", "RANKS", "FROM", "FIRST_RANK", "MEANING", "LIKELY_CAUSES"]
+    assert out["table"][1].startswith("EI0006  3 ") and "1. h2 eth3 link DOWN" in out["table"][1]
+    assert out["table"][-1] == "h3: not read - job j is not recorded under /jobs on this host"
