@@ -307,19 +307,6 @@ class NodeRunner(RankRunner):
         elif files.read_abort(self.job_dir) is None:  # this runner was signalled: say so
             files.record_abort(self.job_dir, stopped_by)
 
-    def run(self) -> dict:
-        signal.signal(signal.SIGTERM, self._on_signal)
-        signal.signal(signal.SIGHUP, self._on_signal)
-        try:
-            lock_fds = self.stage()
-        except DeviceBusy as exc:
-            return self.save(phase=files.REFUSED, error=str(exc), ended=time.time())
-        try:
-            start_at = self.wait_gate()
-            if start_at is not None:
-                self.start(start_at, lock_fds)
-                self.wait()
-        finally:
-            for fd in lock_fds:
-                os.close(fd)
-        return self.state
+    def release(self, locks) -> None:
+        for fd in locks:
+            os.close(fd)

@@ -237,18 +237,22 @@ class RankRunner:
                 groups.append(state["pgid"])
         kill_groups(groups, self.p["kill_grace"])
 
+    def release(self, locks) -> None:
+        """Close what :meth:`stage` returned (this rank's lock; a node runner's override closes all of its)."""
+        os.close(locks)
+
     def run(self) -> dict:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGHUP, self._on_signal)
         try:
-            lock_fd = self.stage()
+            locks = self.stage()
         except DeviceBusy as exc:
             return self.save(phase=files.REFUSED, error=str(exc), ended=time.time())
         try:
             start_at = self.wait_gate()
             if start_at is not None:
-                self.start(start_at, lock_fd)
+                self.start(start_at, locks)
                 self.wait()
         finally:
-            os.close(lock_fd)
+            self.release(locks)
         return self.state
