@@ -78,15 +78,6 @@ def stale_keys(device_facts: dict, conf: dict) -> list:
 STATE_FIELDS = (("address", "address"), ("netmask", "netmask"), ("gateway", "gateway"), ("netdetect", "netdetect"))
 
 
-def read_text(path: str) -> str | None:
-    """The raw text of ``path``, or None when the file does not exist (OSError/UnicodeDecodeError otherwise)."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return None
-
-
 def state_stale_keys(state: dict, conf: dict) -> list:
     """:func:`stale_keys` for an hccn_config device state (``address``/``netmask``/``gateway``/``netdetect``).
 

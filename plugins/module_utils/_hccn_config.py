@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _chip, _hccn_conf, _hccn_tool
+from ansible_collections.ascend.cluster.plugins.module_utils import _chip, _hccn_conf, _hccn_tool, _text_file
 from ansible_collections.ascend.cluster.plugins.module_utils._hccn_parse import ParseError
 from ansible_collections.ascend.cluster.plugins.module_utils._ip_check import FIELDS, IpCheckError, check_devices
 
@@ -226,7 +226,7 @@ class Configurator:
         if path is None:
             return None
         try:
-            return _hccn_conf.read_text(path)
+            return _text_file.read_text(path)
         except (OSError, UnicodeDecodeError) as exc:
             self.warnings.append("cannot read %s (%s): its lines were not compared with the devices" % (path, exc))
             return None
@@ -304,7 +304,7 @@ class Configurator:
     def check_conf_rewritten(self, path: str, devices: list, states: dict, results: dict) -> str:
         """The file's text after the sets; ConfigError when a set device's lines still disagree with it."""
         try:
-            text = _hccn_conf.read_text(path) or ""
+            text = _text_file.read_text(path) or ""
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(
                 "the sets were applied but %s cannot be read back (%s); check the file" % (path, exc),
