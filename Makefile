@@ -108,12 +108,32 @@ LANE_PYTHON ?= $(shell for v in 3.13 3.12; do \
     for p in $$(command -v python$$v) $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$v*/bin/python$$v; do \
         [ -x "$$p" ] && "$$p" -c 'import venv, ensurepip' 2>/dev/null && { echo "$$p"; exit 0; }; \
     done; done)
-# What can differ between ansible-core versions: every filter, module and role, and the playbooks
-# prepare, rank_table and train (launch) on the simulated cluster. Left to the main lane, to keep
-# make test inside CI's time: the simulator (it imports nothing of Ansible), the AOE, smoke, PyTorch and
-# chip-gate variants of the launch (the same launch tasks, played several times over), and the Galaxy
-# tarball test (it replays the README's sim_cluster and smoke commands).
-LANE_TESTS := tests/unit $(filter-out %/test_launch_aoe.py %/test_smoke.py %/test_launch_pytorch.py %/test_launch_chip_gate.py %/test_galaxy_install.py,$(wildcard tests/integration/test_*.py))
+# What can differ between ansible-core versions, run once each on the newest: every filter, module, action
+# and plugin_utils rule (tests/unit, all of it), and each playbook and role on the simulated cluster through
+# the tests below - prepare (and its idempotent second run, check/diff), rank_table (910B and A3), train
+# (success, fail-fast, stopped from elsewhere, Ctrl-C), smoke, the roles on their own, module_defaults,
+# facts read with injection off, the deprecation guard. The variants of one behaviour (the same tasks
+# played again with other inputs: AOE, PyTorch, chip gate, the layouts, the refusals) are controller
+# logic the unit tier covers on both lanes; they run on the main lane only, to keep make test in minutes.
+# A test renamed here fails the lane loudly (pytest: "not found").
+IT := tests/integration
+LANE_TESTS := tests/unit \
+    $(IT)/test_deprecation_guard.py $(IT)/test_filters_in_playbook.py $(IT)/test_module_defaults.py $(IT)/test_hccn_config.py \
+    $(IT)/test_role_firewall.py \
+    $(IT)/test_hccn_facts.py::test_configured_server $(IT)/test_hccn_facts.py::test_playbook_sets_facts \
+    $(IT)/test_prepare.py::test_a_fresh_cluster_is_prepared_in_one_run_and_the_second_changes_nothing \
+    $(IT)/test_prepare.py::test_check_diff_shows_the_planned_ips_and_changes_nothing \
+    $(IT)/test_playbook_rank_table.py::test_sixteen_devices_make_one_table_on_every_server \
+    $(IT)/test_playbook_rank_table.py::test_second_run_changes_nothing \
+    $(IT)/test_playbook_rank_table.py::test_a3_superpod_table_from_inventory_ids \
+    $(IT)/test_role_device_ip.py::test_check_diff_changes_nothing \
+    $(IT)/test_role_net_health.py::test_a_healthy_cluster_prints_one_table_and_changes_nothing \
+    $(IT)/test_playbook_inputs.py::test_the_override_and_limit_select_the_hosts \
+    $(IT)/test_launch_playbooks.py::test_np16_runs_every_rank_together_and_reports \
+    $(IT)/test_launch_playbooks.py::test_one_failing_rank_stops_every_rank_and_is_named \
+    $(IT)/test_launch_playbooks.py::test_stop_of_a_watched_job_fails_the_watching_play_naming_the_stop \
+    $(IT)/test_launch_interrupt.py::test_ctrl_c_stops_every_rank_names_the_cause_and_a_new_train_starts_at_once \
+    $(IT)/test_smoke.py::test_a_faulted_device_is_named_and_fails_the_run
 
 $(LANE_STAMP): requirements.txt tests/requirements.txt
 	$(LANE_PYTHON) -m venv $(LANE_VENV)
