@@ -161,7 +161,8 @@ def failure_message(failure: dict) -> str:
             f"(ranks {rank_ranges(failure.get('ranks') or [])} on server {failure['server']} stopped; every rank was stopped)"
         )
     if "lost" in failure:
-        ranks = f"ranks {rank_ranges(failure['lost'])}" if failure["lost"] else "its ranks"
+        lost = set(failure["lost"] or [])
+        ranks = f"{'rank' if len(lost) == 1 else 'ranks'} {rank_ranges(list(lost))}" if lost else "its ranks"
         if failure.get("since") is not None:
             when = time.strftime("%H:%M:%S", time.localtime(failure["since"]))
             return f"{failure['server']} stopped answering at {when}; {ranks} lost; every other rank was stopped"

@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.ansible_cli import BIN_DIR, ansible_env, run_playbook
+from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import group_alive
+from tests.helpers.ansible_cli import BIN_DIR, ansible_env, run_playbook, start_playbook
 from tests.helpers.collection import REPO_ROOT
 from tests.helpers.procs import alive, pids_with_argv, wait_for
 from tests.helpers.runs import rank_states, read_env_log
@@ -143,21 +144,47 @@ def test_np8_runs_four_ranks_on_each_server(launch_bed):
     assert placed == {bed.mgmt_ip("h1"): ["0", "1", "2", "3"], bed.mgmt_ip("h2"): ["0", "1", "2", "3"]}
 
 
-def test_a_critical_chip_on_one_server_refuses_the_launch_naming_it(launch_bed):
-    """npu-smi on h2 shows device 5 Critical: refused in the pre-flight, before any rank exists anywhere."""
+def test_a_chip_in_alarm_on_one_server_refuses_the_launch_naming_it(launch_bed):
+    """npu-smi on h2 shows device 5 in Alarm and 6 Critical: refused in the pre-flight, before any rank exists anywhere."""
     bed, root = launch_bed
-    fault = [SIM_PYTHON, str(sim_path(REPO_ROOT)), "-q", "fault", "--state", "/etc/ascend-sim", "chip-health", "--device", "5"]
-    bed.exec("h2", *fault, "--status", "Critical")
+    fault = [SIM_PYTHON, str(sim_path(REPO_ROOT)), "-q", "fault", "--state", "/etc/ascend-sim", "chip-health"]
+    bed.exec("h2", *fault, "--device", "5", "--status", "Alarm")
+    bed.exec("h2", *fault, "--device", "6", "--status", "Critical")
     try:
-        res = run_playbook(TRAIN, bed.inventory, extra_vars=bed_vars(launch_bed, "critical", ascend_train_env={"STEPS": "1"}))
+        res = run_playbook(TRAIN, bed.inventory, extra_vars=bed_vars(launch_bed, "alarm", ascend_train_env={"STEPS": "1"}))
         assert res.rc != 0
-        assert "chip health, nothing was started: npu-smi info shows device 5 (910B3): Critical" in res.stdout, str(res)
+        assert "chip health, nothing was started: npu-smi info shows device 5 (910B3): Alarm; device 6 (910B3): Critical" in res.stdout, (
+            str(res)
+        )
         assert "fatal: [h2]" in res.stdout and "fatal: [h1]" not in res.stdout
-        assert not (root / "runs" / "critical").exists()
+        assert not (root / "runs" / "alarm").exists()
         for host in bed.hosts:  # no job was recorded on either server
-            assert "critical" not in bed.exec(host, "ls", "-a", "/run/ascend-cluster/jobs", check=False).stdout
+            assert "alarm" not in bed.exec(host, "ls", "-a", "/run/ascend-cluster/jobs", check=False).stdout
     finally:
-        bed.exec("h2", *fault, "--status", "OK")
+        for device in ("5", "6"):
+            bed.exec("h2", *fault, "--device", device, "--status", "OK")
+
+
+SQUATTER = "import socket, sys, time; s = socket.socket(); s.bind(('0.0.0.0', int(sys.argv[1]))); s.listen(1); time.sleep(600)"
+
+
+def test_a_taken_hccl_port_on_one_server_refuses_the_launch_naming_it(launch_bed):
+    """Something on h2 (its own network namespace) listens on 60003, inside HCCL's host port range: refused, naming it."""
+    bed, root = launch_bed
+    marker = ("python3", "-c", SQUATTER, "60003")
+    bed.exec("h2", "sh", "-c", f"setsid -f python3 -c \"{SQUATTER}\" 60003 </dev/null >/dev/null 2>&1")
+    wait_for(lambda: len(pids_with_argv(*marker)) == 1, 10, "the process on port 60003")
+    squatter = pids_with_argv(*marker)[0]
+    wait_for(lambda: ":EA63 " in bed.exec("h2", "cat", "/proc/net/tcp").stdout, 10, "port 60003 (0xEA63) listening on h2")
+    try:
+        res = run_playbook(TRAIN, bed.inventory, extra_vars=bed_vars(launch_bed, "port", ascend_train_env={"STEPS": "1"}))
+    finally:
+        os.kill(squatter, signal.SIGKILL)
+    assert res.rc != 0
+    assert f"ports in use, nothing was started: TCP port 60003 is listened on by pid {squatter}" in res.stdout, str(res)
+    assert "EI0019" in res.stdout
+    assert "fatal: [h2]" in res.stdout and "fatal: [h1]" not in res.stdout
+    assert not (root / "runs" / "port").exists()
 
 
 def test_leftover_process_blocks_launch_until_kill_stale(launch_bed):
@@ -294,6 +321,72 @@ def test_a_host_that_dies_mid_job_is_named_and_nothing_is_left_on_the_others(lau
     assert all(s["rc"] in (-15, -9) and s["stopped_by"] == "another server failed" for s in h1), h1
     assert not any(alive(p) for r in range(8) for p in (ranks[r]["pid"], ranks[r]["runner_pid"]))  # nothing left on h1
     assert not any(alive(p) for s in ranks.values() for p in (s["pid"], s["runner_pid"]))  # nor on h2, after stop.yml
+
+
+def _watched(launch_bed, job_id: str) -> bool:
+    """16 ranks running and both servers' watchers at work (each has written its poll summary)."""
+    _bed, root = launch_bed
+    hosts = root / "controller" / job_id / "hosts"
+    running = sum(s.get("phase") == "running" for s in states(launch_bed, job_id).values()) if (root / "runs" / job_id).exists() else 0
+    return running == 16 and hosts.is_dir() and len(list(hosts.glob("*.json"))) == 2
+
+
+def test_ctrl_c_stops_every_rank_on_both_servers_and_a_new_train_starts_at_once(launch_bed, tmp_path):
+    """Issue 12 item 3 over real SSH: the operator's Ctrl-C (SIGINT to the playbook's process group) stops the job everywhere."""
+    bed, _root = launch_bed
+    output = tmp_path / "train.out"
+    with open(output, "a") as out:
+        played = start_playbook(
+            TRAIN, bed.inventory, bed_vars(launch_bed, "ctrlc", ascend_train_env={"STEPS": "100000", "STEP_S": "0.5"}), out
+        )
+    try:
+        wait_for(lambda: _watched(launch_bed, "ctrlc"), 300, "16 ranks running and watched")
+        ranks = states(launch_bed, "ctrlc")
+        os.killpg(played.pid, signal.SIGINT)
+        played.wait(timeout=120)
+    finally:
+        if played.poll() is None:
+            os.killpg(played.pid, signal.SIGKILL)
+            played.wait()
+    text = output.read_text()
+    assert played.returncode != 0, text
+    assert "[ctrlc] Ctrl-C on the controller: stopping job ctrlc on 2 server(s) - press Ctrl-C again within 1 s to leave it running" in text
+    for host, span in (("h1", "0-7"), ("h2", "8-15")):
+        assert f"job ctrlc on server {bed.mgmt_ip(host)}: ranks {span} stopped, its devices are free" in text, text
+    after = states(launch_bed, "ctrlc")
+    assert all(s["rc"] in (-15, -9) and s["stopped_by"].startswith("Ctrl-C on the controller") for s in after.values()), after
+    assert not any(alive(p) for s in ranks.values() for p in (s["pid"], s["runner_pid"]))
+    again = run_playbook(TRAIN, bed.inventory, extra_vars=bed_vars(launch_bed, "afterctrlc", ascend_train_env={"STEPS": "1"}))
+    assert again.rc == 0, str(again)  # the devices were free at once: no lock, no recorded job in the way
+
+
+def test_a_runner_killed_by_sigkill_fails_the_job_naming_its_rank_and_nothing_is_left(launch_bed, tmp_path):
+    """Issue 12 item 2 over real SSH: h2's rank 11 loses its runner to SIGKILL (it records nothing); its training runs on, orphaned."""
+    bed, _root = launch_bed
+    output = tmp_path / "train.out"
+    with open(output, "a") as out:
+        played = start_playbook(
+            TRAIN, bed.inventory, bed_vars(launch_bed, "runnerkill", ascend_train_env={"STEPS": "100000", "STEP_S": "0.5"}), out
+        )
+    ranks: dict = {}
+    try:
+        wait_for(lambda: _watched(launch_bed, "runnerkill"), 300, "16 ranks running and watched")
+        ranks = states(launch_bed, "runnerkill")
+        os.kill(ranks[11]["runner_pid"], signal.SIGKILL)
+        played.wait(timeout=120)
+    finally:
+        if played.poll() is None:
+            os.killpg(played.pid, signal.SIGKILL)
+            played.wait()
+    text = output.read_text()
+    assert played.returncode != 0, text
+    assert f"{bed.mgmt_ip('h2')}: rank 11 lost - its runner died without recording an exit (killed -9?)" in text, text
+    after = states(launch_bed, "runnerkill")
+    assert after[11]["phase"] == "running"  # nobody recorded its end
+    others = [after[r] for r in range(16) if r != 11]
+    assert all(s["rc"] in (-15, -9) and s["stopped_by"] == "another server failed" for s in others if s["rank_id"] < 8), others
+    assert not any(alive(p) for s in ranks.values() for p in (s["pid"], s["runner_pid"]))  # the orphan too
+    assert not any(group_alive(s["pid"]) for s in ranks.values())
 
 
 def _standin_processes(run_dir: Path) -> list[int]:

@@ -218,6 +218,10 @@ def test_rank_ranges(ids, text):
             f"h2: ranks 8-9, 11 lost - {VANISHED}; every other rank was stopped",
         ),
         (
+            {"server": "h2", "rank_id": -1, "lost": [11], "since": None, "error": VANISHED},
+            f"h2: rank 11 lost - {VANISHED}; every other rank was stopped",
+        ),
+        (
             {"server": "h2", "rank_id": -1, "lost": [], "since": T0},
             f"h2 stopped answering at {time.strftime('%H:%M:%S', time.localtime(T0))}; its ranks lost; every other rank was stopped",
         ),
