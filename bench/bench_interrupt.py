@@ -1,7 +1,8 @@
 """Interrupt benchmark: ``ctrl_c_all_stopped_s`` of a watched ascend.cluster.train.
 
 2 servers x 8 ranks of the stand-in command (examples/train/train_1p.sh, long run) on the
-simulated local cluster. Once every rank runs and both servers' watchers are at work (each has
+simulated local cluster (``--where sim``, the default when not root) or over real SSH on a 2-host
+test bed (``--where bed``, the default as root). Once every rank runs and both servers' watchers are at work (each has
 written its summary under the controller dir), the bench sends SIGINT to ansible-playbook's process
 group, as a terminal's Ctrl-C would, and measures from that instant until every rank's training
 process and runner is gone (checked every 20 ms in /proc). That includes the 1 s in which a second
@@ -9,7 +10,7 @@ Ctrl-C would leave the job running (``ascend_launch_interrupt_window_s``). Targe
 
 Each figure is printed as ``{"figure": NAME, "value": NUMBER, "unit": "s", "where": ...}``.
 
-    .venv/bin/python bench/bench_interrupt.py [--repeat 3]
+    .venv/bin/python bench/bench_interrupt.py [--where bed|sim] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.bench_launch import STAND_IN, TRAIN, sim_target  # noqa: E402
+from bench.bench_launch import STAND_IN, TRAIN, bed_target, sim_target  # noqa: E402
 from tests.helpers.ansible_cli import BIN_DIR, ansible_env  # noqa: E402
 from tests.helpers.procs import alive  # noqa: E402
 
@@ -88,17 +89,31 @@ def one_interrupt(inventory: Path, extra: dict, runs: Path, controller: Path, jo
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--where", choices=["bed", "sim"], default="bed" if os.geteuid() == 0 else "sim")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench-interrupt-", dir="/var/tmp"))
-    inventory, extra, runs = sim_target(root)
-    values = [one_interrupt(inventory, extra, runs, root / "controller", f"ctrlc{run}") for run in range(args.repeat)]
+    bed = None
+    try:
+        if args.where == "bed":
+            from tests.testbed.harness import Bed, unique_prefix
+
+            bed = Bed.up(unique_prefix(), 2)
+            inventory, extra, runs = bed_target(root, bed)
+            where = "testbed 2 hosts x 8 ranks over ssh"
+        else:
+            inventory, extra, runs = sim_target(root)
+            where = "simulated local cluster 2 x 8 (local connection)"
+        values = [one_interrupt(inventory, extra, runs, root / "controller", f"ctrlc{run}") for run in range(args.repeat)]
+    finally:
+        if bed is not None:
+            bed.down()
     print(
         json.dumps(
             {
                 "figure": "ctrl_c_all_stopped_s",
                 "value": round(max(values), 3),
                 "unit": "s",
-                "where": "simulated local cluster 2 x 8 (local connection)",
+                "where": where,
                 "runs": [round(v, 3) for v in values],
                 "statistic": "max",
             }
