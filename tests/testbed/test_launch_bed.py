@@ -331,23 +331,30 @@ def _watched(launch_bed, job_id: str) -> bool:
     return running == 16 and hosts.is_dir() and len(list(hosts.glob("*.json"))) == 2
 
 
-def test_ctrl_c_stops_every_rank_on_both_servers_and_a_new_train_starts_at_once(launch_bed, tmp_path):
-    """Issue 12 item 3 over real SSH: the operator's Ctrl-C (SIGINT to the playbook's process group) stops the job everywhere."""
+def _long_job_then(launch_bed, job_id: str, output: Path, act) -> tuple[subprocess.Popen, dict]:
+    """Start a long 16-rank job, wait until it is watched, ``act(played, ranks)``, wait for the play; never leave it running."""
     bed, _root = launch_bed
-    output = tmp_path / "train.out"
     with open(output, "a") as out:
         played = start_playbook(
-            TRAIN, bed.inventory, bed_vars(launch_bed, "ctrlc", ascend_train_env={"STEPS": "100000", "STEP_S": "0.5"}), out
+            TRAIN, bed.inventory, bed_vars(launch_bed, job_id, ascend_train_env={"STEPS": "100000", "STEP_S": "0.5"}), out
         )
     try:
-        wait_for(lambda: _watched(launch_bed, "ctrlc"), 300, "16 ranks running and watched")
-        ranks = states(launch_bed, "ctrlc")
-        os.killpg(played.pid, signal.SIGINT)
+        wait_for(lambda: _watched(launch_bed, job_id), 300, "16 ranks running and watched")
+        ranks = states(launch_bed, job_id)
+        act(played, ranks)
         played.wait(timeout=120)
     finally:
         if played.poll() is None:
             os.killpg(played.pid, signal.SIGKILL)
             played.wait()
+    return played, ranks
+
+
+def test_ctrl_c_stops_every_rank_on_both_servers_and_a_new_train_starts_at_once(launch_bed, tmp_path):
+    """Issue 12 item 3 over real SSH: the operator's Ctrl-C (SIGINT to the playbook's process group) stops the job everywhere."""
+    bed, _root = launch_bed
+    output = tmp_path / "train.out"
+    played, ranks = _long_job_then(launch_bed, "ctrlc", output, lambda played, _ranks: os.killpg(played.pid, signal.SIGINT))
     text = output.read_text()
     assert played.returncode != 0, text
     assert "[ctrlc] Ctrl-C on the controller: stopping job ctrlc on 2 server(s) - press Ctrl-C again within 1 s to leave it running" in text
@@ -364,20 +371,9 @@ def test_a_runner_killed_by_sigkill_fails_the_job_naming_its_rank_and_nothing_is
     """Issue 12 item 2 over real SSH: h2's rank 11 loses its runner to SIGKILL (it records nothing); its training runs on, orphaned."""
     bed, _root = launch_bed
     output = tmp_path / "train.out"
-    with open(output, "a") as out:
-        played = start_playbook(
-            TRAIN, bed.inventory, bed_vars(launch_bed, "runnerkill", ascend_train_env={"STEPS": "100000", "STEP_S": "0.5"}), out
-        )
-    ranks: dict = {}
-    try:
-        wait_for(lambda: _watched(launch_bed, "runnerkill"), 300, "16 ranks running and watched")
-        ranks = states(launch_bed, "runnerkill")
-        os.kill(ranks[11]["runner_pid"], signal.SIGKILL)
-        played.wait(timeout=120)
-    finally:
-        if played.poll() is None:
-            os.killpg(played.pid, signal.SIGKILL)
-            played.wait()
+    played, ranks = _long_job_then(
+        launch_bed, "runnerkill", output, lambda _played, ranks: os.kill(ranks[11]["runner_pid"], signal.SIGKILL)
+    )
     text = output.read_text()
     assert played.returncode != 0, text
     assert f"{bed.mgmt_ip('h2')}: rank 11 lost - its runner died without recording an exit (killed -9?)" in text, text
