@@ -142,9 +142,29 @@ def parse_abort_line(line: str) -> dict:
 
 
 def record_abort(job_dir_path: str, reason: str) -> None:
-    """Append ``reason`` as one line to the job's abort file (the first line is the first reason)."""
-    with open(os.path.join(job_dir_path, ABORT_FILE), "a") as handle:
-        handle.write(" ".join(reason.split()) + "\n")
+    """Append ``reason`` as one line to the job's abort file (the first line is the first reason).
+
+    The file appears with its first line already in it (written aside, then hard-linked into place,
+    which fails if another stop got there first): a runner that sees the file never reads it empty.
+    """
+    line = " ".join(reason.split()) + "\n"
+    path = os.path.join(job_dir_path, ABORT_FILE)
+    if not os.path.exists(path):
+        aside = "%s.%d.tmp" % (path, os.getpid())
+        try:
+            with open(aside, "w") as handle:
+                handle.write(line)
+            os.link(aside, path)
+            return
+        except OSError:
+            pass  # another stop was first (or no hard links here): append below
+        finally:
+            try:
+                os.unlink(aside)
+            except OSError:
+                pass
+    with open(path, "a") as handle:
+        handle.write(line)
 
 
 def read_abort(job_dir_path: str) -> str | None:

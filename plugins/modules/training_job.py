@@ -93,6 +93,16 @@ options:
     description: Seconds to wait for the ranks to stage (V(staged)).
     type: float
     default: 120.0
+  barrier:
+    description:
+      - V(staged) only, taken by the action on the controller (never sent to the server) - the play's hosts whose
+        staging waits wait for each other. This host's task ends only once every listed host's staging wait has
+        ended (or after O(timeout)), so that a Ctrl-C during staging finds every server's task still running and
+        releases all their staged runners. Used only when the play's C(forks) is at least the number of hosts
+        (otherwise the later batches could not arrive in time).
+    type: list
+    elements: str
+    default: []
   start_at:
     description: Epoch time at which every rank starts (V(gate)).
     type: float
@@ -248,6 +258,7 @@ ARGS = options.spec(
     kill_stale=dict(type="bool", default=False),
     stale_timeout=dict(type="float", default=30.0),
     timeout=dict(type="float", default=120.0),
+    barrier=dict(type="list", elements="str", default=[]),  # the action's (V(staged)); the module ignores it
     start_at=dict(type="float"),
     stop_on_failure=dict(type="bool", default=True),
     tail_lines=dict(type="int", default=0),

@@ -158,20 +158,19 @@ def test_ctrl_c_during_staging_releases_the_staged_runners_at_once_and_latest_st
         played.finish()
     text = played.text()
     assert played.proc.returncode != 0, text
-    # server0 was interrupted in its staging wait (rank 3 still staging). server1's wait may have
-    # ended before the Ctrl-C (its 8 ranks staged): its runners are then not released (a known gap).
-    assert "[s1] Ctrl-C on the controller during the launch: job s1 released on server0 (nothing started; " in text, text
+    # server1's 8 ranks had all staged, but its staging wait waits for server0's (the barrier): the
+    # Ctrl-C reaches both servers' tasks, and both release their staged runners
+    for server in ("server0", "server1"):
+        assert f"[s1] Ctrl-C on the controller during the launch: job s1 released on {server} (nothing started; " in text, text
     states = rank_states(cluster, "s1")
-    others = {r: s for r, s in states.items() if r < 8 and r != 3}
+    others = {r: s for r, s in states.items() if r != 3}
     # released by the abort file, not left for the 600 s gate time-out
     assert all(s["phase"] == "aborted" and s["stopped_by"] == "Ctrl-C on the controller during the launch" for s in others.values()), states
     assert not any(alive(s["runner_pid"]) for s in others.values())
     wait_for(lambda: rank_states(cluster, "s1")[3].get("phase") == "aborted", 30, "rank 3 to give up once staged")
     wait_for(lambda: not alive(rank_states(cluster, "s1")[3]["runner_pid"]), 30, "rank 3's runner to end (its lock with it)")
     os.close(reader)
-    stop = run_playbook(STOP, SIM_INVENTORY, extra_vars=launch_vars(cluster, job_id="all"))  # server1's, if left staged
-    assert stop.rc == 0, stop
-    locks_free(cluster)
+    locks_free(cluster)  # every device free at once, without stop.yml
     # the job never started: latest does not name it (status and stop default to latest)
     for server in ("server0", "server1"):
         latest = cluster.root / server / "jobs" / "latest"

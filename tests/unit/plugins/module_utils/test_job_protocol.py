@@ -58,6 +58,35 @@ def test_abort_file_keeps_the_first_reason_first(tmp_path):
     assert (tmp_path / files.ABORT_FILE).read_text() == "stopped by someone\nanother server failed\n"
 
 
+def test_the_abort_file_never_appears_empty(tmp_path, monkeypatch):
+    """A runner that sees the file reads the reason: the first line is in it before it has its name."""
+    seen: list = []
+    real_link = os.link
+
+    def link(src, dst):
+        seen.append(open(src).read())  # what the file will hold the instant it appears
+        return real_link(src, dst)
+
+    monkeypatch.setattr(os, "link", link)
+    files.record_abort(str(tmp_path), "Ctrl-C on the controller during the launch")
+    files.record_abort(str(tmp_path), "stop requested")  # the file exists: appended, not linked
+    assert seen == ["Ctrl-C on the controller during the launch\n"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [files.ABORT_FILE]  # nothing left aside
+    assert files.read_abort(str(tmp_path)) == "Ctrl-C on the controller during the launch"
+
+
+def test_a_stop_that_loses_the_race_appends(tmp_path, monkeypatch):
+    def link(_src, dst):
+        with open(dst, "w") as other:  # another stop's file appeared between the check and the link
+            other.write("another server failed\n")
+        raise FileExistsError(dst)
+
+    monkeypatch.setattr(os, "link", link)
+    files.record_abort(str(tmp_path), "stop requested")
+    assert (tmp_path / files.ABORT_FILE).read_text() == "another server failed\nstop requested\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [files.ABORT_FILE]
+
+
 def run_probe(job_dir, rank_dirs):
     command = files.probe_command(str(job_dir), [str(d) for d in rank_dirs])
     return files.parse_probe(subprocess.run(["sh", "-c", command], capture_output=True, text=True, check=True).stdout)
