@@ -252,4 +252,5 @@ def test_allow_partial_smoke_checks_the_others_and_names_the_lost_server(sim_clu
     assert "allow_partial=true: smoke-checking without server1" in res.stdout, res
     rows = [(r["stage"], r["server"], r["result"], r["detail"]) for r in summary_rows(res, cluster)]
     assert rows[0] == ("facts", "server1", "FAIL", "unreachable or failed before the smoke check"), rows
+    assert [(row[0], row[2]) for row in rows][1:3] == [("health", "OK"), ("rank_table", "OK")], rows  # the others still checked
     assert [row[1:3] for row in rows if row[0] == "rank"] == [("server0", "OK")] * 8, rows
