@@ -73,6 +73,7 @@ def assert_refused_untouched(cluster, playbook, extra, message, inventory=SIM_IN
         ("train", {"np": 4, "train_command": None}, "train_command is required (or ascend_train_argv, ascend_train_command)"),
         ("train", {"np": 4, "framework": "unknown"}, "framework='unknown' is not one of mindspore, tensorflow, pytorch, mindspore_legacy"),
         ("train", {"np": 4, "train_command": "bash"}, "train_command: the training command is only 'bash'"),
+        ("train", {"np": 4, "train_command": "'unbalanced"}, "train_command: cannot split the training command"),
         ("train", {"np": 4, "wait": "later"}, "wait='later' is not true or false"),
         # C: a typo of an input is refused with what it is close to
         ("train", {"nps": 16}, "unknown extra var 'nps': did you mean np?"),
