@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 from typing import Any
@@ -48,6 +49,23 @@ def launch_vars(cluster, **extra):
     )
     base.update(extra)
     return base
+
+
+# a row of the pre-flight's clock table: server, offset, +/-, round trip, verdict
+CLOCK_ROW = re.compile(r'^\s*"(server\d)\s+(-?\d+\.\d+)\s+(\d+\.\d+)\s+(\d+\.\d+)\s+(ok|warn|refuse)",?$', re.M)
+
+
+def assert_clock_offsets_near_zero(res):
+    """The pre-flight showed each server's clock offset, ~0 within its bound: both servers are this machine."""
+    assert "SERVER   CLOCK_OFFSET_S  +/-_S" in res.stdout, res
+    rows = {m.group(1): (float(m.group(2)), float(m.group(3)), float(m.group(4))) for m in CLOCK_ROW.finditer(res.stdout)}
+    assert sorted(rows) == ["server0", "server1"], res.stdout
+    for server, (offset, uncertainty, rtt) in rows.items():
+        # one machine, one clock: the offset is within the measurement's own bound (plus rounding)
+        assert abs(offset) <= uncertainty + 0.001, (server, rows)
+        assert abs(uncertainty - rtt / 2) <= 0.0001, (server, rows)
+    assert all(m.group(5) == "ok" for m in CLOCK_ROW.finditer(res.stdout)), res.stdout
+    assert "the clock of" not in res.stdout + res.stderr  # no warning
 
 
 def rank_states(cluster, job_id=None):
@@ -313,8 +331,13 @@ def test_wait_false_status_leftover_kill_stale_and_stop(sim_cluster):
     states = rank_states(cluster, "third")
     assert all(s["phase"] == "exited" for s in states.values()), states
     # the devices are free again: a new launch passes pre-flight without kill_stale
-    again = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, ascend_train_env={"STEPS": "1"}))
+    again = run_playbook(
+        TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, ascend_job_id="again", ascend_train_env={"STEPS": "1"})
+    )
     assert again.rc == 0, again
+    # its pre-flight showed both servers' clock offsets, ~0 (this was tests/integration/test_launch_clock.py's own run)
+    assert_clock_offsets_near_zero(again)
+    assert all(s["rc"] == 0 for s in rank_states(cluster, "again").values())
 
 
 def test_stop_after_the_controller_is_interrupted_leaves_nothing(sim_cluster):
