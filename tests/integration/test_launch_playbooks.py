@@ -20,7 +20,7 @@ from tests.helpers.ansible_cli import DEPRECATION_MARK, run_playbook, start_play
 from tests.helpers.collection import REPO_ROOT
 from tests.helpers.procs import alive, wait_for
 from tests.helpers.runs import rank_states as read_rank_states
-from tests.helpers.runs import read_env_log
+from tests.helpers.runs import read_env_log, snapshot
 
 from .conftest import SIM_INVENTORY
 
@@ -307,11 +307,17 @@ def test_wait_false_status_leftover_kill_stale_and_stop(sim_cluster):
     first_job = next((cluster.root / "runs").iterdir()).name
     assert f"status {first_job}: 16 running" in status.stdout, status  # the table lists the first four
 
-    # a second launch on the same devices is refused before anything starts
-    second = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, ascend_job_id="second"))
+    # a second launch on the same devices is refused before anything starts, and the running job's
+    # table stays: written after the pre-flight (np=8 packed would write another, one-server table)
+    running = snapshot(cluster, skip=("runs", "controller"))
+    jobs = sorted(p.name for p in (cluster.root / "runs").iterdir())
+    second = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=8, spread=False, ascend_job_id="second"))
     assert second.rc != 0
     assert "devices in use, nothing was started" in second.stdout, second
     assert not (cluster.root / "runs" / "second").exists()
+    assert snapshot(cluster, skip=("runs", "controller")) == running  # the 16-rank table everywhere, as the job reads it
+    assert json.loads((cluster.root / "server0" / "etc" / "rank_table.json").read_text())["server_count"] == "2"
+    assert sorted(p.name for p in (cluster.root / "runs").iterdir()) == jobs
     assert all(alive(p) for p in first_pids)
 
     # kill_stale stops the leftovers and launches

@@ -16,6 +16,7 @@ import pytest
 
 from tests.helpers.ansible_cli import PlaybookResult, run_playbook
 from tests.helpers.collection import REPO_ROOT
+from tests.helpers.runs import snapshot
 
 from .conftest import SIM_INVENTORY
 from .test_launch_playbooks import launch_vars
@@ -24,16 +25,6 @@ from .test_smoke import summary_rows
 PLAYBOOKS = REPO_ROOT / "playbooks"
 OLD_TABLE = '{"note": "the table a running job reads"}\n'
 DOUBLE_STOP = re.compile(r"(?<!\.)\.\.(?!\.)|\?\.")  # "x.." or "mean np?." (an ellipsis is fine)
-
-
-def snapshot(cluster, skip: tuple[str, ...] = ()) -> dict[str, bytes]:
-    """Every file under the cluster's root but the simulator's own state (and ``skip``, top-level names)."""
-    files = {}
-    for path in sorted(cluster.root.rglob("*")):
-        rel = path.relative_to(cluster.root)
-        if path.is_file() and "state" not in rel.parts[1:2] and rel.parts[0] not in skip:
-            files[str(rel)] = path.read_bytes()
-    return files
 
 
 def with_old_tables(cluster):
@@ -114,26 +105,8 @@ def test_sim_cluster_refuses_wrong_input_and_makes_nothing(tmp_path, extra, mess
     assert not target.exists()
 
 
-def test_a_refused_launch_leaves_the_running_jobs_table(sim_cluster):
-    """A: the table is written after the pre-flight, so a launch refused for busy devices changes no table."""
-    cluster = sim_cluster()
-    long_run = {"STEPS": "100000", "STEP_S": "0.5"}
-    first = run_playbook(
-        PLAYBOOKS / "train.yml", SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, wait=False, ascend_train_env=long_run)
-    )
-    assert first.rc == 0, first
-    try:
-        running = snapshot(cluster, skip=("runs", "controller"))
-        jobs = sorted(p.name for p in (cluster.root / "runs").iterdir())
-        second = run_playbook(PLAYBOOKS / "train.yml", SIM_INVENTORY, extra_vars=launch_vars(cluster, np=8, spread=False))
-        assert second.rc != 0
-        assert "devices in use, nothing was started" in second.stdout, second
-        assert snapshot(cluster, skip=("runs", "controller")) == running  # the 16-rank table everywhere, as the job reads it
-        assert json.loads((cluster.root / "server0" / "etc" / "rank_table.json").read_text())["server_count"] == "2"
-        assert sorted(p.name for p in (cluster.root / "runs").iterdir()) == jobs
-    finally:
-        stop = run_playbook(PLAYBOOKS / "stop.yml", SIM_INVENTORY, extra_vars=launch_vars(cluster, job_id="all"))
-        assert stop.rc == 0, stop
+# A: a launch refused for busy devices changes no table (the table is written after the pre-flight):
+# tests/integration/test_launch_playbooks.py, test_wait_false_status_leftover_kill_stale_and_stop's second launch.
 
 
 @pytest.fixture
