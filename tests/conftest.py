@@ -111,8 +111,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(TIERS[top])
     rank = {tier: i for i, tier in enumerate(TIER_ORDER)}
     items.sort(key=lambda item: rank.get(_tier(item), len(TIER_ORDER)))
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))  # set in xdist's workers, which collect the same
-    if workers > 1 and config.getoption("dist", None) == "worksteal":
+    # Set in xdist's workers, which collect (and so order) the same. Their config says dist=no whatever
+    # the run's --dist, so the layout applies to every mode; it is made for the Makefile's worksteal.
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    if workers > 1:
         items[:] = worksteal_layout(items, workers)
 
 
