@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import resource
@@ -32,6 +33,19 @@ TIERS = {
 # pytest-xdist hands tests out in collection order; the long ones (test bed, playbooks) go first so
 # that no worker starts a 3-minute playbook test while the others are already done.
 TIER_ORDER = ("testbed", "integration", "simulator", "unit")
+# A test's rough cost for sharing the long tests out over the workers (worksteal_layout): a base by
+# tier plus, for each ansible run its source starts (in the test or its module's fixtures and
+# helpers), about what one costs. Only the ratios matter; a wrong guess only orders tests worse.
+TIER_COST = {"testbed": 2.0, "integration": 2.0, "simulator": 1.0, "unit": 0.05}
+RUN_COST = {
+    "run_playbook(": 30.0,
+    "start_playbook(": 30.0,
+    "launch(": 30.0,
+    "run(play": 30.0,
+    "Bed.up(": 30.0,
+    "run_adhoc(": 5.0,
+    "run_module(": 1.0,
+}
 
 
 def _tier(item: pytest.Item) -> str:
@@ -41,6 +55,55 @@ def _tier(item: pytest.Item) -> str:
         return ""
 
 
+def _runs_cost(source: str) -> float:
+    return sum(source.count(call) * each for call, each in RUN_COST.items())
+
+
+def _module_cost(tests: list[pytest.Item]) -> float:
+    """The estimated cost of one module's tests (TIER_COST, RUN_COST)."""
+    functions = {f for f in (getattr(t, "function", None) for t in tests) if f is not None}
+    sources = {f: inspect.getsource(f) for f in functions}
+    own = sum(TIER_COST.get(_tier(t), 1.0) + _runs_cost(sources.get(getattr(t, "function", None), "")) for t in tests)
+    # runs in fixtures and helpers, counted once per module
+    rest = _runs_cost(tests[0].path.read_text()) - sum(_runs_cost(source) for source in sources.values())
+    return own + max(0.0, rest)
+
+
+def worksteal_layout(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
+    """The order in which ``--dist worksteal`` gives every worker its share of the long tests at once.
+
+    worksteal first hands each worker one contiguous slice of the collection (equal counts), then
+    lets an idle worker take the back half of the longest queue. In tier order the first slice held
+    every test-bed and playbook test and the other workers only fast ones, so the long tests ran on
+    one or two workers while the others waited for something to steal. Here each slice gets about a
+    quarter of the long modules (whole modules: their module-scoped beds and clusters are made once),
+    longest first, and is filled up to worksteal's count with unit tests, which are then what is
+    left for stealing at the end.
+    """
+    modules: dict[Path, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.path, []).append(item)
+    heavy = [tests for tests in modules.values() if _tier(tests[0]) != "unit"]
+    filler = [item for tests in modules.values() if _tier(tests[0]) == "unit" for item in tests]
+    cost = {id(tests): _module_cost(tests) for tests in heavy}
+    slices: list[list[list[pytest.Item]]] = [[] for _ in range(workers)]
+    loads = [0.0] * workers
+    for tests in sorted(heavy, key=lambda tests: -cost[id(tests)]):  # longest first, to the least loaded slice
+        i = loads.index(min(loads))
+        slices[i].append(tests)
+        loads[i] += cost[id(tests)]
+    ordered: list[pytest.Item] = []
+    remaining = len(items)
+    for i, chunk in enumerate(slices):
+        size = remaining // (workers - i)  # worksteal's own split of what is still pending
+        own = [item for tests in chunk for item in tests]
+        take = max(0, size - len(own))
+        ordered += own + filler[:take]
+        filler = filler[take:]
+        remaining -= size
+    return ordered + filler
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         top = _tier(item)
@@ -48,6 +111,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(TIERS[top])
     rank = {tier: i for i, tier in enumerate(TIER_ORDER)}
     items.sort(key=lambda item: rank.get(_tier(item), len(TIER_ORDER)))
+    # Set in xdist's workers, which collect (and so order) the same. Their config says dist=no whatever
+    # the run's --dist, so the layout applies to every mode; it is made for the Makefile's worksteal.
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    if workers > 1:
+        items[:] = worksteal_layout(items, workers)
 
 
 # ASCEND_TEST_CPU_LOG=<file>: append one JSON line per test with the CPU seconds it cost (this

@@ -18,3 +18,13 @@ def rank_states(job_dir: Path) -> dict[int, dict]:
         state = json.loads(path.read_text())
         states[state["rank_id"]] = state
     return states
+
+
+def snapshot(cluster, skip: tuple[str, ...] = ()) -> dict[str, bytes]:
+    """Every file under the cluster's root but the simulator's own state (and ``skip``, top-level names)."""
+    files = {}
+    for path in sorted(cluster.root.rglob("*")):
+        rel = path.relative_to(cluster.root)
+        if path.is_file() and "state" not in rel.parts[1:2] and rel.parts[0] not in skip:
+            files[str(rel)] = path.read_bytes()
+    return files

@@ -117,9 +117,9 @@ def test_aoe_tunes_once_distributes_then_training_uses_the_bank_unless_use_libra
             {"aoe": True, "use_library": True},
             "aoe=true (tune, writing the repository) and use_library=true (train with the repository) cannot be combined",
         ),
+        # the job environment's own TUNE_BANK_PATH / AOE_MODE (filter aoe_env_conflict, called once per server for
+        # every run): one playbook run here; its variants (no aoe, AOE_MODE, use_library) in tests/unit/plugins/plugin_utils/test_aoe.py
         ({"aoe": True, "train_env": {"TUNE_BANK_PATH": "/elsewhere"}}, "sets TUNE_BANK_PATH=/elsewhere but the role sets TUNE_BANK_PATH="),
-        ({"train_env": {"TUNE_BANK_PATH": "/elsewhere"}}, "or use_library=false to pass your own TUNE_BANK_PATH unmanaged"),
-        ({"aoe": True, "train_env": {"AOE_MODE": "2"}}, "sets AOE_MODE=2 but the role sets TUNE_BANK_PATH="),
         ({"aoe": True, "ascend_aoe_mode": 3}, "ascend_aoe_mode"),
     ],
 )

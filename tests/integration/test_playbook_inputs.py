@@ -16,6 +16,7 @@ import pytest
 
 from tests.helpers.ansible_cli import PlaybookResult, run_playbook
 from tests.helpers.collection import REPO_ROOT
+from tests.helpers.runs import snapshot
 
 from .conftest import SIM_INVENTORY
 from .test_launch_playbooks import launch_vars
@@ -24,16 +25,6 @@ from .test_smoke import summary_rows
 PLAYBOOKS = REPO_ROOT / "playbooks"
 OLD_TABLE = '{"note": "the table a running job reads"}\n'
 DOUBLE_STOP = re.compile(r"(?<!\.)\.\.(?!\.)|\?\.")  # "x.." or "mean np?." (an ellipsis is fine)
-
-
-def snapshot(cluster, skip: tuple[str, ...] = ()) -> dict[str, bytes]:
-    """Every file under the cluster's root but the simulator's own state (and ``skip``, top-level names)."""
-    files = {}
-    for path in sorted(cluster.root.rglob("*")):
-        rel = path.relative_to(cluster.root)
-        if path.is_file() and "state" not in rel.parts[1:2] and rel.parts[0] not in skip:
-            files[str(rel)] = path.read_bytes()
-    return files
 
 
 def with_old_tables(cluster):
@@ -73,6 +64,7 @@ def assert_refused_untouched(cluster, playbook, extra, message, inventory=SIM_IN
         ("train", {"np": 4, "train_command": None}, "train_command is required (or ascend_train_argv, ascend_train_command)"),
         ("train", {"np": 4, "framework": "unknown"}, "framework='unknown' is not one of mindspore, tensorflow, pytorch, mindspore_legacy"),
         ("train", {"np": 4, "train_command": "bash"}, "train_command: the training command is only 'bash'"),
+        ("train", {"np": 4, "train_command": "'unbalanced"}, "train_command: cannot split the training command"),
         ("train", {"np": 4, "wait": "later"}, "wait='later' is not true or false"),
         # C: a typo of an input is refused with what it is close to
         ("train", {"nps": 16}, "unknown extra var 'nps': did you mean np?"),
@@ -113,26 +105,8 @@ def test_sim_cluster_refuses_wrong_input_and_makes_nothing(tmp_path, extra, mess
     assert not target.exists()
 
 
-def test_a_refused_launch_leaves_the_running_jobs_table(sim_cluster):
-    """A: the table is written after the pre-flight, so a launch refused for busy devices changes no table."""
-    cluster = sim_cluster()
-    long_run = {"STEPS": "100000", "STEP_S": "0.5"}
-    first = run_playbook(
-        PLAYBOOKS / "train.yml", SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, wait=False, ascend_train_env=long_run)
-    )
-    assert first.rc == 0, first
-    try:
-        running = snapshot(cluster, skip=("runs", "controller"))
-        jobs = sorted(p.name for p in (cluster.root / "runs").iterdir())
-        second = run_playbook(PLAYBOOKS / "train.yml", SIM_INVENTORY, extra_vars=launch_vars(cluster, np=8, spread=False))
-        assert second.rc != 0
-        assert "devices in use, nothing was started" in second.stdout, second
-        assert snapshot(cluster, skip=("runs", "controller")) == running  # the 16-rank table everywhere, as the job reads it
-        assert json.loads((cluster.root / "server0" / "etc" / "rank_table.json").read_text())["server_count"] == "2"
-        assert sorted(p.name for p in (cluster.root / "runs").iterdir()) == jobs
-    finally:
-        stop = run_playbook(PLAYBOOKS / "stop.yml", SIM_INVENTORY, extra_vars=launch_vars(cluster, job_id="all"))
-        assert stop.rc == 0, stop
+# A: a launch refused for busy devices changes no table (the table is written after the pre-flight):
+# tests/integration/test_launch_playbooks.py, test_wait_false_status_leftover_kill_stale_and_stop's second launch.
 
 
 @pytest.fixture
@@ -252,4 +226,5 @@ def test_allow_partial_smoke_checks_the_others_and_names_the_lost_server(sim_clu
     assert "allow_partial=true: smoke-checking without server1" in res.stdout, res
     rows = [(r["stage"], r["server"], r["result"], r["detail"]) for r in summary_rows(res, cluster)]
     assert rows[0] == ("facts", "server1", "FAIL", "unreachable or failed before the smoke check"), rows
+    assert [(row[0], row[2]) for row in rows][1:3] == [("health", "OK"), ("rank_table", "OK")], rows  # the others still checked
     assert [row[1:3] for row in rows if row[0] == "rank"] == [("server0", "OK")] * 8, rows

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from tests.helpers.ansible_cli import run_playbook
+from tests.helpers.runs import snapshot
 
 from .conftest import SIM_INVENTORY
-from .test_playbook_inputs import snapshot
 
 # prepare's health report for CI (docs/summaries.md): rewritten by every health check, a report, not state
 REPORTS = ("controller",)

@@ -37,6 +37,12 @@ BANK = "/var/lib/ascend-cluster/tune_bank"
             f"sets AOE_MODE=2, TUNE_BANK_PATH={BANK} but the role sets TUNE_BANK_PATH={BANK}, AOE_MODE=4:",
         ),
         ({"AOE_MODE": "four"}, {"aoe": True}, "sets AOE_MODE=four but"),
+        # the job environment of tests/integration/test_launch_aoe.py: a tuning run's own AOE_MODE among other variables
+        (
+            {"STEPS": "2", "AOE_MODE": "2", "ASCEND_SIM_STATE": "/sim/server0/state"},
+            {"aoe": True},
+            f"on s1 sets AOE_MODE=2 but the role sets TUNE_BANK_PATH={BANK}, AOE_MODE=4: set ascend_aoe_bank_dir",
+        ),
     ],
 )
 def test_conflicts(env, kwargs, conflict):
