@@ -261,10 +261,12 @@ class ActionModule(ActionBase):
         next_full = 0.0
         ranks: list = []
         misses = watch.Misses()
+        prefetched = None  # the last poll, read with the results in one call once every rank has ended
         while True:
-            polled = None
-            if time.time() >= next_full:
-                polled, misses = self._poll_probed(poll_args, task_vars, remote_job_dir, ranks, opts, misses)
+            polled, prefetched = prefetched, None
+            if polled is not None or time.time() >= next_full:
+                if polled is None:
+                    polled, misses = self._poll_probed(poll_args, task_vars, remote_job_dir, ranks, opts, misses)
                 if polled is not None and not polled.get("failed"):
                     ranks = polled["ranks"]
                     _write_json(os.path.join(hosts_dir, f"{server}.json"), {"server": server, "ranks": ranks})
@@ -305,13 +307,22 @@ class ActionModule(ActionBase):
                 claim_failure(marker, decision.failure or {})
             if decision.action in (watch.CLAIM_EARLY, watch.POLL_NOW):
                 next_full = 0.0
+            if decision.action == watch.POLL_NOW and probe and self._all_ended(probe, ranks, opts):
+                prefetched = self._results(result, opts, task_vars, poll=poll_args)
             if decision.action == watch.FAIL:  # the server stopped answering: its ranks are lost
                 return self._finish(result, server, ranks, self._claim(marker, server, decision.failure or {}), misses)
 
-    def _results(self, result: dict, opts: dict, task_vars: dict) -> None:
-        """With ``results_file``: the server's results and logs (``training_results``) into ``result["results"]``; never fails the watch."""
-        if not opts["results_file"]:
-            return
+    @staticmethod
+    def _all_ended(probe: dict, ranks: list, opts: dict) -> bool:
+        """Every local rank ended by itself (no abort, no lost runner): the results can be read with the last poll."""
+        return bool(opts["results_file"] and ranks and probe["final"] >= len(ranks) and not probe.get("abort") and not probe.get("gone"))
+
+    def _results(self, result: dict, opts: dict, task_vars: dict, poll: dict | None = None) -> dict | None:
+        """With ``results_file``: the server's results and logs (``training_results``) into ``result["results"]``, once;
+        never fails the watch. With ``poll`` (the poll's arguments) the same call reads every rank's state: returned as
+        the poll's result (None when it could not be read)."""
+        if not opts["results_file"] or "results" in result:
+            return None
         args = {
             "job_id": opts["job_id"],
             "job_root": opts["job_root"],
@@ -320,10 +331,15 @@ class ActionModule(ActionBase):
         }
         if opts["logs_dest"]:
             args["dest"] = opts["logs_dest"]
+        if poll:
+            args.update(poll=True, tail_lines=poll["tail_lines"], tail_failed=poll["tail_failed"])
         try:
-            result["results"] = collect(self, args, task_vars)
+            collected = collect(self, args, task_vars)
         except AnsibleError as exc:  # a connection that broke at the very end: the watch's outcome stands
-            result["results"] = {"failed": True, "msg": f"cannot collect the results of {opts['job_id']}: {exc}"}
+            collected = {"failed": True, "msg": f"cannot collect the results of {opts['job_id']}: {exc}"}
+        polled = {key: collected.pop(key) for key in ("ranks", "failed_rank", "stopped", "abort") if key in collected}
+        result["results"] = collected
+        return polled if "ranks" in polled else None
 
     def _follow(self, remote_job_dir: str, ranks: list, stop_args: dict, task_vars: dict) -> dict:
         """Stop the local ranks because another server's watcher failed the job: the fast TERM, then ``state=stop``."""
