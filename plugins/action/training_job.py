@@ -1,28 +1,62 @@
 # Copyright: ascend.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Action training_job: run the module; an interrupted staging wait or gate releases the job's runners.
+"""Action training_job: run the module; the pre-flight reads the clock first; an interrupted staging wait or gate
+releases the job's runners.
+
+``state=preflight`` with ``clock_samples``: before the module runs, the server's clock is read over the
+connection the task already holds (``plugin_utils._clock.measure``, what ``clock_offset`` does), so one
+pre-flight call per server measures the clock and runs every check on the server. A server whose offset is
+refused runs no other check (with ``kill_stale`` nothing is stopped there); the role refuses the launch
+naming every such server.
 
 A Ctrl-C (or SIGTERM) to ansible-playbook while ``state=staged`` waits for the ranks to stage, or
 while ``state=gate`` opens the gate, stops the job on the server at once (``state=stop``: the abort
 file makes the runners at the gate give up and release their device locks) instead of leaving them
-to the gate time-out; see ``plugin_utils/_interrupt``. With ``barrier`` (the play's hosts), a
-server's staging wait ends only once every listed server's has (``plugin_utils/_barrier``), so a
-Ctrl-C during staging releases every server's runners, not only those still waiting. Every other
-state runs the module as it is.
+to the gate time-out; see ``plugin_utils/_interrupt``. The gate of a named job is opened with one shell command
+(``_job_files.gate_command``: the gate file and ``latest``, as the module writes them) instead of a module round trip.
+Every other state runs the module as it is.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from ansible import constants as C
-from ansible import context
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _barrier as barrier
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
 from ansible_collections.ascend.cluster.plugins.plugin_utils import _interrupt as interrupt
+from ansible_collections.ascend.cluster.plugins.plugin_utils._clock import measure_over
 
 GUARDED = ("staged", "gate")
+CLOCK_OPTIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
+    "clock_samples": (int, 0),
+    "clock_warn_above": (float, 1.0),
+    "clock_refuse_above": (float, 30.0),
+    "clock_allow": (boolean, False),
+}
+
+
+def clock_options(args: dict) -> dict:
+    """Take the action's clock options out of ``args`` (the module never sees them), converted; ValueError on bad input."""
+    taken = {}
+    for name, (convert, default) in CLOCK_OPTIONS.items():
+        value = args.pop(name, None)
+        try:
+            taken[name] = default if value is None else convert(value)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{name}: {value!r} is not a {type(default).__name__}") from exc
+    return taken
+
+
+def merged(result: dict, module_result: dict) -> dict:
+    """``module_result`` over ``result``, keeping the warnings of both."""
+    warnings = list(result.get("warnings") or []) + list(module_result.get("warnings") or [])
+    result.update(module_result)
+    if warnings:
+        result["warnings"] = warnings
+    return result
 
 
 class ActionModule(ActionBase):
@@ -34,20 +68,19 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
-        args = self._task.args
+        args = dict(self._task.args)
+        if args.get("state") == "preflight":
+            return self._preflight(result, args, task_vars)
+        for name in CLOCK_OPTIONS:
+            args.pop(name, None)
         if args.get("state") not in GUARDED or self._task.check_mode:
             result.update(self._execute_module(module_args=args, task_vars=task_vars))
             return result
         with interrupt.Guard() as guard:
-            directory = self._staging_barrier(args)
             try:
-                try:
-                    result.update(self._execute_module(module_args=args, task_vars=task_vars))
-                finally:
-                    if directory:  # whatever happened here, the other servers must not wait for this one
-                        barrier.arrive(directory, str(task_vars.get("inventory_hostname")))
-                if directory:
-                    barrier.wait(directory, [str(host) for host in args["barrier"]], float(args.get("timeout") or 120.0) + 10.0)
+                result.update(
+                    self._gate(args) if self._gate_by_shell(args) else self._execute_module(module_args=args, task_vars=task_vars)
+                )
             except interrupt.Interrupted as exc:
                 job_root = args.get("job_root")
                 result.update(
@@ -55,9 +88,42 @@ class ActionModule(ActionBase):
                 )
         return result
 
-    def _staging_barrier(self, args: dict) -> str:
-        """The barrier directory of this staging wait ('' when there is none: another state, one host, too few forks)."""
-        hosts = [str(host) for host in args.get("barrier") or []]
-        if args.get("state") != "staged" or not barrier.applies(hosts, context.CLIARGS.get("forks")):
-            return ""
-        return barrier.path(C.DEFAULT_LOCAL_TMP, f"staged-{args.get('job_id')}")
+    @staticmethod
+    def _gate_by_shell(args: dict) -> bool:
+        """The gate of a named job is opened with one shell command (``_job_files.gate_command``), not a module."""
+        return args.get("state") == "gate" and args.get("job_id") not in (None, "latest") and args.get("start_at") is not None
+
+    def _gate(self, args: dict) -> dict:
+        """Open the gate (and move ``latest``) with one shell command: what the module does, without its round trip."""
+        job_id, job_root = str(args["job_id"]), str(args.get("job_root") or options.DEFAULT_JOB_ROOT)
+        try:
+            start_at = float(args["start_at"])
+        except (TypeError, ValueError):
+            return {"failed": True, "msg": f"start_at: {args['start_at']!r} is not a time (epoch seconds)"}
+        answer = self._low_level_execute_command(files.gate_command(job_root, job_id, start_at), sudoable=True)
+        problem = files.parse_gate(str(answer.get("stdout") or ""))
+        if problem is not None:
+            return {
+                "failed": True,
+                "msg": f"cannot open the gate of job {job_id}: {problem} {str(answer.get('stderr') or '').strip()}".strip(),
+            }
+        return {"changed": True, "job_id": job_id, "start_at": start_at}
+
+    def _preflight(self, result: dict, args: dict, task_vars: dict) -> dict:
+        """The clock (when asked), then the module's checks unless the clock is refused."""
+        try:
+            clock = clock_options(args)
+        except ValueError as exc:
+            return dict(result, failed=True, msg=str(exc))
+        if clock["clock_samples"] != 0:
+            measured = measure_over(
+                self, task_vars, clock["clock_samples"], clock["clock_warn_above"], clock["clock_refuse_above"], clock["clock_allow"]
+            )
+            if measured.get("failed"):
+                return dict(result, failed=True, msg=measured["msg"], clock=measured)
+            result["clock"] = measured
+            if measured["status"] == "warn":
+                result.setdefault("warnings", []).append(measured["msg"])
+            if measured["status"] == "refuse":  # the role refuses the launch naming every such server; check nothing here
+                return dict(result, changed=False, busy=[], msg=measured["msg"])
+        return merged(result, self._execute_module(module_args=args, task_vars=task_vars))

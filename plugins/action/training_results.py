@@ -43,29 +43,39 @@ def unpack_logs(archive: str, dest: str) -> list:
     return sorted(written)
 
 
+def collect(action: ActionBase, args: dict, task_vars: dict) -> dict:
+    """Run the module on ``action``'s server with ``args`` (``dest``: where the logs go), copy and unpack the logs' archive.
+
+    Also used by ``training_watch``, which collects its server's results in the task that watched it.
+    """
+    args = dict(args)
+    dest = args.pop("dest", None)
+    args["archive"] = bool(dest)
+    result = action._execute_module(  # pylint: disable=protected-access
+        module_name="ascend.cluster.training_results", module_args=args, task_vars=task_vars
+    )
+    archive = result.pop("archive", None)
+    if result.get("failed") or not archive:
+        return result
+    dest = os.path.expanduser(str(dest))
+    fd, local = tempfile.mkstemp(prefix="ascend-logs-", suffix=".tar.gz")
+    os.close(fd)
+    try:
+        action._connection.fetch_file(archive, local)  # pylint: disable=protected-access
+        result["logs"] = unpack_logs(local, dest)
+    except (AnsibleError, OSError, tarfile.TarError) as exc:
+        result.update(failed=True, msg=f"cannot copy the logs' archive {archive} to {dest}: {exc}")
+    finally:
+        os.unlink(local)
+        action._low_level_execute_command(f"rm -f {quote(archive)}", sudoable=True)  # pylint: disable=protected-access
+    result["dest"] = dest
+    return result
+
+
 class ActionModule(ActionBase):
     """Controller half of ``ascend.cluster.training_results``."""
 
     def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
         result = super().run(tmp, task_vars)
-        args = dict(self._task.args)
-        dest = args.get("dest")
-        args["archive"] = bool(dest)
-        args.pop("dest", None)
-        result.update(self._execute_module(module_name="ascend.cluster.training_results", module_args=args, task_vars=task_vars or {}))
-        archive = result.pop("archive", None)
-        if result.get("failed") or not archive:
-            return result
-        dest = os.path.expanduser(str(dest))
-        fd, local = tempfile.mkstemp(prefix="ascend-logs-", suffix=".tar.gz")
-        os.close(fd)
-        try:
-            self._connection.fetch_file(archive, local)
-            result["logs"] = unpack_logs(local, dest)
-        except (AnsibleError, OSError, tarfile.TarError) as exc:
-            result.update(failed=True, msg=f"cannot copy the logs' archive {archive} to {dest}: {exc}")
-        finally:
-            os.unlink(local)
-            self._low_level_execute_command(f"rm -f {quote(archive)}", sudoable=True)
-        result["dest"] = dest
+        result.update(collect(self, dict(self._task.args), task_vars or {}))
         return result

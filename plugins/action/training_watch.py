@@ -42,10 +42,11 @@ from shlex import quote
 from typing import Any
 
 from ansible import context
-from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
+from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure, AnsibleError
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+from ansible_collections.ascend.cluster.plugins.action.training_results import collect
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
 from ansible_collections.ascend.cluster.plugins.plugin_utils import _interrupt as interrupt
@@ -260,10 +261,12 @@ class ActionModule(ActionBase):
         next_full = 0.0
         ranks: list = []
         misses = watch.Misses()
+        prefetched = None  # the last poll, read with the results in one call once every rank has ended
         while True:
-            polled = None
-            if time.time() >= next_full:
-                polled, misses = self._poll_probed(poll_args, task_vars, remote_job_dir, ranks, opts, misses)
+            polled, prefetched = prefetched, None
+            if polled is not None or time.time() >= next_full:
+                if polled is None:
+                    polled, misses = self._poll_probed(poll_args, task_vars, remote_job_dir, ranks, opts, misses)
                 if polled is not None and not polled.get("failed"):
                     ranks = polled["ranks"]
                     _write_json(os.path.join(hosts_dir, f"{server}.json"), {"server": server, "ranks": ranks})
@@ -275,15 +278,21 @@ class ActionModule(ActionBase):
             if polled is not None:
                 next_full = time.time() + (1.0 if decision.soon else opts["full_poll_interval"])
             if decision.action == watch.SUCCEED:
+                self._results(result, opts, task_vars)
                 return dict(result, changed=False, server=server, ranks=ranks, msg=f"{len(ranks)} ranks on {server} finished")
             if decision.action == watch.FAIL:
-                return self._finish(result, server, ranks, self._claim(marker, server, decision.failure or {}), misses)
+                first = self._claim(marker, server, decision.failure or {})
+                if misses.in_a_row < watch.LOST_AFTER:  # not from a server that stopped answering: the call would hang
+                    self._results(result, opts, task_vars)
+                return self._finish(result, server, ranks, first, misses)
             if decision.action == watch.FOLLOW:
                 if misses.in_a_row < watch.LOST_AFTER:  # a server that stopped answering cannot be told to stop
                     stopped = call_within(
                         partial(self._follow, remote_job_dir, ranks, stop_args, task_vars), FULL_POLL_TIMEOUT_S + opts["grace"]
                     )
                     ranks = ranks if stopped is MISSED else stopped.get("ranks", ranks)
+                    if stopped is not MISSED:
+                        self._results(result, opts, task_vars)
                 return self._finish(result, server, ranks, read_marker(marker, MARKER_COMPLETE_S) or {}, misses)
             self._sleep_unless(marker, opts["poll_interval"])
             if self._guard.parent_gone():  # ansible-playbook was killed (kill -9): leave the job, as it would
@@ -298,8 +307,39 @@ class ActionModule(ActionBase):
                 claim_failure(marker, decision.failure or {})
             if decision.action in (watch.CLAIM_EARLY, watch.POLL_NOW):
                 next_full = 0.0
+            if decision.action == watch.POLL_NOW and probe and self._all_ended(probe, ranks, opts):
+                prefetched = self._results(result, opts, task_vars, poll=poll_args)
             if decision.action == watch.FAIL:  # the server stopped answering: its ranks are lost
                 return self._finish(result, server, ranks, self._claim(marker, server, decision.failure or {}), misses)
+
+    @staticmethod
+    def _all_ended(probe: dict, ranks: list, opts: dict) -> bool:
+        """Every local rank ended by itself (no abort, no lost runner): the results can be read with the last poll."""
+        return bool(opts["results_file"] and ranks and probe["final"] >= len(ranks) and not probe.get("abort") and not probe.get("gone"))
+
+    def _results(self, result: dict, opts: dict, task_vars: dict, poll: dict | None = None) -> dict | None:
+        """With ``results_file``: the server's results and logs (``training_results``) into ``result["results"]``, once;
+        never fails the watch. With ``poll`` (the poll's arguments) the same call reads every rank's state: returned as
+        the poll's result (None when it could not be read)."""
+        if not opts["results_file"] or "results" in result:
+            return None
+        args = {
+            "job_id": opts["job_id"],
+            "job_root": opts["job_root"],
+            "results_file": opts["results_file"],
+            "timeout": opts["results_timeout"],
+        }
+        if opts["logs_dest"]:
+            args["dest"] = opts["logs_dest"]
+        if poll:
+            args.update(poll=True, tail_lines=poll["tail_lines"], tail_failed=poll["tail_failed"])
+        try:
+            collected = collect(self, args, task_vars)
+        except AnsibleError as exc:  # a connection that broke at the very end: the watch's outcome stands
+            collected = {"failed": True, "msg": f"cannot collect the results of {opts['job_id']}: {exc}"}
+        polled = {key: collected.pop(key) for key in ("ranks", "failed_rank", "stopped", "abort") if key in collected}
+        result["results"] = collected
+        return polled if "ranks" in polled else None
 
     def _follow(self, remote_job_dir: str, ranks: list, stop_args: dict, task_vars: dict) -> dict:
         """Stop the local ranks because another server's watcher failed the job: the fast TERM, then ``state=stop``."""

@@ -63,6 +63,7 @@ _PROBE_ABORT = "ABORT "
 _PROBE_FINAL = "FINAL "
 _PROBE_GONE = "GONE"
 _PROBE_END = "ascend-probe-ok"
+_GATE_END = "ascend-gate-ok"
 
 
 def job_dir(job_root: str, job_id: str) -> str:
@@ -213,3 +214,31 @@ def parse_probe(stdout: str) -> dict | None:
     final = next((line[len(_PROBE_FINAL) :].strip() for line in lines if line.startswith(_PROBE_FINAL)), "0")
     gone = next((line.split()[1:] for line in lines if line.split()[:1] == [_PROBE_GONE]), [])
     return {"abort": abort, "final": int(final) if final.isdigit() else 0, "gone": [int(r) for r in gone if r.isdigit()]}
+
+
+def gate_text(start_at: float) -> str:
+    """The gate file's text for ``start_at``, as :func:`write_json` writes it (the runners read it with :func:`read_json`)."""
+    return json.dumps({"start_at": float(start_at)}, sort_keys=True, separators=JSON_SEPARATORS)
+
+
+def gate_command(job_root: str, job_id: str, start_at: float) -> str:
+    """One POSIX shell command that opens the job's gate at ``start_at`` and makes the job ``latest``, as
+    ``_job_control.open_gate`` does, without a module round trip; refuses a job not recorded under ``job_root``.
+
+    Both files are written beside their place and renamed over it. The output is for :func:`parse_gate`.
+    """
+    directory = posixpath.join(job_root, job_id)
+    gate, latest = posixpath.join(directory, GATE_FILE), posixpath.join(job_root, LATEST_FILE)
+    missing = "job %s is not recorded under %s on this host" % (job_id, job_root)
+    return (
+        "test -f %s || { echo %s; exit 3; }" % (quote(posixpath.join(directory, JOB_FILE)), quote(missing))
+        + "; printf '%%s' %s > %s && mv -f %s %s" % (quote(gate_text(start_at)), quote(gate + ".tmp"), quote(gate + ".tmp"), quote(gate))
+        + " && printf '%%s\\n' %s > %s && mv -f %s %s" % (quote(job_id), quote(latest + ".tmp"), quote(latest + ".tmp"), quote(latest))
+        + " && echo %s" % _GATE_END
+    )
+
+
+def parse_gate(stdout: str) -> str | None:
+    """None when :func:`gate_command` opened the gate, else what it printed instead (why not)."""
+    lines = [line.strip() for line in stdout.splitlines()]
+    return None if _GATE_END in lines else (" ".join(line for line in lines if line) or "no answer")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import fnmatch
 import os
 import signal
 import time
@@ -103,6 +104,22 @@ def kill_stale(busy: list, job_root: str, grace: float) -> list:
     wait_gone(pids, 5.0)
     actions.extend("killed process %d" % p for p in pids)
     return actions
+
+
+TUNE_BANK_PATTERN = "*_gradient_fusion.json"
+
+
+def tune_bank_files(directory: str) -> list:
+    """The AOE tuning repository's files (``*_gradient_fusion.json``, regular files) directly in ``directory``, sorted."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    return sorted(
+        os.path.join(directory, name)
+        for name in names
+        if fnmatch.fnmatch(name, TUNE_BANK_PATTERN) and os.path.isfile(os.path.join(directory, name))
+    )
 
 
 def wait_free(check: Callable[[], list], timeout: float) -> list:

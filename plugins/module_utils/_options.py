@@ -82,4 +82,7 @@ WATCH = spec(
     tail_lines=dict(type="int", default=20),
     detach_on_interrupt=dict(type="bool", default=False),
     interrupt_window=dict(type="float", default=1.0),
+    results_file=dict(type="path"),
+    logs_dest=dict(type="path"),
+    results_timeout=dict(type="float", default=20.0),
 )

@@ -9,6 +9,7 @@ way in check mode and for real. Runs on target hosts: Python 3.8+, stdlib only.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import tempfile
@@ -65,3 +66,32 @@ def plan_text_file(state: dict[str, Any], text: str, mode: int) -> list[str]:
     elif state.get("mode") != mode:
         steps.append("chmod")
     return steps
+
+
+def apply_text_file(path: str, text: str, mode: int, check_mode: bool = False, directory_mode: int = 0o755) -> dict[str, Any]:
+    """Bring ``path`` to ``text`` with ``mode`` (its directory made with ``directory_mode`` when missing).
+
+    Returns ``{"steps", "before"}``: the steps taken (or, in check mode, that would be) and the text
+    found before (None when the file did not exist). Raises OSError when a step fails.
+    """
+    state = file_state(path)
+    steps = plan_text_file(state, text, mode)
+    if steps and not check_mode:
+        if "mkdir" in steps:
+            os.makedirs(os.path.dirname(path), directory_mode, exist_ok=True)
+        if "write" in steps:
+            write_text_atomic(path, text, mode)
+        elif "chmod" in steps:
+            os.chmod(path, mode)
+    return {"steps": steps, "before": state["text"]}
+
+
+def json_file_matches(path: str, text: str) -> bool:
+    """Whether ``path`` holds the JSON document ``text`` holds (read back from disk; False when missing or not JSON)."""
+    found = read_text(path)
+    if found is None:
+        return False
+    try:
+        return bool(json.loads(found) == json.loads(text))
+    except ValueError:
+        return False

@@ -82,13 +82,10 @@ diff:
 """
 
 import json
-import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ascend.cluster.plugins.module_utils._text_file import file_state, plan_text_file, write_text_atomic
-
-DIRECTORY_MODE = 0o755
+from ansible_collections.ascend.cluster.plugins.module_utils._text_file import apply_text_file
 
 
 def main():
@@ -109,19 +106,12 @@ def main():
         json.loads(text)
     except ValueError as exc:
         module.fail_json(msg="content is not JSON (%s): pass the table through to_nice_json" % exc)
-    state = file_state(path)
-    steps = plan_text_file(state, text, mode)
-    diff = {"before_header": path, "after_header": path, "before": state["text"] or "", "after": text}
-    if steps and not module.check_mode:
-        try:
-            if "mkdir" in steps:
-                os.makedirs(os.path.dirname(path), DIRECTORY_MODE, exist_ok=True)
-            if "write" in steps:
-                write_text_atomic(path, text, mode)
-            elif "chmod" in steps:
-                os.chmod(path, mode)
-        except OSError as exc:
-            module.fail_json(msg="cannot write %s: %s; run the task as root (become) or choose another path" % (path, exc), steps=steps)
+    try:
+        applied = apply_text_file(path, text, mode, check_mode=module.check_mode)
+    except OSError as exc:
+        module.fail_json(msg="cannot write %s: %s; run the task as root (become) or choose another path" % (path, exc))
+    steps = applied["steps"]
+    diff = {"before_header": path, "after_header": path, "before": applied["before"] or "", "after": text}
     module.exit_json(changed=bool(steps), path=path, steps=steps, diff=diff)
 
 

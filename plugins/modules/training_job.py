@@ -19,10 +19,19 @@ description:
   - V(preflight) also reads the chip health of each of O(devices) from the same C(npu-smi info) table. C(Alarm) or
     C(Critical) fails, naming the device (before anything is stopped or started); C(Warning) or C(UNKNOWN) warns.
     It returns the driver version npu-smi prints in its header, for a cluster-wide comparison on the controller.
-  - V(record) writes the job record (C(<job_root>/<job_id>/job.json)) for O(ranks).
+  - V(preflight) with O(bank_dir) also counts the AOE tuning repository's files (C(*_gradient_fusion.json)) there
+    (RV(bank_files)), so that the controller can decide whether every server has it.
+  - With V(preflight) and O(clock_samples) (the action, on the controller, before the module runs) the server's clock is
+    read over the connection like M(ascend.cluster.clock_offset) does (RV(clock)); a server whose offset is refused
+    runs no other check (nothing is stopped there, also with O(kill_stale)).
+  - V(record) writes the job record (C(<job_root>/<job_id>/job.json)) for O(ranks). With O(rank_table_path) and
+    O(rank_table) it first writes the table there (O(write_rank_table); its directory when missing, atomic rename,
+    mode 0644), reads the file back and fails, recording nothing, when it is not that table.
   - V(staged) waits until every local rank is staged at the gate; fails if any could not stage.
   - V(gate) opens the gate, so that every rank starts its command at O(start_at), and makes the job the
     latest one (V(latest) never names a job refused or interrupted before it started).
+  - For a named O(job_id) the action opens the gate with one shell command over the task's connection (the same two
+    files, each renamed into place), without sending the module.
   - A Ctrl-C (or SIGTERM) to C(ansible-playbook) during V(staged) or V(gate) stops the job on the server at
     once (as V(stop) does), so its staged runners release their devices instead of waiting for the gate time-out.
   - V(poll) and V(status) report every local rank; V(poll) with O(stop_on_failure) stops the other
@@ -49,6 +58,39 @@ options:
   run_dir:
     description: The job's run directory (V(record)).
     type: path
+  rank_table_path:
+    description: The rank table's file on this server (V(record)), the file C(RANK_TABLE_FILE) names.
+    type: path
+  rank_table:
+    description:
+      - The job's rank table, its JSON text (V(record); as C(to_nice_json(indent=4)) writes it). The file at
+        O(rank_table_path) must hold this document before the job is recorded.
+    type: str
+  write_rank_table:
+    description: Write O(rank_table) to O(rank_table_path) first (V(record)); V(false) only reads the file back and compares.
+    type: bool
+    default: true
+  bank_dir:
+    description: The AOE tuning repository's directory whose C(*_gradient_fusion.json) files V(preflight) counts; empty, not looked at.
+    type: path
+  clock_samples:
+    description:
+      - V(preflight) only, taken by the action on the controller (never sent to the server) - read the server's clock
+        this many times first, as M(ascend.cluster.clock_offset) does; 0 does not read it.
+    type: int
+    default: 0
+  clock_warn_above:
+    description: V(preflight) with O(clock_samples) - warn when the offset is larger (seconds).
+    type: float
+    default: 1.0
+  clock_refuse_above:
+    description: V(preflight) with O(clock_samples) - the offset beyond which the status in RV(clock) is V(refuse) (seconds).
+    type: float
+    default: 30.0
+  clock_allow:
+    description: V(preflight) with O(clock_samples) - only warn about an offset beyond O(clock_refuse_above).
+    type: bool
+    default: false
   ranks:
     description: This server's ranks, C([{rank_id, device_id}]) (V(record)).
     type: list
@@ -93,16 +135,6 @@ options:
     description: Seconds to wait for the ranks to stage (V(staged)).
     type: float
     default: 120.0
-  barrier:
-    description:
-      - V(staged) only, taken by the action on the controller (never sent to the server) - the play's hosts whose
-        staging waits wait for each other. This host's task ends only once every listed host's staging wait has
-        ended (or after O(timeout)), so that a Ctrl-C during staging finds every server's task still running and
-        releases all their staged runners. Used only when the play's C(forks) is at least the number of hosts
-        (otherwise the later batches could not arrive in time).
-    type: list
-    elements: str
-    default: []
   start_at:
     description: Epoch time at which every rank starts (V(gate)).
     type: float
@@ -143,7 +175,9 @@ attributes:
     support: partial
     description:
       V(status), V(diagnose), V(staged), V(poll) and V(preflight) without O(kill_stale) only read; V(record), V(gate) and V(stop) change nothing.
-    details: V(preflight) with O(kill_stale) reports the holders instead of stopping them.
+    details:
+      V(preflight) with O(kill_stale) reports the holders instead of stopping them; V(record) says whether the rank table
+      would be written (RV(rank_table_steps)) and compares the file only when it would not be.
   diff_mode:
     support: none
     description: No diff.
@@ -164,6 +198,22 @@ EXAMPLES = r"""
     job_id: latest
     tail_failed: 200
     ports: [16666]
+
+- name: Pre-flight, with the clock read first and the tuning repository counted
+  ascend.cluster.training_job:
+    state: preflight
+    devices: [0, 1, 2, 3, 4, 5, 6, 7]
+    clock_samples: 5
+    bank_dir: /var/lib/ascend-cluster/tune_bank
+
+- name: Write the rank table, check it on disk, record the job
+  ascend.cluster.training_job:
+    state: record
+    job_id: job1
+    run_dir: /run/ascend-cluster/runs/job1
+    ranks: [{rank_id: 0, device_id: 0}]
+    rank_table_path: /etc/ascend/rank_table.json
+    rank_table: "{{ ascend_rank_table | to_nice_json(indent=4) }}\n"
 
 - name: Stop every job of ours on this server (after the controller was interrupted)
   ascend.cluster.training_job:
@@ -208,6 +258,27 @@ nic:
   description: O(nic), as checked (V(preflight)).
   returned: with preflight
   type: str
+bank_files:
+  description: How many C(*_gradient_fusion.json) files O(bank_dir) holds (V(preflight) with O(bank_dir)).
+  returned: with preflight and bank_dir
+  type: int
+  sample: 1
+clock:
+  description:
+    - The server's clock against the controller's, as M(ascend.cluster.clock_offset) returns it - C(server), C(offset),
+      C(uncertainty), C(rtt), C(samples), C(status) (V(ok), V(warn) or V(refuse)) and C(msg) (V(preflight) with O(clock_samples)).
+  returned: with preflight and clock_samples
+  type: dict
+  sample: {"server": "h1", "offset": 0.0021, "uncertainty": 0.0042, "rtt": 0.0084, "samples": 5, "status": "ok", "msg": ""}
+rank_table_steps:
+  description: What writing the rank table did (or would do) - V(mkdir), V(write), V(chmod); empty when the file was the table (V(record)).
+  returned: with record and rank_table
+  type: list
+  elements: str
+rank_table_mismatch:
+  description: True when the file at O(rank_table_path) is not O(rank_table) (V(record), which then fails).
+  returned: on that failure
+  type: bool
 ports_in_use:
   description: The O(ports) something already listens on, port to holder (C(pid N (name))) (V(preflight), when it fails for them; V(diagnose)).
   returned: on a failed preflight for ports, and with diagnose
@@ -241,6 +312,7 @@ from ansible_collections.ascend.cluster.plugins.module_utils import _listen_port
 from ansible_collections.ascend.cluster.plugins.module_utils import _npu_smi as npu_smi
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
 from ansible_collections.ascend.cluster.plugins.module_utils import _plog as plog
+from ansible_collections.ascend.cluster.plugins.module_utils import _text_file as text_file
 
 ARGS = options.spec(
     options.TOOL_PATHS,
@@ -251,6 +323,15 @@ ARGS = options.spec(
     job_id=dict(type="str", default="latest"),
     run_dir=dict(type="path"),
     ranks=dict(type="list", elements="dict", default=[]),
+    rank_table_path=dict(type="path"),
+    rank_table=dict(type="str"),
+    write_rank_table=dict(type="bool", default=True),
+    bank_dir=dict(type="path"),
+    # taken by the action (plugins/action/training_job.py) before the module runs; declared so that they validate the same way
+    clock_samples=dict(type="int", default=0),
+    clock_warn_above=dict(type="float", default=1.0),
+    clock_refuse_above=dict(type="float", default=30.0),
+    clock_allow=dict(type="bool", default=False),
     devices=dict(type="list", elements="int", default=[]),
     ports=dict(type="list", elements="int", default=[]),
     host_ip=dict(type="str", default=""),
@@ -258,7 +339,6 @@ ARGS = options.spec(
     kill_stale=dict(type="bool", default=False),
     stale_timeout=dict(type="float", default=30.0),
     timeout=dict(type="float", default=120.0),
-    barrier=dict(type="list", elements="str", default=[]),  # the action's (V(staged)); the module ignores it
     start_at=dict(type="float"),
     stop_on_failure=dict(type="bool", default=True),
     tail_lines=dict(type="int", default=0),
@@ -268,6 +348,7 @@ ARGS = options.spec(
     plog_lines=dict(type="int", default=200),
 )
 REQUIRED_IF = [("state", "record", ["run_dir", "job_id"]), ("state", "gate", ["start_at"])]
+REQUIRED_TOGETHER = [("rank_table_path", "rank_table")]
 
 
 def npu_info(module: AnsibleModule) -> str | None:
@@ -318,6 +399,8 @@ def do_preflight(module: AnsibleModule) -> dict:
     devices = list(p["devices"])
     raw = npu_info(module)
     found: dict[str, Any] = dict(chip_health=chip_health(module, raw, devices), npu_smi_version=npu_smi.parse_version(raw) if raw else None)
+    if p["bank_dir"]:
+        found["bank_files"] = len(preflight.tune_bank_files(p["bank_dir"]))
 
     def processes(text: str | None) -> list:
         return npu_smi.parse_npu_processes(text) if text is not None else []
@@ -361,6 +444,33 @@ def do_preflight(module: AnsibleModule) -> dict:
             **found,
         )
     return dict(changed=True, busy=[], freed=busy, actions=actions, **found)
+
+
+def do_record(module: AnsibleModule) -> dict:
+    """Write (or only check) the rank table on disk, then record the job; nothing is recorded for a wrong table."""
+    p = module.params
+    table: dict[str, Any] = {}
+    if p["rank_table_path"]:
+        path, text = p["rank_table_path"], p["rank_table"]
+        steps: list = []
+        if p["write_rank_table"]:
+            try:
+                steps = text_file.apply_text_file(path, text, 0o644, check_mode=module.check_mode)["steps"]
+            except OSError as exc:
+                module.fail_json(msg="cannot write %s: %s; run the task as root (become) or choose another path" % (path, exc))
+        table["rank_table_steps"] = steps
+        if not (module.check_mode and steps) and not text_file.json_file_matches(path, text):
+            module.fail_json(msg="%s is not the job's rank table: re-run the rank_table role" % path, rank_table_mismatch=True, **table)
+    if not module.check_mode:
+        control.record_job(
+            p["job_root"],
+            {
+                "job_id": p["job_id"],
+                "run_dir": p["run_dir"],
+                "ranks": [{"rank_id": int(r["rank_id"]), "device_id": int(r["device_id"])} for r in p["ranks"]],
+            },
+        )
+    return dict(changed=True, job_id=p["job_id"], **table)
 
 
 def do_stop(module: AnsibleModule) -> dict:
@@ -418,23 +528,14 @@ def do_diagnose(module: AnsibleModule, job: dict) -> dict:
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=ARGS, required_if=REQUIRED_IF, supports_check_mode=True)
+    module = AnsibleModule(argument_spec=ARGS, required_if=REQUIRED_IF, required_together=REQUIRED_TOGETHER, supports_check_mode=True)
     p = module.params
     state = p["state"]
     try:
         if state == "preflight":
             module.exit_json(**do_preflight(module))
         if state == "record":
-            if not module.check_mode:
-                control.record_job(
-                    p["job_root"],
-                    {
-                        "job_id": p["job_id"],
-                        "run_dir": p["run_dir"],
-                        "ranks": [{"rank_id": int(r["rank_id"]), "device_id": int(r["device_id"])} for r in p["ranks"]],
-                    },
-                )
-            module.exit_json(changed=True, job_id=p["job_id"])
+            module.exit_json(**do_record(module))
         if state == "stop":
             module.exit_json(**do_stop(module))
         job = control.load_job(p["job_root"], p["job_id"])

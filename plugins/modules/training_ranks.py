@@ -18,6 +18,12 @@ description:
     at the gate and the command in its own session - so M(ascend.cluster.training_job) sees the same
     files and processes.
   - TERM or HUP sent to the supervisor is passed on to every runner.
+  - With O(aoe_mode) (a tuning run) O(tune_bank_path) is made first (mode 0755) when missing - the tuner writes there.
+  - The action (on the controller) can fold the launch's steps around the start into the same task, each one module
+    call over the task's connection - before it, with O(record), M(ascend.cluster.training_job) V(record) (the rank
+    table written and read back with O(rank_table), the job recorded); after it, with O(stage_timeout),
+    M(ascend.cluster.training_job) V(staged) (RV(staged)). A Ctrl-C to C(ansible-playbook) during any of them stops the
+    job on the server at once.
   - The command is never run through a shell.
 author:
   - ascend.cluster contributors (!UNKNOWN)
@@ -67,6 +73,37 @@ options:
     description: How many servers run the job (launcher modes).
     type: int
     default: 1
+  record:
+    description:
+      - Before starting, record the job on the server (M(ascend.cluster.training_job) V(record), in O(job_root)) - done by the
+        action on the controller, as a module call of its own; the module never sees it.
+    type: bool
+    default: false
+  rank_table:
+    description:
+      - With O(record), the job's rank table as JSON text; the file at O(rank_table_path) is written with it (unless
+        O(write_rank_table) is false), read back, and must be this table before the job is recorded and anything starts.
+    type: str
+  write_rank_table:
+    description: With O(record) and O(rank_table), write the table first; V(false) only reads the file back and compares.
+    type: bool
+    default: true
+  stage_timeout:
+    description:
+      - After the start (the module runs async), wait up to this many seconds until every rank is staged at the gate
+        (M(ascend.cluster.training_job) V(staged), by the action); a rank that cannot stage fails the task. V(0) does not wait.
+    type: float
+    default: 0
+  barrier:
+    description:
+      - With O(stage_timeout), the play's hosts whose launch tasks wait for each other (by the action, on the controller):
+        this host's task ends only once every listed host's staging wait has ended (or O(stage_timeout) plus 10 s later),
+        so that a Ctrl-C while the launch stages finds every server's task still running and releases all their staged
+        runners. Used only when the play's C(forks) is at least the number of hosts (otherwise the later batches could
+        not arrive in time).
+    type: list
+    elements: str
+    default: []
 extends_documentation_fragment:
   - ascend.cluster.tools
   - ascend.cluster.jobs
@@ -120,6 +157,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+staged:
+  description: The result of M(ascend.cluster.training_job) V(staged) (its C(ranks), or C(msg) naming the ranks that could not stage).
+  returned: with stage_timeout, once the start returned (async)
+  type: dict
 ranks:
   description:
     - Every rank's final C(state.json), in the order of O(ranks) - C(phase) (C(exited), C(refused), C(aborted),
@@ -128,6 +169,8 @@ ranks:
   type: list
   elements: dict
 """
+
+import os
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -152,6 +195,12 @@ ARGS = options.spec(
     launcher_args=dict(type="list", elements="str", default=[]),
     node_rank=dict(type="int", default=0),
     nnodes=dict(type="int", default=1),
+    # taken by the action (plugins/action/training_ranks.py) before the module runs; declared so that they validate the same way
+    record=dict(type="bool", default=False),
+    rank_table=dict(type="str"),
+    write_rank_table=dict(type="bool", default=True),
+    stage_timeout=dict(type="float", default=0),
+    barrier=dict(type="list", elements="str", default=[]),
 )
 
 
@@ -175,6 +224,12 @@ def main() -> None:
             module.fail_json(msg="aoe_mode: an AOE tuning run is one process on rank 0; use launcher=per_device for it")
         if not 0 <= p["node_rank"] < p["nnodes"]:
             module.fail_json(msg="node_rank %d is not one of the %d servers (0..%d)" % (p["node_rank"], p["nnodes"], p["nnodes"] - 1))
+    if p["aoe_mode"] is not None and p["tune_bank_path"]:
+        try:  # the tuner writes its repository there and needs the directory to exist
+            os.makedirs(p["tune_bank_path"], 0o755, exist_ok=True)
+            os.chmod(p["tune_bank_path"], 0o755)
+        except OSError as exc:
+            module.fail_json(msg="cannot make the AOE tuning repository directory %s: %s" % (p["tune_bank_path"], exc))
     p["ranks"] = [dict(r, local_rank=index, local_count=p["local_count"]) for index, r in enumerate(p["ranks"])]
     states = Supervisor(p).run()
     ok, msg = summary(states)

@@ -33,6 +33,20 @@ options:
   dest:
     description: Directory on the controller that receives the logs as C(device_<rank>.log); unset fetches none.
     type: path
+  poll:
+    description:
+      - Also read every local rank's state as M(ascend.cluster.training_job) V(poll) does (RV(ranks), RV(failed_rank), RV(abort)),
+        in the same call - the watch's last poll, once the ranks have ended (nothing is stopped).
+    type: bool
+    default: false
+  tail_lines:
+    description: With O(poll), lines of each rank's log to return.
+    type: int
+    default: 1
+  tail_failed:
+    description: With O(poll), lines of a failed rank's log to return, when more than O(tail_lines).
+    type: int
+    default: 20
   archive:
     description:
       - Pack every rank's C(train.log) into one archive in the job's directory on the server and return its path.
@@ -74,6 +88,19 @@ runner_finished:
   description: Whether the supervisor's result was read.
   returned: always
   type: bool
+ranks:
+  description: With O(poll), every local rank's state (see M(ascend.cluster.training_job)).
+  returned: with poll
+  type: list
+  elements: dict
+failed_rank:
+  description: With O(poll), the first local rank that failed, or null.
+  returned: with poll
+  type: dict
+abort:
+  description: With O(poll), the first line of the job's C(abort) file on this server, or null.
+  returned: with poll
+  type: str
 logs:
   description: The log files written to O(dest).
   returned: always
@@ -84,6 +111,7 @@ logs:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
 from ansible_collections.ascend.cluster.plugins.module_utils._job_results import collect
 
@@ -95,6 +123,9 @@ ARGS = options.spec(
     timeout=dict(type="float", default=20.0),
     dest=dict(type="path"),
     archive=dict(type="bool", default=False),  # set by the action when dest is given
+    poll=dict(type="bool", default=False),
+    tail_lines=dict(type="int", default=1),
+    tail_failed=dict(type="int", default=20),
 )
 
 
@@ -105,7 +136,16 @@ def main() -> None:
         job = control.load_job(p["job_root"], p["job_id"])
     except control.JobError as exc:
         module.fail_json(msg=str(exc))
-    module.exit_json(changed=bool(p["results_file"]), **collect(p["job_root"], job, p["results_file"], p["timeout"], p["archive"]))
+    result = collect(p["job_root"], job, p["results_file"], p["timeout"], p["archive"])
+    if p["poll"]:
+        ranks = control.rank_states(p["job_root"], job, p["tail_lines"], p["tail_failed"])
+        result.update(
+            ranks=ranks,
+            failed_rank=control.first_failure(ranks),
+            stopped=[],
+            abort=files.read_abort(files.job_dir(p["job_root"], job["job_id"])),
+        )
+    module.exit_json(changed=bool(p["results_file"]), **result)
 
 
 if __name__ == "__main__":

@@ -90,6 +90,20 @@ options:
         (V(0) stops at once). A SIGTERM stops at once.
     type: float
     default: 1.0
+  results_file:
+    description:
+      - The launch task's async results file (its C(results_file)). When the watch ends (not interrupted, the server still
+        answering) the action then collects the server's results in the same task, as M(ascend.cluster.training_results)
+        does - the supervisor's result, its async file removed, every rank's log fetched to O(logs_dest) (RV(results)).
+      - Unset collects nothing.
+    type: path
+  logs_dest:
+    description: With O(results_file), the directory on the controller that receives the logs as C(device_<rank>.log); unset fetches none.
+    type: path
+  results_timeout:
+    description: With O(results_file), seconds to wait for the supervisor's result.
+    type: float
+    default: 20
 extends_documentation_fragment:
   - ascend.cluster.tools
   - ascend.cluster.jobs
@@ -138,6 +152,12 @@ host_lost:
   description: The server stopped answering (two probes in a row missed); the play's later tasks leave it alone.
   returned: failed
   type: bool
+results:
+  description:
+    - With O(results_file), what M(ascend.cluster.training_results) returned for the server (C(ranks), C(logs), C(dest); C(failed)
+      and C(msg) when the results or logs could not be collected - the watch's own outcome does not change).
+  returned: with results_file, when the watch ended with the server answering
+  type: dict
 interrupted:
   description:
     - How a Ctrl-C or SIGTERM to C(ansible-playbook) ended the watch - C(signal) (2 or 15), C(action)

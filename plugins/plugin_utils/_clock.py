@@ -11,13 +11,19 @@ offset lies within ``rtt / 2`` of it (the server read its clock somewhere inside
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import NamedTuple
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 CHRONY_HINT = (
     "keep the clocks in sync: install and enable chrony (or ntpd) on every server and the controller, "
     "pointed at the same time source (`chronyc tracking` shows the offset)"
 )
+
+
+DATE = "date +%s.%N"
+# Where date has no %N (it prints "1700000000.N"): the server's Python, which Ansible needs anyway.
+PYTHON = "{python} -c 'import time; print(repr(time.time()))'"
 
 
 class Sample(NamedTuple):
@@ -79,3 +85,78 @@ def judge(server: str, measured: Offset, warn_above: float, refuse_above: float,
     if size > warn_above:
         return Verdict("warn", f"{where}, more than {warn_above:g} s: the gate corrects it, but fix it: {CHRONY_HINT}")
     return Verdict("ok", "")
+
+
+def read_sample(run: Callable[[str], Mapping[str, Any]], command: str) -> Sample:
+    """One reading with ``command`` through ``run`` (an action's low-level command: -> rc, stdout, stderr), timed here."""
+    t_send = time.time()
+    res = run(command)
+    t_recv = time.time()
+    out = str(res.get("stdout") or "").strip()
+    try:
+        if res.get("rc") != 0:
+            raise ValueError(f"exit code {res.get('rc')}")
+        return Sample(t_send, float(out), t_recv)
+    except ValueError as exc:
+        raise ValueError(f"`{command}` gave {out!r} ({exc}; stderr {str(res.get('stderr') or '').strip()!r})") from exc
+
+
+def read_offset(run: Callable[[str], Mapping[str, Any]], samples: int, python: str = "python3") -> Offset:
+    """``samples`` readings (``date``, or the server's ``python`` where date has no %N), the best kept.
+
+    Raises ValueError (naming the command and what it printed) when the clock cannot be read.
+    """
+    if samples < 1:
+        raise ValueError(f"samples must be 1 or more, not {samples}")
+    command = DATE
+    readings = []
+    for _reading in range(samples):
+        try:
+            readings.append(read_sample(run, command))
+        except ValueError:
+            if command != DATE:
+                raise
+            command = PYTHON.format(python=python)
+            readings.append(read_sample(run, command))
+    return best_offset(readings)
+
+
+def measure(
+    run: Callable[[str], Mapping[str, Any]],
+    server: str,
+    samples: int,
+    warn_above: float,
+    refuse_above: float,
+    allow: bool,
+    python: str = "python3",
+) -> dict[str, Any]:
+    """Read and judge a server's clock: the result ``clock_offset`` returns (``failed`` when it cannot be read)."""
+    try:
+        measured = read_offset(run, samples, python)
+    except ValueError as exc:
+        return {"failed": True, "server": server, "msg": f"cannot read the clock of {server}: {exc}"}
+    verdict = judge(server, measured, warn_above, refuse_above, allow)
+    return {
+        "server": server,
+        "offset": round(measured.offset, 4),
+        "uncertainty": round(measured.uncertainty, 4),
+        "rtt": round(measured.rtt, 4),
+        "samples": measured.samples,
+        "status": verdict.status,
+        "msg": verdict.msg,
+    }
+
+
+def measure_over(
+    action: Any, task_vars: Mapping[str, Any], samples: int, warn_above: float, refuse_above: float, allow: bool, server: str | None = None
+) -> dict[str, Any]:
+    """:func:`measure` over an action plugin's connection (one ``date`` per sample, no module), for ``task_vars``'s host."""
+    return measure(
+        lambda command: action._low_level_execute_command(command, sudoable=False),  # pylint: disable=protected-access
+        server or str(task_vars.get("inventory_hostname", "?")),
+        samples,
+        warn_above,
+        refuse_above,
+        allow,
+        python=task_vars.get("ansible_python_interpreter") or "python3",
+    )

@@ -76,3 +76,51 @@ def test_bad_input_fails_naming_the_fix_and_writes_nothing(tmp_path, args, messa
     result = run_module("rank_table_file", {"path": str(path), **args})
     assert result.get("failed") and message in result["msg"], result
     assert not path.exists()
+
+
+def test_apply_text_file_writes_then_changes_nothing_and_json_file_matches_reads_back(tmp_path):
+    from ansible_collections.ascend.cluster.plugins.module_utils._text_file import apply_text_file, json_file_matches
+
+    path = tmp_path / "etc" / "rank_table.json"
+    assert not json_file_matches(str(path), TABLE)  # missing
+    assert apply_text_file(str(path), TABLE, 0o644, check_mode=True) == {"steps": ["mkdir", "write"], "before": None}
+    assert not path.exists()
+    assert apply_text_file(str(path), TABLE, 0o644)["steps"] == ["mkdir", "write"]
+    assert apply_text_file(str(path), TABLE, 0o644) == {"steps": [], "before": TABLE}
+    assert json_file_matches(str(path), json.dumps(json.loads(TABLE)))  # the same document, other spacing
+    assert not json_file_matches(str(path), TABLE.replace('"1"', '"2"'))
+    path.write_text("{ not json")
+    assert not json_file_matches(str(path), TABLE)
+
+
+@pytest.mark.parametrize(
+    ("args", "written", "failed"),
+    [
+        ({"write_rank_table": True}, TABLE, False),
+        ({"write_rank_table": False}, TABLE, False),  # the rank_table role wrote it: only compared
+        ({"write_rank_table": False}, "{}\n", True),  # another table on disk: nothing recorded
+    ],
+    ids=["written and recorded", "only compared", "another table"],
+)
+def test_training_job_record_writes_and_compares_the_table_before_recording(tmp_path, args, written, failed):
+    path = tmp_path / "rank_table.json"
+    if not args["write_rank_table"]:
+        path.write_text(written)
+    record = {
+        "state": "record",
+        "job_id": "j1",
+        "run_dir": str(tmp_path / "run"),
+        "job_root": str(tmp_path / "jobs"),
+        "ranks": [{"rank_id": 0, "device_id": 0}],
+        "rank_table_path": str(path),
+        "rank_table": TABLE,
+        **args,
+    }
+    result = run_module("training_job", record)
+    assert bool(result.get("failed")) is failed, result
+    assert (tmp_path / "jobs" / "j1" / "job.json").exists() is not failed
+    if failed:
+        assert result["rank_table_mismatch"] and result["msg"] == f"{path} is not the job's rank table: re-run the rank_table role"
+    else:
+        assert path.read_text() == TABLE and stat.S_IMODE(path.stat().st_mode) == 0o644
+        assert result["rank_table_steps"] == (["write"] if args["write_rank_table"] else [])

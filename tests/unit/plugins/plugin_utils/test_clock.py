@@ -83,3 +83,52 @@ def test_judge_warns_then_refuses_unless_allowed(offset, allow, status, words):
     assert (verdict.msg == "") == (status == "ok")
     for word in words:
         assert word in verdict.msg, (word, verdict.msg)
+
+
+def answers(*outputs):
+    """A fake low-level command runner: each call answers the next (rc, stdout) and records the command."""
+    calls = []
+    queue = list(outputs)
+
+    def run(command):
+        calls.append(command)
+        rc, out = queue.pop(0)
+        return {"rc": rc, "stdout": out, "stderr": ""}
+
+    return run, calls
+
+
+@pytest.mark.parametrize(
+    ("outputs", "samples", "commands", "status"),
+    [
+        ([(0, "1800000000.5")] * 3, 3, ["date +%s.%N"] * 3, "refuse"),  # a fixed reading far from now
+        # date without %N prints "...N": the server's Python from then on
+        ([(0, "1800000000.N"), (0, "1800000000.25"), (0, "1800000000.5")], 2, ["date +%s.%N", "py", "py"], "refuse"),
+    ],
+    ids=["date", "python fallback"],
+)
+def test_measure_reads_the_clock_through_the_runner(outputs, samples, commands, status):
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._clock import PYTHON, measure
+
+    run, calls = answers(*outputs)
+    measured = measure(run, "h1", samples, 1.0, 30.0, False, python="/usr/bin/python3")
+    assert [c if c.startswith("date") else "py" for c in calls] == commands
+    assert all(c == PYTHON.format(python="/usr/bin/python3") for c in calls if not c.startswith("date"))
+    assert measured["status"] == status and measured["samples"] == samples and measured["server"] == "h1"
+    assert "the clock of h1 is" in measured["msg"]
+
+
+@pytest.mark.parametrize(
+    ("outputs", "samples", "message"),
+    [
+        ([(0, "x"), (1, "")], 2, "cannot read the clock of h1: `"),
+        ([(0, "1.0")], 0, "cannot read the clock of h1: samples must be 1 or more, not 0"),
+    ],
+    ids=["unreadable", "no samples"],
+)
+def test_measure_fails_naming_what_it_read(outputs, samples, message):
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._clock import measure
+
+    run, _calls = answers(*outputs)
+    measured = measure(run, "h1", samples, 1.0, 30.0, False)
+    assert measured["failed"] and measured["msg"].startswith(message), measured

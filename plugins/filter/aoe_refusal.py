@@ -1,0 +1,20 @@
+# Copyright: ascend.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filter ``ascend.cluster.aoe_refusal``; documentation in ``aoe_refusal.yml``, logic in plugin_utils."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
+from ansible_collections.ascend.cluster.plugins.plugin_utils._launch_checks import aoe_refusal as _aoe_refusal
+
+
+@filter_errors("aoe_refusal")
+def aoe_refusal(hosts: Any, hostvars: Any, aoe: bool = False, use_library: bool | None = None, aoe_mode: int = 4) -> str:
+    return _aoe_refusal(hosts, hostvars, aoe=aoe, use_library=use_library, aoe_mode=aoe_mode)
+
+
+class FilterModule:
+    def filters(self) -> dict:
+        return {"aoe_refusal": aoe_refusal}

@@ -1,0 +1,151 @@
+# Copyright: ascend.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The launch's refusals, decided once on the controller for every server (filters ``aoe_refusal`` and ``preflight_verdict``).
+
+The launch role reads each server once in its pre-flight (``training_job state=preflight``: the clock, the
+devices' holders, the NIC, the ports, the chips, the AOE tuning repository) and decides here, in one
+``run_once`` task, whether to go on - each refusal with the sentence the operator needs, in the order the
+checks used to run one task each: the clocks, the tuning repository, what a server's own checks refused,
+the drivers. ``aoe_refusal`` is what can be refused before any server is read (the job's AOE settings).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ansible_collections.ascend.cluster.plugins.plugin_utils._aoe import aoe_env_conflict
+from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
+from ansible_collections.ascend.cluster.plugins.plugin_utils._versions import mixed_versions
+
+REFUSED = "launch refused, nothing was started: "
+BANK = "*_gradient_fusion.json"
+TUNE_AND_USE = (
+    "aoe=true (tune, writing the repository) and use_library=true (train with the repository) cannot be combined: "
+    "run with aoe=true first, then train without it - the repository is used by default. Nothing was started."
+)
+A3_MODE = (
+    "A3 supports AOE_MODE 2 only: {server} is an A3 server and ascend_aoe_mode is 4 (gradient tuning); "
+    "set ascend_aoe_mode=2 (operator tuning). Nothing was started."
+)
+BANK_REQUIRED = (
+    "use_library=true, but there is no AOE tuning repository (" + BANK + ") on {lack}: run the tuning first (aoe=true; "
+    "it copies the repository to every selected server), or use_library=false to train without it. Nothing was started."
+)
+BANK_PARTIAL = (
+    "the AOE tuning repository (" + BANK + ") is on {have} but missing on {lack}: every rank must read the same repository. "
+    "Re-run the tuning (aoe=true; it copies the repository to every selected server), or use_library=false to train without it. "
+    "Nothing was started."
+)
+MIXED = (
+    REFUSED + "{mixed}. Ranks on different drivers fail in HCCL or train differently: install one driver everywhere, "
+    "or allow it with ascend_launch_allow_mixed_versions=true"
+)
+
+
+def _host(hostvars: Mapping[str, Any], host: str) -> Mapping[str, Any]:
+    try:
+        found = hostvars[host]
+    except KeyError as exc:
+        raise ClusterSpecError(f"{host!r} is not in hostvars") from exc
+    if not isinstance(found, Mapping):
+        raise ClusterSpecError(f"hostvars[{host!r}] must be a mapping, got {type(found).__name__}")
+    return found
+
+
+def _hosts(hosts: Any) -> list[str]:
+    if isinstance(hosts, (str, bytes)) or not isinstance(hosts, Sequence):
+        raise ClusterSpecError(f"hosts must be a list of inventory host names, got {hosts!r}")
+    return [str(host) for host in hosts]
+
+
+def selected(hosts: Any, hostvars: Mapping[str, Any]) -> list[str]:
+    """The hosts that hold ranks of the job (a non-empty ``ascend_local_ranks``), in play order."""
+    return [host for host in _hosts(hosts) if _host(hostvars, host).get("ascend_local_ranks")]
+
+
+def aoe_refusal(hosts: Any, hostvars: Mapping[str, Any], aoe: bool = False, use_library: bool | None = None, aoe_mode: int = 4) -> str:
+    """Why the job's AOE settings refuse the launch before any server is read, or ''.
+
+    Reads, of every selected host (``ascend_local_ranks``), ``ansible_facts.ascend_npu.chip``,
+    ``ascend_train_env``, ``ascend_launch_extra_env`` and ``ascend_aoe_bank_dir``.
+    """
+    if aoe and use_library is not None and use_library:
+        return TUNE_AND_USE
+    chosen = selected(hosts, hostvars)
+    refusals = []
+    if aoe and int(aoe_mode) == 4:
+        for host in chosen:
+            facts = _host(hostvars, host).get("ansible_facts") or {}
+            if (facts.get("ascend_npu") or {}).get("chip") == "A3":
+                refusals.append(A3_MODE.format(server=host))
+    if not refusals:
+        for host in chosen:
+            found = _host(hostvars, host)
+            env = dict(found.get("ascend_train_env") or {})
+            env.update(found.get("ascend_launch_extra_env") or {})
+            conflict = aoe_env_conflict(env, str(found.get("ascend_aoe_bank_dir", "")), aoe, int(aoe_mode), use_library, host)
+            if conflict:
+                refusals.append(conflict)
+    return "; ".join(refusals)
+
+
+def _bank_where(hostvars: Mapping[str, Any], host: str) -> str:
+    return f"{host} ({_host(hostvars, host).get('ascend_aoe_bank_dir', '')})"
+
+
+def preflight_verdict(
+    hosts: Any,
+    hostvars: Mapping[str, Any],
+    result: str = "_ascend_preflight",
+    aoe: bool = False,
+    use_library: bool | None = None,
+    allow_mixed_versions: bool = False,
+) -> dict[str, Any]:
+    """The launch's decision from every server's pre-flight result (registered as ``result``).
+
+    ``{"refusal", "clocks", "tune_bank"}``: ``refusal`` the one message that refuses the launch ('' to go on) -
+    the clocks refused, else the tuning repository (on some selected servers only, or missing with
+    ``use_library=true``), else what a server's own checks refused (its message; ``host: message`` each when
+    several did), else the servers' different drivers unless ``allow_mixed_versions``; ``clocks`` every
+    clock reading (the table's rows); ``tune_bank`` whether every rank gets ``TUNE_BANK_PATH`` (a training
+    run that found the repository).
+    """
+    names = _hosts(hosts)
+    results: dict[str, Mapping[str, Any]] = {}
+    for host in names:
+        found = _host(hostvars, host).get(result)
+        if found is None:
+            continue
+        if not isinstance(found, Mapping):
+            raise ClusterSpecError(f"{result} of {host} must be a task result (a mapping), got {type(found).__name__}")
+        results[host] = found
+    ran = {host: found for host, found in results.items() if not found.get("skipped")}
+    clocks = [dict(found["clock"]) for found in ran.values() if isinstance(found.get("clock"), Mapping) and "offset" in found["clock"]]
+    verdict: dict[str, Any] = {"refusal": "", "clocks": clocks, "tune_bank": False}
+    refused = [str(clock.get("msg", "")) for clock in clocks if clock.get("status") == "refuse"]
+    if refused:
+        verdict["refusal"] = REFUSED + "; ".join(refused)
+        return verdict
+    wanted = not aoe and (use_library is None or bool(use_library))
+    if wanted:
+        have = [_bank_where(hostvars, host) for host, found in ran.items() if int(found.get("bank_files") or 0) > 0]
+        lack = [_bank_where(hostvars, host) for host, found in ran.items() if int(found.get("bank_files") or 0) <= 0]
+        if lack and use_library is not None and use_library:
+            verdict["refusal"] = BANK_REQUIRED.format(lack=", ".join(lack))
+            return verdict
+        if lack and have:
+            verdict["refusal"] = BANK_PARTIAL.format(have=", ".join(have), lack=", ".join(lack))
+            return verdict
+        verdict["tune_bank"] = bool(have)
+    failed = {host: str(found.get("msg", "")) for host, found in ran.items() if found.get("failed")}
+    if failed:
+        verdict["refusal"] = (
+            next(iter(failed.values())) if len(failed) == 1 else "; ".join(f"{host}: {msg}" for host, msg in failed.items())
+        )
+        return verdict
+    if not allow_mixed_versions:
+        mixed = mixed_versions(results)
+        if mixed:
+            verdict["refusal"] = MIXED.format(mixed=mixed)
+    return verdict

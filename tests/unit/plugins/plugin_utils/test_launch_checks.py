@@ -1,0 +1,178 @@
+"""The launch's refusals, decided once on the controller: aoe_refusal (before any server is read) and
+preflight_verdict (from every server's registered pre-flight result), case by case, with bad input."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ansible_collections.ascend.cluster.plugins.filter.aoe_refusal import aoe_refusal
+from ansible_collections.ascend.cluster.plugins.filter.preflight_verdict import preflight_verdict
+from ansible_collections.ascend.cluster.plugins.plugin_utils import _launch_checks as checks
+
+RANKS = [{"rank_id": 0, "device_id": 0}]
+
+
+def host(chip: str = "910B", ranks: list | None = None, env: dict | None = None, extra: dict | None = None, **more: Any) -> dict:
+    return {
+        "ansible_facts": {"ascend_npu": {"chip": chip}},
+        "ascend_local_ranks": RANKS if ranks is None else ranks,
+        "ascend_train_env": env or {},
+        "ascend_launch_extra_env": extra or {},
+        "ascend_aoe_bank_dir": "/bank",
+        **more,
+    }
+
+
+def clock(server: str, status: str = "ok", offset: float = 0.001) -> dict:
+    return {
+        "server": server,
+        "offset": offset,
+        "uncertainty": 0.002,
+        "rtt": 0.004,
+        "samples": 5,
+        "status": status,
+        "msg": f"the clock of {server} is off" if status != "ok" else "",
+    }
+
+
+def pre(**result: Any) -> dict:
+    return {"changed": False, "busy": [], "npu_smi_version": "24.1.0", **result}
+
+
+@pytest.mark.parametrize(
+    ("hostvars", "kwargs", "expected"),
+    [
+        ({"h1": host(), "h2": host()}, {}, ""),
+        ({"h1": host()}, {"aoe": True, "use_library": True}, checks.TUNE_AND_USE),
+        ({"h1": host()}, {"aoe": False, "use_library": True}, ""),
+        ({"h1": host(chip="A3"), "h2": host(chip="A3", ranks=[])}, {"aoe": True}, checks.A3_MODE.format(server="h1")),
+        ({"h1": host(chip="A3")}, {"aoe": True, "aoe_mode": 2}, ""),
+        ({"h1": host(chip="A3")}, {"aoe": False}, ""),
+        (
+            {"h1": host(chip="A3"), "h2": host(chip="A3")},
+            {"aoe": True},
+            checks.A3_MODE.format(server="h1") + "; " + checks.A3_MODE.format(server="h2"),
+        ),
+        ({"h1": host(env={"TUNE_BANK_PATH": "/bank"})}, {}, ""),
+        ({"h1": host(env={"TUNE_BANK_PATH": "/mine"})}, {"use_library": False}, ""),  # unmanaged: passed through
+    ],
+    ids=[
+        "nothing",
+        "tune and use",
+        "use only",
+        "A3 mode 4, the selected one named",
+        "A3 mode 2",
+        "A3 training",
+        "two A3",
+        "same bank",
+        "use_library=false",
+    ],
+)
+def test_aoe_refusal(hostvars, kwargs, expected):
+    assert aoe_refusal(list(hostvars), hostvars, **kwargs) == expected
+
+
+def test_aoe_refusal_names_each_conflicting_environment():
+    hostvars = {"h1": host(extra={"TUNE_BANK_PATH": "/other"}), "h2": host(), "h3": host(env={"AOE_MODE": "2"})}
+    refusal = aoe_refusal(list(hostvars), hostvars, aoe=True, aoe_mode=4)
+    assert refusal.count("Nothing was started.") == 2, refusal
+    assert "on h1 sets TUNE_BANK_PATH=/other but the role sets TUNE_BANK_PATH=/bank, AOE_MODE=4" in refusal
+    assert "on h3 sets AOE_MODE=2" in refusal and "h2" not in refusal
+
+
+@pytest.mark.parametrize(
+    ("results", "kwargs", "refusal", "tune_bank"),
+    [
+        ({"h1": pre(clock=clock("h1")), "h2": pre(clock=clock("h2"))}, {}, "", False),
+        (  # every refused clock in one sentence, before anything else
+            {
+                "h1": pre(clock=clock("h1", "refuse")),
+                "h2": {"failed": True, "msg": "devices in use"},
+                "h3": pre(clock=clock("h3", "refuse")),
+            },
+            {},
+            "launch refused, nothing was started: the clock of h1 is off; the clock of h3 is off",
+            False,
+        ),
+        ({"h1": pre(clock=clock("h1", "warn"))}, {}, "", False),
+        ({"h1": pre(bank_files=1), "h2": pre(bank_files=2)}, {}, "", True),
+        ({"h1": pre(bank_files=0), "h2": pre(bank_files=0)}, {}, "", False),
+        (
+            {"h1": pre(bank_files=1), "h2": pre(bank_files=0)},
+            {},
+            checks.BANK_PARTIAL.format(have="h1 (/bank)", lack="h2 (/bank)"),
+            False,
+        ),
+        (
+            {"h1": pre(bank_files=0), "h2": pre(bank_files=0)},
+            {"use_library": True},
+            checks.BANK_REQUIRED.format(lack="h1 (/bank), h2 (/bank)"),
+            False,
+        ),
+        ({"h1": pre(bank_files=1), "h2": pre(bank_files=0)}, {"use_library": False}, "", False),  # not looked at
+        ({"h1": pre(), "h2": pre()}, {"aoe": True}, "", False),  # a tuning run does not look for it
+        (
+            {"h1": {"failed": True, "msg": "devices in use, nothing was started: device 3: ..."}, "h2": pre()},
+            {},
+            "devices in use, nothing was started: device 3: ...",
+            False,
+        ),
+        ({"h1": {"failed": True, "msg": "A"}, "h2": {"failed": True, "msg": "B"}}, {}, "h1: A; h2: B", False),
+        (
+            {"h1": pre(npu_smi_version="23.0.rc2"), "h2": pre()},
+            {},
+            checks.MIXED.format(mixed="the servers run different npu-smi (driver) versions: 23.0.rc2 on h1; 24.1.0 on h2"),
+            False,
+        ),
+        ({"h1": pre(npu_smi_version="23.0.rc2"), "h2": pre()}, {"allow_mixed_versions": True}, "", False),
+        ({"h1": pre(), "h2": {"skipped": True, "changed": False}}, {}, "", False),  # no ranks there
+    ],
+    ids=[
+        "all ok",
+        "clocks first",
+        "a warned clock",
+        "bank everywhere",
+        "bank nowhere",
+        "bank on some",
+        "bank required",
+        "use_library=false",
+        "tuning run",
+        "one server refused",
+        "two refused",
+        "mixed drivers",
+        "mixed allowed",
+        "skipped",
+    ],
+)
+def test_preflight_verdict(results, kwargs, refusal, tune_bank):
+    hostvars = {name: host(_ascend_preflight=result) for name, result in results.items()}
+    verdict = preflight_verdict(list(hostvars), hostvars, "_ascend_preflight", **kwargs)
+    assert verdict["refusal"] == refusal
+    assert verdict["tune_bank"] is tune_bank
+
+
+def test_preflight_verdict_lists_every_clock_reading_for_the_table():
+    hostvars = {"h1": host(_ascend_preflight=pre(clock=clock("h1"))), "h2": host(_ascend_preflight={"skipped": True}), "h3": host()}
+    assert preflight_verdict(["h1", "h2", "h3"], hostvars)["clocks"] == [clock("h1")]
+
+
+@pytest.mark.parametrize(
+    ("hosts", "hostvars", "message"),
+    [
+        ("h1", {"h1": host()}, "hosts must be a list of inventory host names"),
+        (["h9"], {"h1": host()}, "'h9' is not in hostvars"),
+        (["h1"], {"h1": "not a mapping"}, "hostvars\\['h1'\\] must be a mapping"),
+        (["h1"], {"h1": host(_ascend_preflight=["not", "a", "result"])}, "_ascend_preflight of h1 must be a task result"),
+    ],
+    ids=["hosts a string", "unknown host", "hostvars not a mapping", "result not a mapping"],
+)
+def test_bad_input_is_refused_naming_it(hosts, hostvars, message):
+    with pytest.raises(Exception, match=message):
+        preflight_verdict(hosts, hostvars)
+
+
+def test_aoe_refusal_bad_environment_is_refused():
+    with pytest.raises(Exception, match="must be a list of inventory host names"):
+        aoe_refusal({"h1": 1}, {"h1": host()})
