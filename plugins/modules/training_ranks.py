@@ -96,8 +96,8 @@ options:
     default: 0
   barrier:
     description:
-      - With O(stage_timeout), the play's hosts whose launch tasks wait for each other (by the action, on the controller):
-        this host's task ends only once every listed host's staging wait has ended (or O(stage_timeout) plus 10 s later),
+      - With O(stage_timeout), the play's hosts whose launch tasks wait for each other (by the action, on the controller).
+        This host's task ends only once every listed host's staging wait has ended (or O(stage_timeout) plus 10 s later),
         so that a Ctrl-C while the launch stages finds every server's task still running and releases all their staged
         runners. Used only when the play's C(forks) is at least the number of hosts (otherwise the later batches could
         not arrive in time).
