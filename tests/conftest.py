@@ -86,7 +86,7 @@ def worksteal_layout(items: list[pytest.Item], workers: int) -> list[pytest.Item
     heavy = [tests for tests in modules.values() if _tier(tests[0]) != "unit"]
     filler = [item for tests in modules.values() if _tier(tests[0]) == "unit" for item in tests]
     cost = {id(tests): _module_cost(tests) for tests in heavy}
-    slices: list[list[list[pytest.Item]]] = [[] for _ in range(workers)]
+    slices: list[list[list[pytest.Item]]] = [[] for _worker in range(workers)]
     loads = [0.0] * workers
     for tests in sorted(heavy, key=lambda tests: -cost[id(tests)]):  # longest first, to the least loaded slice
         i = loads.index(min(loads))

@@ -70,7 +70,10 @@ class ActionModule(TrainingRankAction):
             return dict(failed=True, msg=f"record / stage_timeout: {exc}")
         hosts = [str(host) for host in own.get("barrier") or []]
         together = stage_timeout > 0 and barrier.applies(hosts, context.CLIARGS.get("forks"))
-        directory = barrier.path(C.DEFAULT_LOCAL_TMP, f"staged-{args.get('job_id')}") if together else ""
+        # DEFAULT_LOCAL_TMP: the run's own directory, made by the main process before it forked the workers (set at runtime,
+        # hence unknown to mypy)
+        local_tmp = str(C.DEFAULT_LOCAL_TMP)  # type: ignore[attr-defined]
+        directory = barrier.path(local_tmp, f"staged-{args.get('job_id')}") if together else ""
         with interrupt.Guard() as guard:
             try:
                 try:

@@ -49,11 +49,7 @@ def signal_death(rc: object, sent_by_us: bool = False) -> str | None:
 
 def _zombie(pid: int) -> bool:
     """True when ``pid`` has exited and only waits to be reaped by its parent (Linux /proc)."""
-    try:
-        with open("/proc/%d/stat" % pid) as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return False
+    return _stat_fields(str(pid))[:1] == ["Z"]
 
 
 def pid_alive(pid: int | None) -> bool:
@@ -69,8 +65,38 @@ def pid_alive(pid: int | None) -> bool:
     return not _zombie(int(pid))
 
 
+def _stat_fields(pid: str) -> list:
+    """``/proc/<pid>/stat`` after the command name: state, ppid, pgrp, ... ([] when unreadable)."""
+    try:
+        with open("/proc/%s/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
+def _only_zombies(pgid: int) -> bool:
+    """True when every process of group ``pgid`` found in /proc has exited and waits to be reaped.
+
+    A training killed while its runner could not reap it (a host going down, a runner killed -9)
+    stays a zombie until its new parent reaps it: its group still answers signals, but it is gone.
+    """
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return False
+    found = False
+    for name in entries:
+        if name.isdigit():
+            fields = _stat_fields(name)
+            if len(fields) > 2 and fields[2] == str(pgid):
+                if fields[0] != "Z":
+                    return False
+                found = True
+    return found
+
+
 def group_alive(pgid: int | None) -> bool:
-    """True while any process of the group ``pgid`` exists."""
+    """True while any process of the group ``pgid`` exists and has not exited (zombies count as gone)."""
     if not pgid:
         return False
     try:
@@ -79,7 +105,7 @@ def group_alive(pgid: int | None) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return not _only_zombies(int(pgid))
 
 
 def _signal_group(pgid: int, signum: int) -> None:

@@ -272,11 +272,16 @@ def test_a_server_whose_runners_are_killed_fails_the_job_naming_its_lost_ranks(s
             "16 ranks running",
         )
         running = rank_states(cluster)
-        for rank in range(8, 16):  # the runners first: a training killed before its runner would be recorded as an exit
-            os.kill(running[rank]["runner_pid"], signal.SIGKILL)
         if training_too:
+            # as a host going down does, all at once: the runners frozen first (a training killed under a live runner
+            # would be recorded as an exit), then the trainings, then the runners - so that no probe of the watch
+            # falls between a runner's death and its training's (that one would find a training left unsupervised)
+            for rank in range(8, 16):
+                os.kill(running[rank]["runner_pid"], signal.SIGSTOP)
             for rank in range(8, 16):
                 os.killpg(running[rank]["pid"], signal.SIGKILL)
+        for rank in range(8, 16):
+            os.kill(running[rank]["runner_pid"], signal.SIGKILL)
         proc.wait(timeout=120)
     finally:
         if proc.poll() is None:
