@@ -31,7 +31,7 @@ import time
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_launcher as launchers
 from ansible_collections.ascend.cluster.plugins.module_utils._job_control import TIMED_OUT
-from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import kill_group, kill_groups, signal_death
+from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import kill_group, kill_groups, signal_death, stat_fields
 from ansible_collections.ascend.cluster.plugins.module_utils._job_runner import DeviceBusy, RankRunner, command_argv, take_device_lock
 
 LAUNCHER_LOG = "launcher.log"
@@ -58,18 +58,9 @@ def node_dir(run_dir: str, node_rank: int) -> str:
     return os.path.join(run_dir, "node_%d" % int(node_rank))
 
 
-def _stat(pid: int | str) -> list | None:
-    """The fields of ``/proc/<pid>/stat`` after the command name (state, ppid, pgid, ...), None if gone."""
-    try:
-        with open("/proc/%s/stat" % pid) as handle:
-            return handle.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
 def start_time(pid: int) -> int | None:
     """When ``pid`` started (clock ticks since boot): tells a process from a later one with its pid."""
-    fields = _stat(pid)
+    fields = stat_fields(pid)
     return int(fields[19]) if fields and len(fields) > 19 else None
 
 
@@ -77,7 +68,7 @@ def proc_table() -> dict:
     """``{pid: (ppid, pgid)}`` of every process now (Linux ``/proc/<pid>/stat``)."""
     table = {}
     for name in os.listdir("/proc"):
-        fields = _stat(name) if name.isdigit() else None
+        fields = stat_fields(name) if name.isdigit() else None
         if fields:
             table[int(name)] = (int(fields[1]), int(fields[2]))
     return table

@@ -49,7 +49,7 @@ def signal_death(rc: object, sent_by_us: bool = False) -> str | None:
 
 def _zombie(pid: int) -> bool:
     """True when ``pid`` has exited and only waits to be reaped by its parent (Linux /proc)."""
-    return _stat_fields(str(pid))[:1] == ["Z"]
+    return stat_fields(pid)[:1] == ["Z"]
 
 
 def pid_alive(pid: int | None) -> bool:
@@ -65,7 +65,7 @@ def pid_alive(pid: int | None) -> bool:
     return not _zombie(int(pid))
 
 
-def _stat_fields(pid: str) -> list:
+def stat_fields(pid: int | str) -> list:
     """``/proc/<pid>/stat`` after the command name: state, ppid, pgrp, ... ([] when unreadable)."""
     try:
         with open("/proc/%s/stat" % pid) as handle:
@@ -87,7 +87,7 @@ def _only_zombies(pgid: int) -> bool:
     found = False
     for name in entries:
         if name.isdigit():
-            fields = _stat_fields(name)
+            fields = stat_fields(name)
             if len(fields) > 2 and fields[2] == str(pgid):
                 if fields[0] != "Z":
                     return False

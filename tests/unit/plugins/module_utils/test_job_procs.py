@@ -42,7 +42,7 @@ def test_a_group_with_one_live_process_beside_a_zombie_is_alive():
     try:
         assert _until(
             lambda: any(
-                procs._stat_fields(p)[:3][2:] == [str(leader.pid)] and procs._stat_fields(p)[0] == "Z"
+                procs.stat_fields(p)[:3][2:] == [str(leader.pid)] and procs.stat_fields(p)[0] == "Z"
                 for p in os.listdir("/proc")
                 if p.isdigit()
             )
