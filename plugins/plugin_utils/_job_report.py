@@ -91,12 +91,28 @@ def rank_outcome(rank: Mapping[str, Any], fail_fast: bool = False) -> str:
 
 
 def _first_failure(hosts: Sequence[str], hostvars: Mapping[str, Any], result: str) -> tuple[dict | None, str]:
-    """The job's first failure (every watcher returns the same one) and the message it was told with."""
+    """The job's first failure and the message it was told with.
+
+    Every watcher returns the same failure, but a follower may return it as it was first claimed
+    (``early``: from the abort line, without the log tail) when the watcher of the failed rank's
+    server completed it only after the follower had stopped waiting (a link cut fails ranks on two
+    servers at once, and under load the completing poll takes seconds). The completed record of the
+    same rank wins, whichever host returned it.
+    """
+    found = []
     for host in hosts:
         registered = hostvars[host].get(result)
         if isinstance(registered, Mapping) and isinstance(registered.get("first_failure"), Mapping):
-            return dict(registered["first_failure"]), str(registered.get("msg") or "")
-    return None, ""
+            found.append((dict(registered["first_failure"]), str(registered.get("msg") or "")))
+    if not found:
+        return None, ""
+    first = found[0][0]
+    if first.get("early"):
+        same_rank = (first.get("server"), first.get("rank_id"))
+        completed = [f for f in found if not f[0].get("early") and (f[0].get("server"), f[0].get("rank_id")) == same_rank]
+        if completed:
+            return completed[0]
+    return found[0]
 
 
 def _line(kind: str, job_id: str, ranks: list[dict[str, Any]], failure: dict | None, duration: float | None) -> str:

@@ -109,6 +109,28 @@ def test_a_failed_rank_is_named_first_and_the_others_stopped_by_fail_fast():
     assert len(summary["table"]) == 17  # no row ended well: every one listed
 
 
+def test_the_completed_failure_wins_over_a_followers_early_copy():
+    """A cut link fails ranks 3 (server0) and 11 (server1) at once: server1's watcher claims rank 3 early from
+    the abort line and stops waiting before server0's watcher completes the claim with rank 3's log tail."""
+    early = {"server": "10.0.0.1", "rank_id": 3, "device_id": 3, "rc": 1, "error": "EI0006", "log": "/l3", "tail": [], "early": True}
+    completed = dict(early, tail=["EI0006: socket timeout"], early=False)
+    ranks0 = [finished(r, r, state="stopped", rc=-15) for r in range(8)]
+    ranks0[3] = finished(3, 3, state="failed", rc=1)
+    ranks1 = [finished(r + 8, r, state="stopped", rc=-15) for r in range(8)]
+    for follower_first in (True, False):
+        watchers = {
+            "server0": watched("10.0.0.1", ranks0, first_failure=completed, msg="rank 3 ... EI0006: socket timeout"),
+            "server1": watched("10.0.0.2", ranks1, first_failure=early, msg="rank 3 ... ends with:"),
+        }
+        hosts = ["server1", "server0"] if follower_first else ["server0", "server1"]
+        summary = job_summary(hosts, watchers, "_ascend_watch", job_id="j1")
+        assert summary["message"] == "rank 3 ... EI0006: socket timeout"
+        assert summary["line"] == "FAILED: train j1: rank 3 (server 10.0.0.1, device 3) exit 1; 15 stopped"
+    # only the early copy came back (the failed rank's server was lost): it is reported as it is
+    alone = {"server1": watched("10.0.0.2", ranks1, first_failure=early, msg="rank 3 ... ends with:")}
+    assert job_summary(["server1"], alone, "_ascend_watch", job_id="j1")["message"] == "rank 3 ... ends with:"
+
+
 @pytest.mark.parametrize(
     "first, line",
     [
