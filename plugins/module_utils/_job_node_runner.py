@@ -201,42 +201,15 @@ class NodeRunner(RankRunner):
 
     def start(self, start_at: float, lock_fd: list) -> None:  # type: ignore[override]
         """Start the launcher at ``start_at``; ``lock_fd``: every device's lock fd (the launcher inherits them)."""
-        while True:
-            if self.aborted():
-                self.save(phase=files.ABORTED, ended=time.time(), stopped_by=self.stop_reason())
-                return
-            delay = start_at - time.time()
-            if delay <= 0:
-                break
-            time.sleep(min(delay, 0.02))
-        argv = self.argv()
-        log = open(os.path.join(self.dir, LAUNCHER_LOG), "ab")
-        log.write(("ascend.cluster: %r\n" % (argv,)).encode("utf-8"))
-        log.flush()
-        started = time.time()
-        try:
-            # Popen, not module.run_command: the launcher runs detached, for hours, logging to its file.
-            self.child = subprocess.Popen(  # pylint: disable=ansible-bad-function
-                argv,
-                cwd=self.dir,
-                env=self.environment(),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                pass_fds=tuple(lock_fd),
-            )
-        except OSError as exc:
-            log.write(("cannot start %r: %s\n" % (argv, exc)).encode("utf-8"))
-            log.close()
-            self.outcomes = dict((r, {"rc": 127, "rc_from": "launcher", "stopped": False, "error": None}) for r in self.state["rank_ids"])
-            self.save(phase=files.EXITED, started=started, ended=time.time(), rc=127, error=str(exc), stopped_by=None)
-            files.record_abort(self.job_dir, files.failed_line(self.state["rank_ids"][0], 127, str(exc)))
-            return
-        log.close()
-        self.save(phase=files.RUNNING, started=started, gate_at=start_at, pid=self.child.pid, pgid=self.child.pid)
-        if self.aborted():  # stopped while the launcher was being started
-            kill_group(self.child.pid, signal.SIGTERM)
+        if self.wait_for_gate(start_at):
+            argv = self.argv()
+            self.spawn(argv, LAUNCHER_LOG, start_at, tuple(lock_fd), header=("ascend.cluster: %r\n" % (argv,)).encode("utf-8"))
+
+    def start_failed(self, started: float, error: str) -> None:
+        """The launcher could not be started: every rank of the server ended with 127, and the job is aborted."""
+        self.outcomes = dict((r, {"rc": 127, "rc_from": "launcher", "stopped": False, "error": None}) for r in self.state["rank_ids"])
+        super().start_failed(started, error)
+        files.record_abort(self.job_dir, files.failed_line(self.state["rank_ids"][0], 127, error))
 
     def follow(self) -> None:
         """Copy what each child wrote since the last call into its rank's train.log; note the children's groups."""

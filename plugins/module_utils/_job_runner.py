@@ -163,19 +163,29 @@ class RankRunner:
         return None
 
     def start(self, start_at: float, lock_fd: int) -> None:
+        if self.wait_for_gate(start_at):
+            self.spawn(command_argv(self.p["argv"], self.p["set_env"]), files.TRAIN_LOG, start_at, (lock_fd,))
+
+    def wait_for_gate(self, start_at: float) -> bool:
+        """Sleep until ``start_at``; False (and the abort recorded) when the job was stopped meanwhile."""
         while True:
             if self.aborted():
                 self.save(phase=files.ABORTED, ended=time.time(), stopped_by=self.stop_reason())
-                return
+                return False
             delay = start_at - time.time()
             if delay <= 0:
-                break
+                return True
             time.sleep(min(delay, GATE_POLL_S))
-        argv = command_argv(self.p["argv"], self.p["set_env"])
-        log = open(os.path.join(self.dir, files.TRAIN_LOG), "ab")
+
+    def spawn(self, argv: list, log_name: str, start_at: float, pass_fds: tuple, header: bytes = b"") -> None:
+        """Start ``argv`` in its own session, logging to ``log_name`` in the run directory; record it running."""
+        log = open(os.path.join(self.dir, log_name), "ab")
+        if header:
+            log.write(header)
+            log.flush()
         started = time.time()
         try:
-            # Popen, not module.run_command: the rank runs detached, for hours, logging to its file.
+            # Popen, not module.run_command: the command runs detached, for hours, logging to its file.
             self.child = subprocess.Popen(  # pylint: disable=ansible-bad-function
                 argv,
                 cwd=self.dir,
@@ -184,17 +194,21 @@ class RankRunner:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                pass_fds=(lock_fd,),
+                pass_fds=pass_fds,
             )
         except OSError as exc:
             log.write(("cannot start %r: %s\n" % (argv, exc)).encode("utf-8"))
             log.close()
-            self.save(phase=files.EXITED, started=started, ended=time.time(), rc=127, error=str(exc), stopped_by=None)
+            self.start_failed(started, str(exc))
             return
         log.close()
         self.save(phase=files.RUNNING, started=started, gate_at=start_at, pid=self.child.pid, pgid=self.child.pid)
         if self.aborted():  # stopped while the command was being started
             kill_group(self.child.pid, signal.SIGTERM)
+
+    def start_failed(self, started: float, error: str) -> None:
+        """The command could not be started: it ended at once with 127, as a shell says."""
+        self.save(phase=files.EXITED, started=started, ended=time.time(), rc=127, error=error, stopped_by=None)
 
     def wait(self) -> None:
         if self.child is None:

@@ -75,3 +75,16 @@ def test_a_failing_worker_fails_every_rank_with_the_launchers_exit_code_and_leav
     assert [r["state"] for r in ranks] == ["failed", "failed"]
     assert not alive(result["ranks"][0]["pid"])  # the launcher
     assert not pids_with_argv("sleep", "60.25")  # and the worker it had stopped
+
+
+def test_a_launcher_that_cannot_start_fails_every_rank_with_127_and_aborts_the_job(tmp_path):
+    args = dict(node_args(tmp_path, PRINT_IDS), launcher_path=str(tmp_path / "no-msrun"))
+    thread, result = start(args)
+    job = staged(tmp_path, 2)[0]
+    control.open_gate(str(tmp_path / "jobs"), job, 0)
+    thread.join(60)
+    assert result["failed"]
+    assert [(s["rank_id"], s["rc"], s["rc_from"]) for s in result["ranks"]] == [(2, 127, "launcher"), (3, 127, "launcher")]
+    launcher_log = (tmp_path / "run" / "node_1" / "launcher.log").read_text().splitlines()
+    assert launcher_log[0].startswith("ascend.cluster: [") and launcher_log[1].startswith("cannot start [")
+    assert (tmp_path / "jobs" / "j" / "abort").read_text().startswith("rank 2 failed (rc=127")

@@ -190,3 +190,15 @@ def test_unpack_takes_only_rank_logs(tmp_path):
     assert unpack_logs(str(archive), str(tmp_path / "out")) == ["device_1.log"]
     assert sorted(os.listdir(tmp_path / "out")) == ["device_1.log"]
     assert not (tmp_path / "escape.log").exists()
+
+
+def test_a_command_that_cannot_start_ends_its_rank_with_127_and_says_why_in_its_log(tmp_path):
+    thread, result = start(ranks_args(tmp_path, [{"rank_id": 0, "device_id": 0}], ["/nonexistent/train.sh"]))
+    job = staged(tmp_path, 1)[0]
+    control.open_gate(str(tmp_path / "jobs"), job, time.time())
+    thread.join(60)
+    assert result["failed"]
+    assert [(s["rank_id"], s["phase"], s["rc"]) for s in result["ranks"]] == [(0, "exited", 127)]
+    assert "No such file or directory" in result["ranks"][0]["error"]
+    log = (tmp_path / "run" / "device_0" / "train.log").read_text()
+    assert log.startswith("cannot start ['/nonexistent/train.sh']: ")
