@@ -258,6 +258,8 @@ class RankRunner:
     def run(self) -> dict:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGHUP, self._on_signal)
+        # a runner forked by the supervisor starts with them blocked (a stop held during the fork arrives now)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGTERM, signal.SIGHUP))
         try:
             locks = self.stage()
         except DeviceBusy as exc:

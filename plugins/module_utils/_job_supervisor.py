@@ -29,6 +29,7 @@ from ansible_collections.ascend.cluster.plugins.module_utils._job_node_runner im
 from ansible_collections.ascend.cluster.plugins.module_utils._job_runner import RankRunner
 
 RANK_KEYS = ("rank_id", "device_id", "local_rank", "local_count")
+FORWARDED = (signal.SIGTERM, signal.SIGHUP)  # what the supervisor passes on to its runners
 
 
 def rank_params(common: dict, rank: dict) -> dict:
@@ -45,6 +46,7 @@ def _run_child(params: dict) -> int:
     os.setsid()  # as an async task's runner was: own session, untouched by signals to the supervisor's group
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(signum, signal.SIG_DFL)
+    # still blocked since the fork (Supervisor.start); the runner unblocks them once its own handlers are in place
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # never write into the module's (async wrapper's) stdout
         os.dup2(null, fd)
@@ -67,8 +69,10 @@ class Supervisor:
     def __init__(self, params: dict) -> None:
         self.params = params
         self.children: dict = {}  # pid -> rank_id
+        self.stop_signal: int | None = None  # the signal _forward passed on, once one came
 
     def _forward(self, signum: int, _frame: object) -> None:
+        self.stop_signal = signum
         for pid in list(self.children):
             try:
                 os.kill(pid, signum)
@@ -79,21 +83,31 @@ class Supervisor:
         """Fork one runner per rank; each stages at once and waits at the gate on its own."""
         # Forward from before the first fork: a stop that arrives mid-way reaches the runners
         # already forked instead of killing the supervisor and orphaning them (children reset these).
-        for signum in (signal.SIGTERM, signal.SIGHUP):
+        for signum in FORWARDED:
             signal.signal(signum, self._forward)
         if self.params.get("launcher", PER_DEVICE) == PER_DEVICE:
             runs = [rank_params(self.params, rank) for rank in self.params["ranks"]]
         else:  # one node runner for every rank of the server; it writes each rank's state.json
             runs = [dict(self.params, rank_id=self.params["ranks"][0]["rank_id"])]
         for params in runs:
-            pid = os.fork()
-            if pid == 0:  # pragma: no cover - the child never returns (its exit status is checked)
-                code = 2
-                try:
-                    code = _run_child(params)
-                finally:
-                    os._exit(code)
-            self.children[pid] = params["rank_id"]
+            # A stop that arrives between a fork and the line that records the child must reach that child too
+            # (else its runner waits at the gate until its time-out). Blocked here, it is handled once the child is
+            # recorded; the child inherits the block, so it is held for the runner until its own handlers are in
+            # place. (Where another thread of this process took the signal first, stop_signal says so.)
+            signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
+            try:
+                pid = os.fork()
+                if pid == 0:  # pragma: no cover - the child never returns (its exit status is checked)
+                    code = 2
+                    try:
+                        code = _run_child(params)
+                    finally:
+                        os._exit(code)
+                self.children[pid] = params["rank_id"]
+                if self.stop_signal is not None:
+                    os.kill(pid, self.stop_signal)
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
 
     def wait(self) -> list:
         """Reap every runner; every rank's final ``state.json`` in the given order."""

@@ -10,6 +10,7 @@ import fcntl
 import json
 import os
 import signal
+import subprocess
 import tarfile
 import threading
 import time
@@ -115,6 +116,34 @@ def test_term_to_the_supervisor_reaches_every_runner_at_the_gate(tmp_path):
     for device in (0, 1):  # the runners released their locks
         with open(tmp_path / "locks" / f"device_{device}.lock") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def test_a_stop_that_arrives_between_a_fork_and_its_record_still_reaches_that_runner(monkeypatch, tmp_path):
+    """Under load the supervisor can be descheduled right after a fork while the runner stages: a TERM handled
+    before the child was recorded used to reach only the runners before it (the last one waited at the gate
+    until its time-out). Here the fork itself sends the TERM; the forked "runners" are sleep processes."""
+    sleepers = [subprocess.Popen(["sleep", "30"]) for _rank in (0, 1)]  # started before, with no signal blocked
+    forked: list = []
+
+    def fork_then_stop():
+        forked.append(sleepers[len(forked)].pid)
+        if len(forked) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return forked[-1]
+
+    ranks = [{"rank_id": r, "device_id": r, "local_rank": r, "local_count": 2} for r in (0, 1)]
+    monkeypatch.setattr(supervisor.os, "fork", fork_then_stop)
+    handlers = {signum: signal.getsignal(signum) for signum in supervisor.FORWARDED}
+    try:
+        supervisor.Supervisor(dict(ranks_args(tmp_path, ranks, ["true"]), ranks=ranks)).start()
+        assert [s.wait(10) for s in sleepers] == [-signal.SIGTERM, -signal.SIGTERM]
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+        for sleeper in sleepers:
+            sleeper.kill()
+            sleeper.wait()
+    assert not signal.pthread_sigmask(signal.SIG_BLOCK, ())  # nothing left blocked
 
 
 def test_a_busy_device_refuses_only_its_rank(tmp_path):
