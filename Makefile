@@ -43,8 +43,16 @@ DEBIAN_PACKAGES := openssh-server openssh-client iproute2 iputils-ping shellchec
 system-packages:
 	@bash tests/setup/debian-packages.sh $(DEBIAN_PACKAGES)
 
-## make test: everything CI runs, set-up included (Debian packages, venvs): every test tier, sanity, lint
-test: system-packages ruff mypy test-python sanity lint docs-lint test-lane-newest
+## make test: everything CI runs, set-up included (Debian packages, venvs): every test tier, sanity, lint.
+## After the set-up, ruff and mypy, the long parts run side by side, TEST_JOBS at a time: the main lane's
+## pytest, and beside it sanity, lint, docs-lint and the second lane, one after another. The main lane's
+## tests mostly wait (playbooks, trainings, gates), so alone it leaves much of the two cores idle; the
+## checks beside it fill them. Each part's output is printed whole when it ends (make --output-sync); a part that
+## fails does not stop the others, and make test fails at the end.
+TEST_JOBS ?= 2
+test: system-packages ruff mypy
+	@echo "make test: the main lane's pytest, and beside it sanity, lint, docs-lint and the ansible-core 2.21 lane ($(TEST_JOBS) at a time; each part's output is printed when it ends)"
+	@$(MAKE) --no-print-directory --keep-going -j $(TEST_JOBS) --output-sync=target test-python sanity lint docs-lint test-lane-newest
 
 ## make test-python: every pytest tier (tests/unit, simulator, integration, testbed; the bed needs root)
 test-python: $(STAMP) $(TORCH_STAMP) | system-packages
