@@ -190,3 +190,49 @@ def test_unpack_takes_only_rank_logs(tmp_path):
     assert unpack_logs(str(archive), str(tmp_path / "out")) == ["device_1.log"]
     assert sorted(os.listdir(tmp_path / "out")) == ["device_1.log"]
     assert not (tmp_path / "escape.log").exists()
+
+
+def wait_for(predicate, timeout=30.0):
+    deadline = time.time() + timeout
+    while not predicate():
+        assert time.time() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_detached_module_returns_at_once_and_its_supervisor_writes_the_result_for_training_results(tmp_path):
+    args = ranks_args(tmp_path, [{"rank_id": 0, "device_id": 0}, {"rank_id": 1, "device_id": 1}], ["true"], detach=True)
+    started = run_module("training_ranks", args, timeout=60)
+    results_file = str(tmp_path / "jobs" / "j" / "supervisor.json")
+    assert started["results_file"] == results_file and started["started"] == 1 and started["finished"] == 0, started
+    assert parent_of(started["supervisor_pid"]) != os.getpid()  # a daemon: not the module's child, nor ours
+    job, _ranks = staged(tmp_path, 2)  # the module returned before the ranks ran: they wait at the gate
+    assert json.loads(open(results_file).read())["started"] == 1
+    control.open_gate(str(tmp_path / "jobs"), job, time.time())
+    got = results.collect(str(tmp_path / "jobs"), job, results_file, 30, False)
+    assert got["runner_finished"] and got["runner"]["msg"] == "2 ranks exited 0", got
+    assert [s["rc"] for s in got["runner"]["ranks"]] == [0, 0]
+    assert not os.path.exists(results_file)
+
+
+def test_a_detached_start_refused_before_anything_starts_fails_the_module_call(tmp_path):
+    args = ranks_args(tmp_path, [{"rank_id": 0, "device_id": 0}, {"rank_id": 1, "device_id": 0}], ["true"], detach=True)
+    result = run_module("training_ranks", args, timeout=60)
+    assert result.get("failed") and "every rank_id and every device_id may appear once only" in result["msg"], result
+    assert not (tmp_path / "jobs" / "j" / "supervisor.json").exists()
+
+
+def _boom() -> dict:
+    raise RuntimeError("boom")
+
+
+def test_detach_runs_the_work_in_its_own_session_and_records_a_crash(tmp_path):
+    cases = [
+        (lambda: {"changed": True, "msg": "done", "sid": os.getsid(0)}, lambda r: r["msg"] == "done" and r["sid"] != os.getsid(0)),
+        (_boom, lambda r: r["failed"] and "the supervisor crashed" in r["msg"] and "boom" in r["msg"]),
+    ]
+    for index, (work, check) in enumerate(cases):
+        path = str(tmp_path / f"result{index}.json")
+        pid = supervisor.detach(work, path)
+        assert pid > 0
+        wait_for(lambda path=path: "started" not in json.loads(open(path).read()))
+        assert check(json.loads(open(path).read())), open(path).read()
