@@ -83,8 +83,8 @@ options:
     default: false
   record:
     description:
-      - Before starting, record the job on the server (M(ascend.cluster.training_job) V(record), in O(job_root)) - done by the
-        action on the controller, as a module call of its own; the module never sees it.
+      - Before starting, record the job on the server (what M(ascend.cluster.training_job) V(record) does, in O(job_root)) -
+        with O(detach) in the same module call, else by the action as a module call of its own.
     type: bool
     default: false
   rank_table:
@@ -99,7 +99,8 @@ options:
   stage_timeout:
     description:
       - After the start (detached or async), wait up to this many seconds until every rank is staged at the gate
-        (M(ascend.cluster.training_job) V(staged), by the action); a rank that cannot stage fails the task. V(0) does not wait.
+        (what M(ascend.cluster.training_job) V(staged) does; with O(detach) in the same call); a rank that cannot stage fails the task.
+        V(0) does not wait.
     type: float
     default: 0
   barrier:
@@ -191,6 +192,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
 from ansible_collections.ascend.cluster.plugins.module_utils._job_command import resolve_launch
@@ -214,7 +216,7 @@ ARGS = options.spec(
     node_rank=dict(type="int", default=0),
     nnodes=dict(type="int", default=1),
     detach=dict(type="bool", default=False),
-    # taken by the action (plugins/action/training_ranks.py) before the module runs; declared so that they validate the same way
+    # taken by the action (plugins/action/training_ranks.py) before the module runs, or with detach done by the module itself
     record=dict(type="bool", default=False),
     rank_table=dict(type="str"),
     write_rank_table=dict(type="bool", default=True),
@@ -251,18 +253,44 @@ def main() -> None:
             module.fail_json(msg="cannot make the AOE tuning repository directory %s: %s" % (p["tune_bank_path"], exc))
     p["ranks"] = [dict(r, local_rank=index, local_count=p["local_count"]) for index, r in enumerate(p["ranks"])]
     if p["detach"]:
-        job_dir = files.job_dir(p["job_root"], p["job_id"])
-        try:
-            os.makedirs(job_dir, 0o755, exist_ok=True)
-            results_file = os.path.join(job_dir, files.SUPERVISOR_FILE)
-            pid = detach(lambda: supervise(p), results_file)
-        except OSError as exc:
-            module.fail_json(msg="cannot start the supervisor of job %s: %s" % (p["job_id"], exc))
-        module.exit_json(changed=True, started=1, finished=0, results_file=results_file, supervisor_pid=pid)
+        module.exit_json(**start_detached(module))
     result = supervise(p)
     if result.get("failed"):
         module.fail_json(**result)
     module.exit_json(**result)
+
+
+def start_detached(module: AnsibleModule) -> dict:
+    """With ``record``: the table written and checked, the job recorded; the supervisor started as a daemon; with
+    ``stage_timeout``: the wait until every rank is staged (RV(staged)). The first failure fails the call."""
+    p = module.params
+    if p["record"]:
+        try:
+            table = control.record_with_table(p["job_root"], p, p["rank_table_path"], p["rank_table"], p["write_rank_table"])
+        except control.RankTableMismatch as exc:
+            module.fail_json(msg=str(exc), rank_table_mismatch=True, rank_table_steps=exc.steps)
+        except control.JobError as exc:
+            module.fail_json(msg=str(exc))
+    else:
+        table = {}
+    job_dir = files.job_dir(p["job_root"], p["job_id"])
+    try:
+        os.makedirs(job_dir, 0o755, exist_ok=True)
+        results_file = os.path.join(job_dir, files.SUPERVISOR_FILE)
+        pid = detach(lambda: supervise(p), results_file)
+    except OSError as exc:
+        module.fail_json(msg="cannot start the supervisor of job %s: %s" % (p["job_id"], exc))
+    result = dict(changed=True, started=1, finished=0, results_file=results_file, supervisor_pid=pid, **table)
+    if p["stage_timeout"] > 0:
+        try:
+            ranks = control.wait_staged(p["job_root"], control.load_job(p["job_root"], p["job_id"]), p["stage_timeout"])
+        except control.JobError as exc:
+            module.fail_json(msg=str(exc), **{k: v for k, v in result.items() if k != "changed"})
+        failure = control.staging_failure(ranks)
+        result["staged"] = dict(changed=False, job_id=p["job_id"], ranks=ranks, **(dict(failed=True, msg=failure) if failure else {}))
+        if failure:
+            module.fail_json(msg=failure, **{k: v for k, v in result.items() if k != "changed"})
+    return result
 
 
 def supervise(p: dict) -> dict:

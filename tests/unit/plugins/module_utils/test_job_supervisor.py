@@ -236,3 +236,47 @@ def test_detach_runs_the_work_in_its_own_session_and_records_a_crash(tmp_path):
         assert pid > 0
         wait_for(lambda path=path: "started" not in json.loads(open(path).read()))
         assert check(json.loads(open(path).read())), open(path).read()
+
+
+def test_one_detached_call_records_the_job_with_its_table_starts_and_waits_until_staged(tmp_path):
+    ranks = [{"rank_id": 0, "device_id": 0}, {"rank_id": 1, "device_id": 1}]
+    table = json.dumps({"version": "1.0", "server_count": "1"}, indent=4) + "\n"
+    args = ranks_args(tmp_path, ranks, ["true"], detach=True, record=True, stage_timeout=30, rank_table=table)
+    args["rank_table_path"] = str(tmp_path / "etc" / "rank_table.json")
+    (tmp_path / "jobs" / "j" / "job.json").unlink()  # the call records it
+    result = run_module("training_ranks", args, timeout=60)
+    assert not result.get("failed"), result
+    assert [r["state"] for r in result["staged"]["ranks"]] == ["staged", "staged"]
+    assert (tmp_path / "etc" / "rank_table.json").read_text() == table and result["rank_table_steps"]
+    job = control.load_job(str(tmp_path / "jobs"), "j")
+    control.open_gate(str(tmp_path / "jobs"), job, time.time())
+    got = results.collect(str(tmp_path / "jobs"), job, result["results_file"], 30, False)
+    assert got["runner"]["msg"] == "2 ranks exited 0", got
+
+
+def test_one_detached_call_refuses_a_table_on_disk_that_is_not_the_jobs_and_starts_nothing(tmp_path):
+    ranks = [{"rank_id": 0, "device_id": 0}]
+    on_disk = tmp_path / "rank_table.json"
+    on_disk.write_text('{"version": "1.0", "server_count": "2"}\n')
+    args = ranks_args(tmp_path, ranks, ["true"], detach=True, record=True, stage_timeout=30, write_rank_table=False)
+    args.update(rank_table='{"version": "1.0", "server_count": "1"}\n', rank_table_path=str(on_disk))
+    result = run_module("training_ranks", args, timeout=60)
+    assert result["failed"] and result["rank_table_mismatch"], result
+    assert result["msg"] == f"{on_disk} is not the job's rank table: re-run the rank_table role"
+    assert not (tmp_path / "jobs" / "j" / "supervisor.json").exists() and not (tmp_path / "run").exists()
+
+
+def test_staging_failure_names_every_rank_that_could_not_stage():
+    cases = [
+        ([{"rank_id": 0, "device_id": 0, "state": "staged", "error": None}], None),
+        (
+            [
+                {"rank_id": 0, "device_id": 0, "state": "staged", "error": None},
+                {"rank_id": 1, "device_id": 3, "state": "failed", "error": "device 3 is locked by pid 7"},
+                {"rank_id": 2, "device_id": 4, "state": "pending", "error": None},
+            ],
+            "ranks could not stage, nothing was started: rank 1 (device 3): device 3 is locked by pid 7; rank 2 (device 4): pending",
+        ),
+    ]
+    for ranks, message in cases:
+        assert control.staging_failure(ranks) == message
