@@ -23,7 +23,7 @@ def rendered(name: str, hosts: int, forks: int) -> float:
     [
         (2, 5, 600),  # small plays keep the 600 s floor
         (1000, 50, 600),  # 20 batches: 120 + 300 s, under the floor
-        (1000, 10, 1620),  # 100 batches of three round trips before the gate opens
+        (1000, 10, 1620),  # 100 batches of a stage call and a gate before the gate opens
         (1000, 5, 3120),
         (41, 1, 735),  # one server per batch
     ],
