@@ -17,6 +17,10 @@ connection the task holds:
 3. ``stage_timeout`` > 0: ``training_job state=staged`` waits until every local rank is staged at the gate;
    its ranks are returned as ``staged``, and a rank that could not stage fails the task.
 
+With ``detach`` (the launch role's way) the module does all three itself, in one call over the connection: the
+supervisor is started as a daemon (no async wrapper), and ``record``, ``rank_table``, ``write_rank_table`` and
+``stage_timeout`` are passed on to it.
+
 The role passes the host's slice of the rank layout as it is (entries also carry ``device_ip``,
 ``server_id``, ...); the module's ``ranks`` suboptions take ``rank_id`` and ``device_id`` only.
 A Ctrl-C (or SIGTERM) to ansible-playbook during any of the three stops the job on the server at once
@@ -91,6 +95,9 @@ class ActionModule(TrainingRankAction):
 
     def _launch(self, tmp: Any, task_vars: dict, args: dict, own: dict, record: bool, stage_timeout: float) -> dict:
         """Record (with ``record``), start, then wait until staged (with ``stage_timeout``); the first failure ends it."""
+        if boolean(args.get("detach", False)):  # the module does all three in one call
+            args.update({name: own[name] for name in OWN if name in own and name != "barrier"})
+            return self._name_the_server(super().run(tmp, task_vars), args, task_vars)
         if record:
             recorded = self._record(args, own, task_vars)
             if recorded.get("failed"):
@@ -115,7 +122,11 @@ class ActionModule(TrainingRankAction):
                 rank_table_path=args.get("rank_table_path"),
                 write_rank_table=boolean(own.get("write_rank_table", True)),
             )
-        result = self._execute_module(module_name=JOB_MODULE, module_args=record, task_vars=task_vars)
+        return self._name_the_server(self._execute_module(module_name=JOB_MODULE, module_args=record, task_vars=task_vars), args, task_vars)
+
+    @staticmethod
+    def _name_the_server(result: dict, args: dict, task_vars: dict) -> dict:
+        """A rank table found wrong on disk: the message names the server."""
         if result.get("rank_table_mismatch"):
             server = task_vars.get("inventory_hostname", "?")
             result["msg"] = f"{args.get('rank_table_path')} on {server} is not the job's rank table: re-run the rank_table role"

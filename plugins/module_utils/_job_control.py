@@ -21,6 +21,7 @@ import signal
 import time
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils import _text_file as text_file
 from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import group_alive, kill_groups, pid_alive, signal_death, wait_gone
 
 # How a rank we stop ends: killed by our TERM or KILL, or a shell reporting its child's death by them.
@@ -181,6 +182,55 @@ def wait_staged(job_root: str, job: dict, timeout: float) -> list:
         if all(r["state"] != "pending" and r["phase"] != "staging" for r in ranks) or time.time() > deadline:
             return ranks
         time.sleep(0.05)
+
+
+def staging_failure(ranks: list) -> str | None:
+    """The message for ranks that could not stage (``wait_staged``'s states), None when all did."""
+    bad = [r for r in ranks if r["state"] != "staged"]
+    if not bad:
+        return None
+    return "ranks could not stage, nothing was started: %s" % "; ".join(
+        "rank %d (device %d): %s" % (r["rank_id"], r["device_id"], r["error"] or r["state"]) for r in bad
+    )
+
+
+class RankTableMismatch(JobError):
+    """The rank table on disk is not the job's (``record_with_table``); ``steps`` are what writing it did."""
+
+    def __init__(self, message: str, steps: list) -> None:
+        super().__init__(message)
+        self.steps = steps
+
+
+def record_with_table(
+    job_root: str, job: dict, table_path: str | None, table_text: str | None, write: bool, check_mode: bool = False
+) -> dict:
+    """Write (``write``) or only check the rank table at ``table_path``, then record ``job``; nothing is recorded for a wrong table.
+
+    The result's ``rank_table_steps`` (with ``table_path``): what writing the file did. Raises :class:`JobError` when the
+    file cannot be written, :class:`RankTableMismatch` when it is not the job's table.
+    """
+    table: dict = {}
+    if table_path:
+        steps: list = []
+        if write:
+            try:
+                steps = text_file.apply_text_file(table_path, table_text or "", 0o644, check_mode=check_mode)["steps"]
+            except OSError as exc:
+                raise JobError("cannot write %s: %s; run the task as root (become) or choose another path" % (table_path, exc)) from exc
+        table["rank_table_steps"] = steps
+        if not (check_mode and steps) and not text_file.json_file_matches(table_path, table_text or ""):
+            raise RankTableMismatch("%s is not the job's rank table: re-run the rank_table role" % table_path, steps)
+    if not check_mode:
+        record_job(
+            job_root,
+            {
+                "job_id": job["job_id"],
+                "run_dir": job["run_dir"],
+                "ranks": [{"rank_id": int(r["rank_id"]), "device_id": int(r["device_id"])} for r in job["ranks"]],
+            },
+        )
+    return table
 
 
 def open_gate(job_root: str, job: dict, start_at: float) -> None:

@@ -42,6 +42,9 @@ LATEST_FILE = "latest"
 STATE_FILE = "state.json"
 ENV_LOG = "env.log"
 TRAIN_LOG = "train.log"
+# The detached supervisor's result (training_ranks with detach): {"started": 1, "finished": 0} while it runs,
+# then the module's result, as Ansible's async wrapper writes its results file (training_results reads either).
+SUPERVISOR_FILE = "supervisor.json"
 
 # A rank's phases (state.json ``phase``), in the order of its life; the last four are final.
 STAGING = "staging"

@@ -22,6 +22,7 @@ import os
 import signal
 import time
 import traceback
+from typing import Callable
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils._job_launcher import PER_DEVICE
@@ -137,6 +138,48 @@ class Supervisor:
     def run(self) -> list:
         self.start()
         return self.wait()
+
+
+def detach(work: Callable[[], dict], results_file: str) -> int:
+    """Run ``work`` in a daemon of its own session and return at once with the daemon's pid.
+
+    What Ansible's async wrapper did for the launch task, without its own transfer and process: ``results_file``
+    holds ``{"started": 1, "finished": 0}`` before this returns and ``work``'s result once it has ended (written
+    atomically; ``_job_results.read_runner_result`` reads either form). The daemon is forked twice (so it is
+    nobody's child in the module's process tree), takes a session of its own (the login's hang-up never reaches
+    it) and has /dev/null as stdin, stdout and stderr (the module's output, which the controller reads, is not
+    held open by it).
+    """
+    files.write_json(results_file, {"started": 1, "finished": 0, "results_file": results_file})
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the forked processes, which never return
+        code = 1
+        try:
+            os.close(read_end)
+            os.setsid()
+            if os.fork() != 0:
+                code = 0
+            else:
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(null, fd)
+                os.close(null)
+                os.write(write_end, b"%d" % os.getpid())
+                os.close(write_end)
+                try:
+                    result = work()
+                except Exception:
+                    result = {"failed": True, "msg": "the supervisor crashed: %s" % traceback.format_exc(limit=3)}
+                files.write_json(results_file, result)
+                code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        daemon = pipe.read()
+    os.waitpid(pid, 0)
+    return int(daemon) if daemon else 0
 
 
 def summary(states: list) -> tuple:

@@ -312,7 +312,6 @@ from ansible_collections.ascend.cluster.plugins.module_utils import _listen_port
 from ansible_collections.ascend.cluster.plugins.module_utils import _npu_smi as npu_smi
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
 from ansible_collections.ascend.cluster.plugins.module_utils import _plog as plog
-from ansible_collections.ascend.cluster.plugins.module_utils import _text_file as text_file
 
 ARGS = options.spec(
     options.TOOL_PATHS,
@@ -449,27 +448,12 @@ def do_preflight(module: AnsibleModule) -> dict:
 def do_record(module: AnsibleModule) -> dict:
     """Write (or only check) the rank table on disk, then record the job; nothing is recorded for a wrong table."""
     p = module.params
-    table: dict[str, Any] = {}
-    if p["rank_table_path"]:
-        path, text = p["rank_table_path"], p["rank_table"]
-        steps: list = []
-        if p["write_rank_table"]:
-            try:
-                steps = text_file.apply_text_file(path, text, 0o644, check_mode=module.check_mode)["steps"]
-            except OSError as exc:
-                module.fail_json(msg="cannot write %s: %s; run the task as root (become) or choose another path" % (path, exc))
-        table["rank_table_steps"] = steps
-        if not (module.check_mode and steps) and not text_file.json_file_matches(path, text):
-            module.fail_json(msg="%s is not the job's rank table: re-run the rank_table role" % path, rank_table_mismatch=True, **table)
-    if not module.check_mode:
-        control.record_job(
-            p["job_root"],
-            {
-                "job_id": p["job_id"],
-                "run_dir": p["run_dir"],
-                "ranks": [{"rank_id": int(r["rank_id"]), "device_id": int(r["device_id"])} for r in p["ranks"]],
-            },
+    try:
+        table = control.record_with_table(
+            p["job_root"], p, p["rank_table_path"], p["rank_table"], p["write_rank_table"], check_mode=module.check_mode
         )
+    except control.RankTableMismatch as exc:
+        module.fail_json(msg=str(exc), rank_table_mismatch=True, rank_table_steps=exc.steps)
     return dict(changed=True, job_id=p["job_id"], **table)
 
 
@@ -541,14 +525,9 @@ def main() -> None:
         job = control.load_job(p["job_root"], p["job_id"])
         if state == "staged":
             ranks = control.wait_staged(p["job_root"], job, p["timeout"])
-            bad = [r for r in ranks if r["state"] != "staged"]
-            if bad:
-                module.fail_json(
-                    msg="ranks could not stage, nothing was started: %s"
-                    % "; ".join("rank %d (device %d): %s" % (r["rank_id"], r["device_id"], r["error"] or r["state"]) for r in bad),
-                    job_id=job["job_id"],
-                    ranks=ranks,
-                )
+            failure = control.staging_failure(ranks)
+            if failure:
+                module.fail_json(msg=failure, job_id=job["job_id"], ranks=ranks)
             module.exit_json(changed=False, job_id=job["job_id"], ranks=ranks)
         if state == "diagnose":
             module.exit_json(**do_diagnose(module, job))

@@ -10,8 +10,8 @@ module: training_ranks
 short_description: Run one server's ranks of a distributed training job behind a start gate
 version_added: 0.1.0
 description:
-  - Meant to be started once per server with C(async) and C(poll=0) by the
-    C(ascend.cluster.launch_training) role.
+  - Meant to be started once per server by the C(ascend.cluster.launch_training) role, with O(detach) (or with
+    C(async) and C(poll=0)).
   - A supervisor process starts one runner process per rank in O(ranks), each in its own session, and
     waits for them all. Each runner does exactly what M(ascend.cluster.training_rank) does for one rank -
     its directory C(<run_dir>/device_<rank>/), the device's lock, C(env.log), C(state.json), the wait
@@ -73,10 +73,18 @@ options:
     description: How many servers run the job (launcher modes).
     type: int
     default: 1
+  detach:
+    description:
+      - Start the supervisor as a daemon of its own session and return at once (what C(async) with C(poll=0) did,
+        without the async wrapper's file transfers and process); its result is written to
+        C(<job_root>/<job_id>/supervisor.json) (RV(results_file)), which M(ascend.cluster.training_results) reads.
+      - V(false) runs the supervisor in the module, until every rank has ended (use C(async) then).
+    type: bool
+    default: false
   record:
     description:
-      - Before starting, record the job on the server (M(ascend.cluster.training_job) V(record), in O(job_root)) - done by the
-        action on the controller, as a module call of its own; the module never sees it.
+      - Before starting, record the job on the server (what M(ascend.cluster.training_job) V(record) does, in O(job_root)) -
+        with O(detach) in the same module call, else by the action as a module call of its own.
     type: bool
     default: false
   rank_table:
@@ -90,8 +98,9 @@ options:
     default: true
   stage_timeout:
     description:
-      - After the start (the module runs async), wait up to this many seconds until every rank is staged at the gate
-        (M(ascend.cluster.training_job) V(staged), by the action); a rank that cannot stage fails the task. V(0) does not wait.
+      - After the start (detached or async), wait up to this many seconds until every rank is staged at the gate
+        (what M(ascend.cluster.training_job) V(staged) does; with O(detach) in the same call); a rank that cannot stage fails the task.
+        V(0) does not wait.
     type: float
     default: 0
   barrier:
@@ -133,8 +142,8 @@ EXAMPLES = r"""
     local_count: 2
     rank_size: 16
     rank_table_path: /etc/ascend/rank_table.json
-  async: 605000
-  poll: 0
+    detach: true
+    stage_timeout: 120
 
 - name: This server's ranks under torchrun, node 1 of 2 (normally done by the launch_training role)
   ascend.cluster.training_ranks:
@@ -157,9 +166,18 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+results_file:
+  description: Where the supervisor's result appears (O(detach), or C(async) with C(poll=0)).
+  returned: when detached or async
+  type: str
+  sample: /var/lib/ascend-cluster/jobs/20261124T050000-1234/supervisor.json
+supervisor_pid:
+  description: The detached supervisor's process id.
+  returned: with detach
+  type: int
 staged:
   description: The result of M(ascend.cluster.training_job) V(staged) (its C(ranks), or C(msg) naming the ranks that could not stage).
-  returned: with stage_timeout, once the start returned (async)
+  returned: with stage_timeout, once the start returned (detached or async)
   type: dict
 ranks:
   description:
@@ -174,10 +192,12 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
 from ansible_collections.ascend.cluster.plugins.module_utils._job_command import resolve_launch
 from ansible_collections.ascend.cluster.plugins.module_utils._job_launcher import LAUNCHERS, PER_DEVICE, check_layout
-from ansible_collections.ascend.cluster.plugins.module_utils._job_supervisor import Supervisor, summary
+from ansible_collections.ascend.cluster.plugins.module_utils._job_supervisor import Supervisor, detach, summary
 
 ARGS = options.spec(
     options.TOOL_PATHS,
@@ -195,7 +215,8 @@ ARGS = options.spec(
     launcher_args=dict(type="list", elements="str", default=[]),
     node_rank=dict(type="int", default=0),
     nnodes=dict(type="int", default=1),
-    # taken by the action (plugins/action/training_ranks.py) before the module runs; declared so that they validate the same way
+    detach=dict(type="bool", default=False),
+    # taken by the action (plugins/action/training_ranks.py) before the module runs, or with detach done by the module itself
     record=dict(type="bool", default=False),
     rank_table=dict(type="str"),
     write_rank_table=dict(type="bool", default=True),
@@ -231,11 +252,52 @@ def main() -> None:
         except OSError as exc:
             module.fail_json(msg="cannot make the AOE tuning repository directory %s: %s" % (p["tune_bank_path"], exc))
     p["ranks"] = [dict(r, local_rank=index, local_count=p["local_count"]) for index, r in enumerate(p["ranks"])]
+    if p["detach"]:
+        module.exit_json(**start_detached(module))
+    result = supervise(p)
+    if result.get("failed"):
+        module.fail_json(**result)
+    module.exit_json(**result)
+
+
+def start_detached(module: AnsibleModule) -> dict:
+    """With ``record``: the table written and checked, the job recorded; the supervisor started as a daemon; with
+    ``stage_timeout``: the wait until every rank is staged (RV(staged)). The first failure fails the call."""
+    p = module.params
+    if p["record"]:
+        try:
+            table = control.record_with_table(p["job_root"], p, p["rank_table_path"], p["rank_table"], p["write_rank_table"])
+        except control.RankTableMismatch as exc:
+            module.fail_json(msg=str(exc), rank_table_mismatch=True, rank_table_steps=exc.steps)
+        except control.JobError as exc:
+            module.fail_json(msg=str(exc))
+    else:
+        table = {}
+    job_dir = files.job_dir(p["job_root"], p["job_id"])
+    try:
+        os.makedirs(job_dir, 0o755, exist_ok=True)
+        results_file = os.path.join(job_dir, files.SUPERVISOR_FILE)
+        pid = detach(lambda: supervise(p), results_file)
+    except OSError as exc:
+        module.fail_json(msg="cannot start the supervisor of job %s: %s" % (p["job_id"], exc))
+    result = dict(changed=True, started=1, finished=0, results_file=results_file, supervisor_pid=pid, **table)
+    if p["stage_timeout"] > 0:
+        try:
+            ranks = control.wait_staged(p["job_root"], control.load_job(p["job_root"], p["job_id"]), p["stage_timeout"])
+        except control.JobError as exc:
+            module.fail_json(msg=str(exc), **{k: v for k, v in result.items() if k != "changed"})
+        failure = control.staging_failure(ranks)
+        result["staged"] = dict(changed=False, job_id=p["job_id"], ranks=ranks, **(dict(failed=True, msg=failure) if failure else {}))
+        if failure:
+            module.fail_json(msg=failure, **{k: v for k, v in result.items() if k != "changed"})
+    return result
+
+
+def supervise(p: dict) -> dict:
+    """Start every rank, wait for them all: the module's result (``failed`` when a rank did not exit 0)."""
     states = Supervisor(p).run()
     ok, msg = summary(states)
-    if not ok:
-        module.fail_json(msg=msg, ranks=states)
-    module.exit_json(changed=True, msg=msg, ranks=states)
+    return dict(changed=True, msg=msg, ranks=states) if ok else dict(failed=True, msg=msg, ranks=states)
 
 
 if __name__ == "__main__":

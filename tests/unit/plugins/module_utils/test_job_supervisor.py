@@ -231,3 +231,93 @@ def test_a_command_that_cannot_start_ends_its_rank_with_127_and_says_why_in_its_
     assert "No such file or directory" in result["ranks"][0]["error"]
     log = (tmp_path / "run" / "device_0" / "train.log").read_text()
     assert log.startswith("cannot start ['/nonexistent/train.sh']: ")
+
+
+def wait_for(predicate, timeout=30.0):
+    deadline = time.time() + timeout
+    while not predicate():
+        assert time.time() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_detached_module_returns_at_once_and_its_supervisor_writes_the_result_for_training_results(tmp_path):
+    args = ranks_args(tmp_path, [{"rank_id": 0, "device_id": 0}, {"rank_id": 1, "device_id": 1}], ["true"], detach=True)
+    started = run_module("training_ranks", args, timeout=60)
+    results_file = str(tmp_path / "jobs" / "j" / "supervisor.json")
+    assert started["results_file"] == results_file and started["started"] == 1 and started["finished"] == 0, started
+    assert parent_of(started["supervisor_pid"]) != os.getpid()  # a daemon: not the module's child, nor ours
+    job, _ranks = staged(tmp_path, 2)  # the module returned before the ranks ran: they wait at the gate
+    assert json.loads(open(results_file).read())["started"] == 1
+    control.open_gate(str(tmp_path / "jobs"), job, time.time())
+    got = results.collect(str(tmp_path / "jobs"), job, results_file, 30, False)
+    assert got["runner_finished"] and got["runner"]["msg"] == "2 ranks exited 0", got
+    assert [s["rc"] for s in got["runner"]["ranks"]] == [0, 0]
+    assert not os.path.exists(results_file)
+
+
+def test_a_detached_start_refused_before_anything_starts_fails_the_module_call(tmp_path):
+    args = ranks_args(tmp_path, [{"rank_id": 0, "device_id": 0}, {"rank_id": 1, "device_id": 0}], ["true"], detach=True)
+    result = run_module("training_ranks", args, timeout=60)
+    assert result.get("failed") and "every rank_id and every device_id may appear once only" in result["msg"], result
+    assert not (tmp_path / "jobs" / "j" / "supervisor.json").exists()
+
+
+def _boom() -> dict:
+    raise RuntimeError("boom")
+
+
+def test_detach_runs_the_work_in_its_own_session_and_records_a_crash(tmp_path):
+    cases = [
+        (lambda: {"changed": True, "msg": "done", "sid": os.getsid(0)}, lambda r: r["msg"] == "done" and r["sid"] != os.getsid(0)),
+        (_boom, lambda r: r["failed"] and "the supervisor crashed" in r["msg"] and "boom" in r["msg"]),
+    ]
+    for index, (work, check) in enumerate(cases):
+        path = str(tmp_path / f"result{index}.json")
+        pid = supervisor.detach(work, path)
+        assert pid > 0
+        wait_for(lambda path=path: "started" not in json.loads(open(path).read()))
+        assert check(json.loads(open(path).read())), open(path).read()
+
+
+def test_one_detached_call_records_the_job_with_its_table_starts_and_waits_until_staged(tmp_path):
+    ranks = [{"rank_id": 0, "device_id": 0}, {"rank_id": 1, "device_id": 1}]
+    table = json.dumps({"version": "1.0", "server_count": "1"}, indent=4) + "\n"
+    args = ranks_args(tmp_path, ranks, ["true"], detach=True, record=True, stage_timeout=30, rank_table=table)
+    args["rank_table_path"] = str(tmp_path / "etc" / "rank_table.json")
+    (tmp_path / "jobs" / "j" / "job.json").unlink()  # the call records it
+    result = run_module("training_ranks", args, timeout=60)
+    assert not result.get("failed"), result
+    assert [r["state"] for r in result["staged"]["ranks"]] == ["staged", "staged"]
+    assert (tmp_path / "etc" / "rank_table.json").read_text() == table and result["rank_table_steps"]
+    job = control.load_job(str(tmp_path / "jobs"), "j")
+    control.open_gate(str(tmp_path / "jobs"), job, time.time())
+    got = results.collect(str(tmp_path / "jobs"), job, result["results_file"], 30, False)
+    assert got["runner"]["msg"] == "2 ranks exited 0", got
+
+
+def test_one_detached_call_refuses_a_table_on_disk_that_is_not_the_jobs_and_starts_nothing(tmp_path):
+    ranks = [{"rank_id": 0, "device_id": 0}]
+    on_disk = tmp_path / "rank_table.json"
+    on_disk.write_text('{"version": "1.0", "server_count": "2"}\n')
+    args = ranks_args(tmp_path, ranks, ["true"], detach=True, record=True, stage_timeout=30, write_rank_table=False)
+    args.update(rank_table='{"version": "1.0", "server_count": "1"}\n', rank_table_path=str(on_disk))
+    result = run_module("training_ranks", args, timeout=60)
+    assert result["failed"] and result["rank_table_mismatch"], result
+    assert result["msg"] == f"{on_disk} is not the job's rank table: re-run the rank_table role"
+    assert not (tmp_path / "jobs" / "j" / "supervisor.json").exists() and not (tmp_path / "run").exists()
+
+
+def test_staging_failure_names_every_rank_that_could_not_stage():
+    cases = [
+        ([{"rank_id": 0, "device_id": 0, "state": "staged", "error": None}], None),
+        (
+            [
+                {"rank_id": 0, "device_id": 0, "state": "staged", "error": None},
+                {"rank_id": 1, "device_id": 3, "state": "failed", "error": "device 3 is locked by pid 7"},
+                {"rank_id": 2, "device_id": 4, "state": "pending", "error": None},
+            ],
+            "ranks could not stage, nothing was started: rank 1 (device 3): device 3 is locked by pid 7; rank 2 (device 4): pending",
+        ),
+    ]
+    for ranks, message in cases:
+        assert control.staging_failure(ranks) == message

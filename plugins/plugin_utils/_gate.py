@@ -1,0 +1,74 @@
+# Copyright: ascend.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""How far ahead the launch puts the common start time: derived from the play's size and a measured round trip.
+
+Once every rank is staged the controller picks ``T = now + margin`` and writes ``T`` (in each server's own
+clock) to every server's gate file, one shell command per server (``_job_files.gate_command``). Every rank
+sleeps until ``T``; a server whose gate arrives after ``T`` starts at once, late by that much. So the margin
+must cover the gate's distribution to the last server:
+
+- ``BASE_S`` (0.5 s): from picking ``T`` to the gate task's first command (one task boundary, 0.07-0.08 s
+  measured on the test bed at load 6-12);
+- per batch of ``forks`` servers, ``PER_BATCH_S`` (0.25 s: the whole gate task took 0.07-0.24 s for two
+  servers at load 6-15) plus two round trips of the slowest server's measured clock reading (its ``rtt``:
+  the gate is one command over the same connection);
+- but never less than the controller's CPU for every server's gate task, ``PER_SERVER_CPU_S`` (0.1 CPU-s: a
+  worker, the task's templating, one ``ssh`` command) spread over the controller's cores.
+
+``docs/launch.md`` ("Why the launch stays inside HCCL_CONNECT_TIMEOUT") works it out at 1000 servers.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
+
+BASE_S = 0.5
+PER_BATCH_S = 0.25
+PER_SERVER_CPU_S = 0.1
+# A round trip assumed where none was measured (no pre-flight clock reading yet): a slow LAN.
+UNMEASURED_RTT_S = 0.05
+
+
+def _positive_int(value: Any, what: str) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ClusterSpecError(f"{what} must be a whole number, got {value!r}") from None
+    if number < 1:
+        raise ClusterSpecError(f"{what} must be at least 1, got {number}")
+    return number
+
+
+def slowest_rtt(clocks: Any) -> float:
+    """The largest ``rtt`` among the pre-flight's clock readings (``UNMEASURED_RTT_S`` when there is none)."""
+    if clocks is None:
+        return UNMEASURED_RTT_S
+    if isinstance(clocks, (str, Mapping)) or not isinstance(clocks, Sequence):
+        raise ClusterSpecError(f"clocks must be a list of clock readings ({{server, rtt, ...}}), got {type(clocks).__name__}")
+    rtts = []
+    for clock in clocks:
+        if isinstance(clock, Mapping) and clock.get("rtt") is not None:
+            try:
+                rtts.append(float(clock["rtt"]))
+            except (TypeError, ValueError):
+                raise ClusterSpecError(f"a clock reading's rtt is not a number: {clock!r}") from None
+    return max(rtts) if rtts else UNMEASURED_RTT_S
+
+
+def gate_margin(servers: Any, forks: Any, clocks: Any = None, cores: Any = None) -> float:
+    """Seconds between opening the gate and the common start time for ``servers`` gated ``forks`` at a time.
+
+    ``clocks``: the pre-flight's clock readings (each with its ``rtt``); ``cores``: the controller's CPUs
+    (default: this machine's).
+    """
+    count = _positive_int(servers, "servers")
+    batches = math.ceil(count / _positive_int(forks, "forks"))
+    cpus = _positive_int(cores if cores is not None else (os.cpu_count() or 1), "cores")
+    by_batches = batches * (PER_BATCH_S + 2 * slowest_rtt(clocks))
+    by_cpu = count * PER_SERVER_CPU_S / cpus
+    return round(BASE_S + max(by_batches, by_cpu), 3)
