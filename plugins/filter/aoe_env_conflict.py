@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.ascend.cluster.plugins.plugin_utils._aoe import aoe_env_conflict as _aoe_env_conflict
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
 
 
@@ -14,6 +13,9 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filt
 def aoe_env_conflict(
     env: Any, bank_dir: str, aoe: bool = False, aoe_mode: int = 4, use_library: Any = None, server: str = "this server"
 ) -> str:
+    # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._aoe import aoe_env_conflict as _aoe_env_conflict
+
     return _aoe_env_conflict(env, bank_dir, aoe, aoe_mode, use_library, server)
 
 

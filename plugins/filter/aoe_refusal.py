@@ -7,11 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
-from ansible_collections.ascend.cluster.plugins.plugin_utils._launch_checks import aoe_refusal as _aoe_refusal
 
 
 @filter_errors("aoe_refusal")
 def aoe_refusal(hosts: Any, hostvars: Any, aoe: bool = False, use_library: bool | None = None, aoe_mode: int = 4) -> str:
+    # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._launch_checks import aoe_refusal as _aoe_refusal
+
     return _aoe_refusal(hosts, hostvars, aoe=aoe, use_library=use_library, aoe_mode=aoe_mode)
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
-from ansible_collections.ascend.cluster.plugins.plugin_utils._ip_plan import build_plan
 
 
 @filter_errors("device_ip_plan")
@@ -22,6 +21,9 @@ def device_ip_plan(
     gateway_host: int | None = None,
     netdetect: str | None = None,
 ) -> dict:
+    # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._ip_plan import build_plan
+
     return build_plan(
         servers,
         layout,

@@ -7,11 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
-from ansible_collections.ascend.cluster.plugins.plugin_utils._ip_plan import plan_settled
 
 
 @filter_errors("device_ip_settled")
 def device_ip_settled(entries: Any, facts: Any, hccn_conf: str | None = None) -> bool:
+    # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._ip_plan import plan_settled
+
     return plan_settled(entries, facts, hccn_conf=hccn_conf or None)
 
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.ascend.cluster.plugins.plugin_utils._device_spec import parse_device_range
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
 
 
 @filter_errors("device_range")
 def device_range(spec: Any, chip: str | None = None) -> list:
+    # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._device_spec import parse_device_range
+
     return parse_device_range(spec, chip=chip)
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.ascend.cluster.plugins.plugin_utils._diagnose import from_hostvars
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
 
 
@@ -20,6 +19,9 @@ def diagnosis(
     firewall: str = "_ascend_diag_firewall",
     connect_timeout: Any = 120,
 ) -> dict:
+    # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._diagnose import from_hostvars
+
     names = {"job": job, "npu": npu, "clock": clock, "firewall": firewall}
     return from_hostvars(list(servers), hostvars, names, float(connect_timeout))
 

@@ -7,13 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
-from ansible_collections.ascend.cluster.plugins.plugin_utils._job_report import job_summary as _job_summary
 
 
 @filter_errors("job_summary")
 def job_summary(
     hosts: Any, hostvars: Any, result: str, job_id: str = "", kind: str = "train", all_rows: bool = False, ok_rows: int = 4
 ) -> dict:
+    # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._job_report import job_summary as _job_summary
+
     return _job_summary(hosts, hostvars, result, job_id=job_id, kind=kind, all_rows=all_rows, ok_rows=ok_rows)
 
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
-from ansible_collections.ascend.cluster.plugins.plugin_utils._rank_table import missing_device_ips as _missing_device_ips
 
 
 @filter_errors("missing_device_ips")
 def missing_device_ips(servers: Any, version: Any = None, chip: str | None = None) -> dict:
+    # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._rank_table import missing_device_ips as _missing_device_ips
+
     return _missing_device_ips(servers, version=version, chip=chip)
 
 

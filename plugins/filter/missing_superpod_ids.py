@@ -7,11 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
-from ansible_collections.ascend.cluster.plugins.plugin_utils._rank_table import missing_superpod_ids as _missing_superpod_ids
 
 
 @filter_errors("missing_superpod_ids")
 def missing_superpod_ids(servers: Any, version: Any = None, chip: str | None = None) -> list:
+    # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._rank_table import missing_superpod_ids as _missing_superpod_ids
+
     return _missing_superpod_ids(servers, version=version, chip=chip)
 
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
-from ansible_collections.ascend.cluster.plugins.plugin_utils._versions import mixed_versions as _mixed_versions
 
 
 @filter_errors("mixed_versions")
 def mixed_versions(versions: Any, what: str = "npu-smi (driver) version") -> str:
+    # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._versions import mixed_versions as _mixed_versions
+
     return _mixed_versions(versions, what=what)
 
 

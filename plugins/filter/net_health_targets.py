@@ -7,11 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
-from ansible_collections.ascend.cluster.plugins.plugin_utils._net_health import netdetect_targets
 
 
 @filter_errors("net_health_targets")
 def net_health_targets(devices: Any, mode: str, peer_devices: Any = ()) -> list:
+    # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._net_health import netdetect_targets
+
     return netdetect_targets(devices, mode, peer_devices)
 
 

@@ -7,12 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError, filter_errors
-from ansible_collections.ascend.cluster.plugins.plugin_utils._net_health import server_facts
-from ansible_collections.ascend.cluster.plugins.plugin_utils._ping_mesh import ping_targets
 
 
 @filter_errors("ping_mesh_targets")
 def ping_mesh_targets(servers: Any, host: str, mode: str = "sampled") -> list:
+    # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._net_health import server_facts
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._ping_mesh import ping_targets
+
     if isinstance(servers, (str, dict)) or not isinstance(servers, (list, tuple)):
         raise ClusterSpecError("the input must be a list of hosts' variables (ansible_play_hosts | map('extract', hostvars))")
     pairs = []

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
-from ansible_collections.ascend.cluster.plugins.plugin_utils._launch_checks import preflight_verdict as _preflight_verdict
 
 
 @filter_errors("preflight_verdict")
@@ -19,6 +18,9 @@ def preflight_verdict(
     use_library: bool | None = None,
     allow_mixed_versions: bool = False,
 ) -> dict:
+    # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._launch_checks import preflight_verdict as _preflight_verdict
+
     return _preflight_verdict(hosts, hostvars, result=result, aoe=aoe, use_library=use_library, allow_mixed_versions=allow_mixed_versions)
 
 

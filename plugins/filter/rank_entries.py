@@ -6,14 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import resolve_chip
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
-from ansible_collections.ascend.cluster.plugins.plugin_utils._rank_table_formats import parse
 
 
 @filter_errors("rank_entries")
 def rank_entries(table: Any, server_id: str | None = None) -> list:
     """Flatten any supported rank table into rank-ordered entries (optionally one server's)."""
+    # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import resolve_chip
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._rank_table_formats import parse
+
     _version, servers = parse(table, resolve_chip(None))
     entries: list[dict[str, Any]] = [
         {

@@ -10,7 +10,6 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.utils.display import Display
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
-from ansible_collections.ascend.cluster.plugins.plugin_utils._rank_plan import rank_plan as _rank_plan
 
 BOOLEANS = ("spread", "allow_partial_servers")
 
@@ -22,6 +21,9 @@ def rank_plan(hosts: Any, **options: Any) -> dict:
     The options are ``plugin_utils._rank_plan.rank_plan``'s (see rank_plan.yml); the booleans are taken as the
     role passes them (strings from extra vars included).
     """
+    # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._rank_plan import rank_plan as _rank_plan
+
     for name in BOOLEANS:
         if name in options:
             options[name] = boolean(options[name], strict=True)

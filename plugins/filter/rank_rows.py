@@ -7,11 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
-from ansible_collections.ascend.cluster.plugins.plugin_utils._job_report import rank_rows as _rank_rows
 
 
 @filter_errors("rank_rows")
 def rank_rows(hosts: Any, hostvars: Any, result: str) -> list:
+    # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._job_report import rank_rows as _rank_rows
+
     return _rank_rows(hosts, hostvars, result)
 
 

@@ -9,7 +9,6 @@ from typing import Any
 from ansible.utils.display import Display
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
-from ansible_collections.ascend.cluster.plugins.plugin_utils._rank_table import build_rank_table
 
 
 @filter_errors("rank_table")
@@ -27,6 +26,9 @@ def rank_table(
     para_plane_nic_location: str | None = None,
     para_plane_nic_name: list | None = None,
 ) -> dict:
+    # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._rank_table import build_rank_table
+
     return build_rank_table(
         servers,
         version=version,

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ascend.cluster.plugins.plugin_utils._servers import ServersError, servers_from_hostvars
-
 
 def servers_from_facts(hosts, facts_key="ascend_npu"):
+    # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._servers import ServersError, servers_from_hostvars
+
     try:
         return servers_from_hostvars(hosts, facts_key)
     except ServersError as exc:

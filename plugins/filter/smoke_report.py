@@ -7,11 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
-from ansible_collections.ascend.cluster.plugins.plugin_utils._smoke import smoke_report as _smoke_report
 
 
 @filter_errors("smoke_report")
 def smoke_report(hosts: Any, hostvars: Any, **kwargs: Any) -> dict:
+    # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._smoke import smoke_report as _smoke_report
+
     return _smoke_report(hosts, hostvars, **kwargs)
 
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filter_errors
-from ansible_collections.ascend.cluster.plugins.plugin_utils._job_report import stop_summary as _stop_summary
 
 
 @filter_errors("stop_summary")
 def stop_summary(results: Any, check_mode: bool = False) -> str:
+    # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._job_report import stop_summary as _stop_summary
+
     return _stop_summary(results, check_mode=check_mode)
 
 
