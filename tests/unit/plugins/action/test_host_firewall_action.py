@@ -2,36 +2,19 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-from typing import Any
-
 import pytest
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.ascend.cluster.plugins.action import host_firewall as action
 from ansible_collections.ascend.cluster.plugins.modules import host_firewall as module
+from tests.unit.plugins.action.fakes import action_for
 
 SETTLED = {"changed": False, "mode": "open_ports", "backend": "ufw", "found": "ufw active", "action": "nothing to do"}
 
 
 def run(args: dict, transport: str = "ssh", address: str = "10.0.0.1") -> tuple[dict, list]:
     """The action's result for ``args`` and the module calls it made (the module answers SETTLED)."""
-    calls: list[dict[str, Any]] = []
-    task = SimpleNamespace(args=args, async_val=0, check_mode=False, action="ascend.cluster.host_firewall", diff=False)
-    plugin = action.ActionModule(
-        task=task,
-        connection=SimpleNamespace(transport=transport, _shell=SimpleNamespace(tmpdir=None)),
-        play_context=SimpleNamespace(remote_addr=address, check_mode=False),
-        loader=None,
-        templar=None,
-        shared_loader_obj=None,
-    )
-
-    def execute_module(module_name: str, module_args: dict, task_vars: dict) -> dict:
-        calls.append({"module_name": module_name, "module_args": module_args})
-        return dict(SETTLED)
-
-    plugin._execute_module = execute_module  # type: ignore[method-assign]
+    plugin, calls = action_for(action, args, transport=transport, address=address, answer=SETTLED)
     return plugin.run(task_vars={"inventory_hostname": "h1"}), calls
 
 

@@ -8,18 +8,12 @@ import pytest
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.ascend.cluster.plugins.action import role_inputs as action
+from tests.unit.plugins.action.fakes import action_for
 
 
 def run(args: dict, hostvars: dict, play: dict | None = None) -> dict:
-    task = SimpleNamespace(args=args, async_val=0, check_mode=False, action="ascend.cluster.role_inputs", diff=False)
-    plugin = action.ActionModule(
-        task=task,
-        connection=SimpleNamespace(transport="local", _shell=SimpleNamespace(tmpdir=None)),
-        play_context=SimpleNamespace(check_mode=False),
-        loader=None,
-        templar=SimpleNamespace(template=lambda value: "open_ports" if value == "{{ 'open_ports' }}" else value),
-        shared_loader_obj=None,
-    )
+    templar = SimpleNamespace(template=lambda value: "open_ports" if value == "{{ 'open_ports' }}" else value)
+    plugin, _calls = action_for(action, args, transport="local", templar=templar)
     return plugin.run(task_vars={"hostvars": hostvars, **(play or {})})
 
 
