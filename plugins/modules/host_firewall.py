@@ -47,6 +47,7 @@ options:
         C(ascend_firewall_allow_local=true); the refusal names that role's variables.
     type: bool
     default: false
+    version_added: 0.3.0
   backend:
     description: The firewall to manage; V(auto) picks it from C(/etc/os-release) (an unknown OS fails the task).
     type: str
@@ -157,13 +158,13 @@ ports:
   description: The TCP ports and ranges training needs, SSH first (what V(open_ports) opens).
   type: list
   elements: str
-  returned: success
+  returned: success and O(mode) is not V(none)
   sample: ["22", "60000-60015", "29500", "8118"]
 plan:
   description: The commands needed, in the order they run (or would, in check mode), as argument lists.
   type: list
   elements: list
-  returned: success
+  returned: success and O(mode) is not V(none)
   sample: [["ufw", "allow", "22/tcp"], ["ufw", "allow", "60000:60015/tcp"], ["ufw", "--force", "enable"]]
 action:
   description:
@@ -175,7 +176,7 @@ action:
 diff:
   description: Before and after - the firewall's state, its rules (ufw) or saved and running ports (firewalld), the reserved ports and the sysctl file's text.
   type: dict
-  returned: success
+  returned: success and O(mode) is not V(none)
   sample: {"before": {"ufw": "inactive", "ufw rules": []}, "after": {"ufw": "active", "ufw rules": ["22/tcp"]}}
 cmd:
   description: The command that failed.
