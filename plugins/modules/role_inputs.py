@@ -62,13 +62,13 @@ EXAMPLES = r"""
 
 RETURN = r"""
 problems:
-  description: One line per wrong input, C(<role>: <error> (<hosts>)); empty when all are right.
+  description: "One line per wrong input: the role, the error and the hosts that have it; empty when all are right."
   returned: always
   type: list
   elements: str
   sample: ["firewall: value of ascend_firewall_mode must be one of: disable, open_ports, none, got: off (h1, h2)"]
 msg:
-  description: What was checked, or C(Validation of arguments failed, nothing was changed:) and the problems.
+  description: What was checked, or that the validation failed (nothing was changed) followed by the problems.
   returned: always
   type: str
   sample: the inputs of 4 role(s) are right on 8 host(s)
