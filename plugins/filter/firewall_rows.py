@@ -7,9 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.ascend.cluster.plugins.module_utils._firewall import NOT_CHECKED
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError, filter_errors
-
-NOT_CHECKED = {"mode": "none", "found": "not checked (mode none)", "action": "nothing to do"}
 
 
 @filter_errors("firewall_rows")

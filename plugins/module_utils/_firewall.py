@@ -27,6 +27,9 @@ if TYPE_CHECKING:  # types only: nothing here runs, so the 3.8 floor does not ap
     Runner = Callable[..., tuple[int, str, str]]
 
 MODES = ("disable", "open_ports")
+# Mode none reads and changes nothing; its result (the role's report row) says so.
+MODE_NONE = "none"
+NOT_CHECKED = {"mode": MODE_NONE, "found": "not checked (mode none)", "action": "nothing to do"}
 BACKENDS = ("auto", "ufw", "firewalld")
 OS_RELEASE_FILES = ("/etc/os-release", "/usr/lib/os-release")
 RESERVED_PORTS_FILE = "/proc/sys/net/ipv4/ip_local_reserved_ports"

@@ -87,6 +87,16 @@ options:
         gateway, netdetect).
     type: int
     default: 16
+  facts:
+    description:
+      - This host's C(ascend_npu) facts (M(ascend.cluster.hccn_facts)), read in this run after the last change to its
+        devices. When they already show every listed device as wanted (address, netmask, and the gateway and netdetect
+        given), with no stale O(hccn_conf) line and read from that same file, the task is skipped on the controller,
+        without a round trip (the action plugin decides; see P(ascend.cluster.device_ip_settled#filter)).
+      - Empty (the default), or anything unsure, and the module runs and decides.
+    type: dict
+    default: {}
+    version_added: 0.3.0
 extends_documentation_fragment:
   - ascend.cluster.tools
   - ascend.cluster.hccn_calls
@@ -249,6 +259,7 @@ def main():
             ),
             rewrite_stale_conf=dict(type="bool", default=True),
             parallel=dict(type="int", default=16),
+            facts=dict(type="dict", default={}),  # used by the action plugin on the controller; the module does not need it
         ),
         supports_check_mode=True,
     )

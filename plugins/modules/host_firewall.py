@@ -16,6 +16,8 @@ description:
   - The firewall is C(ufw) on the Debian family and C(firewalld) on the RedHat family, openEuler
     and Kylin, told from C(/etc/os-release) (C(ID), then C(ID_LIKE)) unless O(backend) names it.
   - V(disable) does what the seed documents do - C(ufw disable), or C(systemctl disable --now firewalld).
+  - V(none) changes nothing and reads nothing - the result says the firewall was not checked (the
+    role's report row for simulated local clusters).
   - V(open_ports) keeps the firewall up and opens SSH, the HCCL host port range, the framework
     master ports and O(extra_ports), SSH first. C(ufw) gets the missing C(ufw allow) rules, then
     C(ufw --force enable) when it is off. C(firewalld) is started and enabled when it is not,
@@ -32,10 +34,20 @@ author:
 options:
   mode:
     description:
-      - V(disable) turns the firewall off (and off at boot); V(open_ports) keeps it up with only the training ports open.
+      - V(disable) turns the firewall off (and off at boot); V(open_ports) keeps it up with only the training ports open;
+        V(none) leaves it alone and reports it as not checked (no round trip to the host).
     type: str
-    choices: [disable, open_ports]
+    choices: [disable, open_ports, none]
     required: true
+  refuse_local:
+    description:
+      - Refuse (fail, before anything is read) when the host is reached with the C(local) connection or its address is
+        C(localhost), C(127.0.0.1) or C(::1) - the controller's own firewall - unless O(mode=none).
+      - Checked on the controller by the action plugin. The role C(ascend.cluster.firewall) sets it unless
+        C(ascend_firewall_allow_local=true); the refusal names that role's variables.
+    type: bool
+    default: false
+    version_added: 0.3.0
   backend:
     description: The firewall to manage; V(auto) picks it from C(/etc/os-release) (an unknown OS fails the task).
     type: str
@@ -92,9 +104,11 @@ attributes:
     support: full
     description: Only missing rules, ports and reservations are added; a second run changes nothing.
 notes:
-  - Changing the firewall needs root (C(become)). The module refuses nothing by itself - the role
-    C(ascend.cluster.firewall) refuses hosts reached with the local connection (the controller's
-    own firewall) unless told otherwise.
+  - Changing the firewall needs root (C(become)). The module refuses a host reached with the local
+    connection (the controller's own firewall) only with O(refuse_local=true), as the role
+    C(ascend.cluster.firewall) calls it.
+  - An action plugin runs on the controller first - the O(refuse_local) check and O(mode=none) cost
+    no round trip - then runs the module on the host; one task per host either way.
   - Each command may take up to 120 seconds.
   - Rules and ports already there are kept; nothing is removed.
 """
@@ -133,7 +147,7 @@ mode:
 backend:
   description: The firewall managed, V(ufw) or V(firewalld).
   type: str
-  returned: success
+  returned: success and O(mode) is not V(none)
   sample: ufw
 found:
   description: The firewall's state before the task, as the role's report shows it.
@@ -144,13 +158,13 @@ ports:
   description: The TCP ports and ranges training needs, SSH first (what V(open_ports) opens).
   type: list
   elements: str
-  returned: success
+  returned: success and O(mode) is not V(none)
   sample: ["22", "60000-60015", "29500", "8118"]
 plan:
   description: The commands needed, in the order they run (or would, in check mode), as argument lists.
   type: list
   elements: list
-  returned: success
+  returned: success and O(mode) is not V(none)
   sample: [["ufw", "allow", "22/tcp"], ["ufw", "allow", "60000:60015/tcp"], ["ufw", "--force", "enable"]]
 action:
   description:
@@ -162,7 +176,7 @@ action:
 diff:
   description: Before and after - the firewall's state, its rules (ufw) or saved and running ports (firewalld), the reserved ports and the sysctl file's text.
   type: dict
-  returned: success
+  returned: success and O(mode) is not V(none)
   sample: {"before": {"ufw": "inactive", "ufw rules": []}, "after": {"ufw": "active", "ufw rules": ["22/tcp"]}}
 cmd:
   description: The command that failed.
@@ -180,25 +194,35 @@ ran:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ascend.cluster.plugins.module_utils._firewall import BACKENDS, MODES, FirewallError, HostFirewall
+from ansible_collections.ascend.cluster.plugins.module_utils._firewall import (
+    BACKENDS,
+    MODE_NONE,
+    MODES,
+    NOT_CHECKED,
+    FirewallError,
+    HostFirewall,
+)
+
+# The action plugin of the same name validates against this spec too (one spec, two sides).
+ARGS = dict(
+    mode=dict(type="str", choices=[*MODES, MODE_NONE], required=True),
+    refuse_local=dict(type="bool", default=False),
+    backend=dict(type="str", choices=list(BACKENDS), default="auto"),
+    ssh_port=dict(type="int", default=22),
+    hccl_base_port=dict(type="int", default=60000),
+    hccl_port_count=dict(type="int", default=16),
+    master_ports=dict(type="list", elements="int", default=[29500, 8118]),
+    extra_ports=dict(type="list", elements="str", default=[]),
+    reserve_hccl_ports=dict(type="bool", default=True),
+    sysctl_file=dict(type="path", default="/etc/sysctl.d/60-ascend-hccl-ports.conf"),
+    firewalld_zone=dict(type="str", default=""),
+)
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            mode=dict(type="str", choices=list(MODES), required=True),
-            backend=dict(type="str", choices=list(BACKENDS), default="auto"),
-            ssh_port=dict(type="int", default=22),
-            hccl_base_port=dict(type="int", default=60000),
-            hccl_port_count=dict(type="int", default=16),
-            master_ports=dict(type="list", elements="int", default=[29500, 8118]),
-            extra_ports=dict(type="list", elements="str", default=[]),
-            reserve_hccl_ports=dict(type="bool", default=True),
-            sysctl_file=dict(type="path", default="/etc/sysctl.d/60-ascend-hccl-ports.conf"),
-            firewalld_zone=dict(type="str", default=""),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGS, supports_check_mode=True)
+    if module.params["mode"] == MODE_NONE:  # the action plugin answers this on the controller; here for completeness
+        module.exit_json(changed=False, **NOT_CHECKED)
     try:
         result = HostFirewall(module.params, check_mode=module.check_mode).run()
     except FirewallError as exc:

@@ -172,3 +172,15 @@ def test_a_netdetect_the_plan_check_refuses_changes_nothing(sim_cluster, tmp_pat
     assert "the device IP plan has 1 problem(s), nothing was changed: " + message in result.stdout, result
     assert result.changed() == 0
     assert (snapshot(cluster), state(cluster)) == before
+
+
+def test_a_wrong_stage_input_fails_once_for_every_server_before_any_task(sim_cluster):
+    """The roles' argument specs are checked in one controller task (ascend.cluster.role_inputs), not once per host and role."""
+    cluster = sim_cluster(preset_ips=False)
+    before = state(cluster)
+    result = run_playbook(PREPARE, SIM_INVENTORY, extra_vars={**cluster.inventory_vars, **PLAN, "ascend_firewall_mode": "off"})
+    assert result.rc != 0, result
+    assert "firewall: value of ascend_firewall_mode must be one of: disable, open_ports, none, got: off (server0, server1)" in result.stdout
+    prepare_play = result.stdout.partition("PLAY [Prepare the NPU servers")[2]
+    assert "Read every NPU's network state (stage facts)" not in prepare_play and "Validating arguments" not in prepare_play, result
+    assert result.changed() == 0 and state(cluster) == before
