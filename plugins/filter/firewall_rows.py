@@ -7,13 +7,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_collections.ascend.cluster.plugins.module_utils._firewall import NOT_CHECKED
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError, filter_errors
 
 
 @filter_errors("firewall_rows")
 def firewall_rows(hosts: Any, result_var: str = "_ascend_firewall_result") -> list:
     """One ``{host, mode, found, action}`` row per host from its registered host_firewall result."""
+    # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
+    from ansible_collections.ascend.cluster.plugins.module_utils._firewall import NOT_CHECKED
+
     rows = []
     for index, item in enumerate(hosts or ()):
         if not isinstance(item, Mapping) or not item.get("inventory_hostname"):
