@@ -94,6 +94,29 @@ class Call:
         return self._box["value"]
 
 
+class Prober:
+    """Probes of one server, one at a time: a probe that missed its deadline is not replaced by the next one but
+    waited for again. Its late answer proves the server alive and starts the misses over: a controller too busy
+    to run ``ssh`` within ``probe_timeout`` (measured at load 20: a healthy server's probes missed twice and its
+    job was stopped as lost) is not a dead server. A dead server's probe never answers, so it is lost as soon as
+    before; and a busy controller does not pile up a new ``ssh`` per round."""
+
+    def __init__(self) -> None:
+        self.pending: Call | None = None
+        self.started = 0  # probes started (for the tests)
+
+    def ask(self, call: Any, seconds: float) -> Any:
+        """The answer of the probe outstanding, else of ``call()`` (started now), within ``seconds``; :data:`MISSED`
+        when it has not answered yet or could not reach the server."""
+        if self.pending is None:
+            self.pending = Call(call)
+            self.started += 1
+        running = self.pending
+        if running.wait(seconds):
+            self.pending = None
+        return running.value()
+
+
 def call_within(call: Any, seconds: float) -> Any:
     """``call()`` in a daemon thread, waiting at most ``seconds``; :data:`MISSED` when it did not return
     in time or could not reach the server (AnsibleConnectionFailure)."""
@@ -209,7 +232,8 @@ class ActionModule(ActionBase):
             for r, d in zip(ranks, rank_dirs)
             if r.get("runner_pid") and r["state"] in ("staged", "running")
         ]
-        stdout = call_within(lambda: self._shell(files.probe_command(remote_job_dir, rank_dirs, runners)), timeout)
+        prober = self.__dict__.setdefault("_prober", Prober())  # shared with the twin (copy.copy), one probe at a time
+        stdout = prober.ask(lambda: self._shell(files.probe_command(remote_job_dir, rank_dirs, runners)), timeout)
         return None if stdout is MISSED else files.parse_probe(stdout)
 
     def _fast_stop(self, remote_job_dir: str, ranks: list, reason: str = STOPPED_BY_ANOTHER_SERVER) -> None:

@@ -88,3 +88,37 @@ def test_a_slow_full_poll_of_a_live_server_is_one_miss_at_its_deadline(monkeypat
         assert polled is None and misses.in_a_row == 1
     finally:
         release.set()
+
+
+def test_a_late_probe_answer_is_waited_for_by_the_next_round_and_proves_the_server_alive():
+    """A controller too busy to run ssh in time: the probe answers after its deadline; the next round waits for that
+    same probe (no second ssh) and takes its answer, so the misses start over instead of reaching LOST_AFTER."""
+    release = threading.Event()
+    prober = action.Prober()
+    try:
+        assert prober.ask(lambda: release.wait(60) and "late", 0.1) is action.MISSED
+        release.set()  # it answers between the rounds
+        assert prober.ask(lambda: "a second probe", 5.0) == "late"
+        assert prober.started == 1
+        assert prober.ask(lambda: "fresh", 5.0) == "fresh" and prober.started == 2  # answered: the next round asks anew
+    finally:
+        release.set()
+
+
+def test_a_probe_that_never_answers_misses_every_round_and_is_not_asked_again():
+    release = threading.Event()
+    prober = action.Prober()
+    try:
+        assert [prober.ask(lambda: release.wait(60), 0.05) for _round in range(3)] == [action.MISSED] * 3
+        assert prober.started == 1  # one hung ssh, not one per round
+    finally:
+        release.set()
+
+
+def test_a_probe_that_cannot_connect_misses_and_the_next_round_asks_anew():
+    def unreachable():
+        raise AnsibleConnectionFailure("ssh: connect to host h2 port 22: No route to host")
+
+    prober = action.Prober()
+    assert prober.ask(unreachable, 5.0) is action.MISSED
+    assert prober.ask(lambda: "back", 5.0) == "back" and prober.started == 2
