@@ -105,6 +105,9 @@ def group_alive(pgid: int | None) -> bool:
         return False
     except PermissionError:
         return True
+    leader = stat_fields(pgid)  # the group's leader still running and in it: alive, without reading all of /proc
+    if len(leader) > 2 and leader[0] != "Z" and leader[2] == str(pgid):
+        return True
     return not _only_zombies(int(pgid))
 
 

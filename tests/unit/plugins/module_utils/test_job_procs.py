@@ -53,6 +53,24 @@ def test_a_group_with_one_live_process_beside_a_zombie_is_alive():
         leader.wait()
 
 
+def test_a_group_whose_leader_is_a_zombie_but_a_member_runs_is_alive():
+    """The leader's state answers only when it runs; a dead leader sends the check through the whole group."""
+    leader = subprocess.Popen(
+        [sys.executable, "-c", "import subprocess, sys, time; subprocess.Popen(['sleep', '60']); time.sleep(60)"],
+        start_new_session=True,
+    )
+    try:
+        assert _until(
+            lambda: any(procs.stat_fields(p)[2:3] == [str(leader.pid)] for p in os.listdir("/proc") if p.isdigit() and int(p) != leader.pid)
+        )
+        os.kill(leader.pid, signal.SIGKILL)  # not reaped yet: the leader is a zombie, its sleep runs on
+        assert _until(lambda: procs._zombie(leader.pid))
+        assert procs.group_alive(leader.pid)
+    finally:
+        os.killpg(leader.pid, signal.SIGKILL)
+        leader.wait()
+
+
 def test_no_group_is_not_alive():
     assert not procs.group_alive(None)
     assert not procs.group_alive(0)
