@@ -50,6 +50,6 @@ class ActionModule(ActionBase):
                 failed=True,
                 changed=False,
                 problems=problems,
-                msg="Validation of arguments failed, nothing was changed:\n" + "\n".join(problems),
+                msg="Validation of arguments failed:\n" + "\n".join(problems) + "\nNothing was changed or started.",
             )
         return dict(result, changed=False, problems=[], msg=f"the inputs of {len(specs)} role(s) are right on {len(values)} host(s)")

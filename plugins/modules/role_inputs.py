@@ -68,7 +68,7 @@ problems:
   elements: str
   sample: ["firewall: value of ascend_firewall_mode must be one of: disable, open_ports, none, got: off (h1, h2)"]
 msg:
-  description: What was checked, or that the validation failed (nothing was changed) followed by the problems.
+  description: What was checked, or that the validation failed, the problems one per line, and that nothing was changed or started.
   returned: always
   type: str
   sample: the inputs of 4 role(s) are right on 8 host(s)

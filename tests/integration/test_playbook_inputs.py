@@ -77,6 +77,10 @@ def assert_refused_untouched(cluster, playbook, extra, message, inventory=SIM_IN
         # D: np=abc names np, not the role's ascend_np
         ("rank_table", {"np": "abc"}, "np='abc' is not a whole number of at least 1: write for example -e np=16"),
         ("smoke", {"np": "abc"}, "np='abc' is not a whole number of at least 1"),
+        # the roles' own inputs, checked once for every server (ascend.cluster.role_inputs): train's two roles, and
+        # playbook_inputs' own, which the playbooks import without Ansible's check on every host
+        ("train", {"np": 4, "ascend_launch_poll_interval_s": "often"}, "launch_training: argument 'ascend_launch_poll_interval_s'"),
+        ("stop", {"ascend_playbook_inputs": ["job_id"]}, "playbook_inputs: argument 'ascend_playbook_inputs' is of type"),
     ],
 )
 def test_wrong_input_is_refused_before_anything_is_touched(sim_cluster, playbook, extra, message):

@@ -41,7 +41,8 @@ def test_each_hosts_values_are_checked(hostvars, play, failed, problems):
     if problems is not None:
         assert result["problems"] == problems
     if failed:
-        assert result["msg"].startswith("Validation of arguments failed, nothing was changed:\nfirewall: ")
+        assert result["msg"].startswith("Validation of arguments failed:\nfirewall: ")
+        assert result["msg"].endswith(")\nNothing was changed or started.")  # the playbooks' refusals end so
     else:
         assert result["msg"] == "the inputs of 1 role(s) are right on 2 host(s)"
 
