@@ -10,11 +10,13 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filt
 
 
 @filter_errors("aoe_refusal")
-def aoe_refusal(hosts: Any, hostvars: Any, aoe: bool = False, use_library: bool | None = None, aoe_mode: int = 4) -> str:
+def aoe_refusal(
+    hosts: Any, hostvars: Any, aoe: bool = False, use_library: bool | None = None, aoe_mode: int = 4, launcher: str = "per_device"
+) -> str:
     # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
     from ansible_collections.ascend.cluster.plugins.plugin_utils._launch_checks import aoe_refusal as _aoe_refusal
 
-    return _aoe_refusal(hosts, hostvars, aoe=aoe, use_library=use_library, aoe_mode=aoe_mode)
+    return _aoe_refusal(hosts, hostvars, aoe=aoe, use_library=use_library, aoe_mode=aoe_mode, launcher=launcher)
 
 
 class FilterModule:

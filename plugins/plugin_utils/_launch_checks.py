@@ -24,6 +24,10 @@ TUNE_AND_USE = (
     "aoe=true (tune, writing the repository) and use_library=true (train with the repository) cannot be combined: "
     "run with aoe=true first, then train without it - the repository is used by default. Nothing was started."
 )
+PER_NODE = (
+    "aoe=true runs one tuning process on rank 0; it cannot run under launcher={launcher}: drop -e launcher (or use "
+    "launcher=per_device) for the tuning run, then train with the launcher."
+)
 A3_MODE = (
     "A3 supports AOE_MODE 2 only: {server} is an A3 server and ascend_aoe_mode is 4 (gradient tuning); "
     "set ascend_aoe_mode=2 (operator tuning). Nothing was started."
@@ -64,12 +68,21 @@ def selected(hosts: Any, hostvars: Mapping[str, Any]) -> list[str]:
     return [host for host in _hosts(hosts) if _host(hostvars, host).get("ascend_local_ranks")]
 
 
-def aoe_refusal(hosts: Any, hostvars: Mapping[str, Any], aoe: bool = False, use_library: bool | None = None, aoe_mode: int = 4) -> str:
+def aoe_refusal(
+    hosts: Any,
+    hostvars: Mapping[str, Any],
+    aoe: bool = False,
+    use_library: bool | None = None,
+    aoe_mode: int = 4,
+    launcher: str = "per_device",
+) -> str:
     """Why the job's AOE settings refuse the launch before any server is read, or ''.
 
     Reads, of every selected host (``ascend_local_ranks``), ``ansible_facts.ascend_npu.chip``,
     ``ascend_train_env``, ``ascend_launch_extra_env`` and ``ascend_aoe_bank_dir``.
     """
+    if aoe and launcher != "per_device":
+        return PER_NODE.format(launcher=launcher)
     if aoe and use_library is not None and use_library:
         return TUNE_AND_USE
     chosen = selected(hosts, hostvars)

@@ -121,6 +121,7 @@ def test_aoe_tunes_once_distributes_then_training_uses_the_bank_unless_use_libra
         # every run): one playbook run here; its variants (no aoe, AOE_MODE, use_library) in tests/unit/plugins/plugin_utils/test_aoe.py
         ({"aoe": True, "train_env": {"TUNE_BANK_PATH": "/elsewhere"}}, "sets TUNE_BANK_PATH=/elsewhere but the role sets TUNE_BANK_PATH="),
         ({"aoe": True, "ascend_aoe_mode": 3}, "ascend_aoe_mode"),
+        ({"aoe": True, "launcher": "torchrun"}, "aoe=true runs one tuning process on rank 0; it cannot run under launcher=torchrun"),
     ],
 )
 def test_refused_before_anything_starts(sim_cluster, extra, message):

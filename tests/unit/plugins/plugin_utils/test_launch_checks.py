@@ -57,6 +57,10 @@ def pre(**result: Any) -> dict:
         ),
         ({"h1": host(env={"TUNE_BANK_PATH": "/bank"})}, {}, ""),
         ({"h1": host(env={"TUNE_BANK_PATH": "/mine"})}, {"use_library": False}, ""),  # unmanaged: passed through
+        ({"h1": host()}, {"aoe": True, "launcher": "torchrun"}, checks.PER_NODE.format(launcher="torchrun")),
+        ({"h1": host()}, {"aoe": True, "use_library": True, "launcher": "msrun"}, checks.PER_NODE.format(launcher="msrun")),
+        ({"h1": host()}, {"aoe": False, "launcher": "torchrun"}, ""),
+        ({"h1": host()}, {"aoe": True, "launcher": "per_device"}, ""),
     ],
     ids=[
         "nothing",
@@ -68,6 +72,10 @@ def pre(**result: Any) -> dict:
         "two A3",
         "same bank",
         "use_library=false",
+        "tuning under torchrun",
+        "the launcher first",
+        "training under torchrun",
+        "tuning per device",
     ],
 )
 def test_aoe_refusal(hostvars, kwargs, expected):
