@@ -85,4 +85,5 @@ WATCH = spec(
     results_file=dict(type="path"),
     logs_dest=dict(type="path"),
     results_timeout=dict(type="float", default=20.0),
+    ranks=dict(type="list", elements="dict"),
 )

@@ -104,6 +104,13 @@ options:
     description: With O(results_file), seconds to wait for the supervisor's result.
     type: float
     default: 20
+  ranks:
+    description:
+      - This server's ranks as the stage last read them, the C(staged.ranks) of M(ascend.cluster.training_ranks). The watch
+        then probes from the start and makes its first full poll O(full_poll_interval) later, or when the ranks end.
+      - Unset, the watch starts with a full poll (a module round trip) to learn them.
+    type: list
+    elements: dict
 extends_documentation_fragment:
   - ascend.cluster.tools
   - ascend.cluster.jobs

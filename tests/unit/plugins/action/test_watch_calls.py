@@ -7,6 +7,7 @@ after its deadline, and the same for a call that cannot connect at all.
 from __future__ import annotations
 
 import threading
+import types
 
 import pytest
 from ansible.errors import AnsibleConnectionFailure
@@ -122,3 +123,45 @@ def test_a_probe_that_cannot_connect_misses_and_the_next_round_asks_anew():
     prober = action.Prober()
     assert prober.ask(unreachable, 5.0) is action.MISSED
     assert prober.ask(lambda: "back", 5.0) == "back" and prober.started == 2
+
+
+class LoopWatch(FakeWatch):
+    """The whole watch loop (``_watch``) on fakes, recording the order of its calls to the server."""
+
+    def __init__(self, args, poll, probes):  # pylint: disable=super-init-not-called
+        super().__init__(poll, probes)
+        self._task = types.SimpleNamespace(args=args)
+        self._guard = types.SimpleNamespace(parent_gone=lambda: False)
+        self.calls: list = []
+
+    def _poll(self, args, task_vars):
+        self.calls.append("poll")
+        return super()._poll(args, task_vars)
+
+    def _probe(self, remote_job_dir, ranks, timeout):
+        self.calls.append("probe")
+        return super()._probe(remote_job_dir, ranks, timeout)
+
+
+STAGED = [
+    {"rank_id": r, "device_id": r, "state": "staged", "pid": None, "runner_pid": 4000 + r, "log": f"/run/j/device_{r}/train.log"}
+    for r in (0, 1)
+]
+DONE = {"ranks": [dict(rank, state="done", rc=0) for rank in STAGED], "failed_rank": None, "stopped": [], "abort": None}
+
+
+@pytest.mark.parametrize(("given", "first"), [(STAGED, "probe"), (None, "poll")], ids=["stage's ranks given", "none given"])
+def test_with_the_stages_ranks_the_watch_probes_first_and_polls_fully_once(monkeypatch, tmp_path, given, first):
+    """The stage has just read the ranks: the watch needs no full poll (a module round trip) before its first probe;
+    the one full poll it makes is when the probe finds every rank ended."""
+    monkeypatch.setattr(action.ActionBase, "run", lambda self, tmp=None, task_vars=None: {})
+    args = {"job_id": "j1", "controller_dir": str(tmp_path), "poll_interval": 0.01, "progress_interval": 0.0}
+    if given is not None:
+        args["ranks"] = given
+    loop = LoopWatch(args, lambda: DONE if loop.calls.count("probe") >= 2 else {"ranks": STAGED}, [ANSWER, dict(ANSWER, final=2)])
+    result = loop._watch(None, {"inventory_hostname": "h1"})
+    assert not result.get("failed"), result
+    assert result["msg"] == "2 ranks on h1 finished"
+    assert loop.calls[0] == first
+    assert loop.calls.count("poll") == (1 if given is not None else 2), loop.calls
+    assert (tmp_path / "j1" / "hosts" / "h1.json").exists()  # the ranks were left for the progress line at once
