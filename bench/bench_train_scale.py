@@ -11,13 +11,15 @@ line each:
 - ``train_controller_cpu_s_<N>x8``: CPU seconds of ``ansible-playbook`` and everything it waited for
   (its workers and their ssh clients; not the bed hosts' sshd or the ranks);
 - ``train_controller_cpu_per_rank_s``: the slope of that CPU between the smallest and the largest
-  size, per added rank (target: <= 0.1);
+  size, per added rank (target: <= 0.1); with ``--repeat N`` the sizes run in turn N times (so that the
+  machine's load drifts over all of them alike), each round's slope is printed and the figure is the slope
+  of the sizes' median CPU;
 - ``load_average_<N>x8``: the machine's load when the size finished (wall figures depend on it;
   the CPU ones hardly do).
 
 The bed shares the controller's clock, so start and exit timestamps compare directly. Runs as root.
 
-    .venv/bin/python bench/bench_train_scale.py [--hosts 2 8 16]
+    .venv/bin/python bench/bench_train_scale.py [--hosts 2 8 16] [--repeat 1]
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import json
 import os
 import re
 import resource
+import statistics
 import sys
 import tempfile
 import time
@@ -60,17 +63,17 @@ def give_device_ips(bed: Bed) -> None:
             bed.exec(host, "hccn_tool", "-i", str(device), "-ip", "-s", "address", f"198.19.{device}.{index}", "netmask", "255.255.255.0")
 
 
-def one_size(hosts: int, root: Path) -> float:
+def one_size(hosts: int, root: Path, run: int = 0) -> float:
     """Run train.yml once on a fresh bed of ``hosts`` hosts; print its figures, return its CPU."""
     bed = Bed.up(unique_prefix(), hosts)
     try:
         give_device_ips(bed)
         ranks = hosts * DEVICES
-        runs = root / f"runs{hosts}"
+        runs = root / f"runs{hosts}-{run}"
         extra = {
             "ascend_launch_run_root": str(runs),
             "ascend_launch_job_root": "/run/ascend-cluster/jobs",
-            "ascend_launch_controller_dir": str(root / f"controller{hosts}"),
+            "ascend_launch_controller_dir": str(root / f"controller{hosts}-{run}"),
             "ascend_job_id": f"scale{hosts}",
             "np": ranks,
             "train_command": f"bash {STAND_IN}",
@@ -104,16 +107,26 @@ def one_size(hosts: int, root: Path) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, nargs="+", default=[2, 8, 16])
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of every size, in turn (default 1)")
     args = parser.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("bench_train_scale needs root (the test bed uses network namespaces)")
     root = Path(tempfile.mkdtemp(prefix="bench-scale-", dir="/var/tmp"))
-    cpu = {hosts: one_size(hosts, root) for hosts in args.hosts}
-    if len(cpu) > 1:
-        low, high = min(cpu), max(cpu)
-        per_rank = (cpu[high] - cpu[low]) / ((high - low) * DEVICES)
-        emit("train_controller_cpu_per_rank_s", per_rank, between=[f"{low}x{DEVICES}", f"{high}x{DEVICES}"])
+    rounds = [{hosts: one_size(hosts, root, run) for hosts in args.hosts} for run in range(max(1, args.repeat))]
+    low, high = min(args.hosts), max(args.hosts)
+    if high > low:
+        between = [f"{low}x{DEVICES}", f"{high}x{DEVICES}"]
+        if len(rounds) > 1:
+            for run, cpu in enumerate(rounds):
+                emit("train_controller_cpu_per_rank_s_round", slope(cpu[low], cpu[high], low, high), between=between, round=run)
+        median = {hosts: statistics.median(cpu[hosts] for cpu in rounds) for hosts in (low, high)}
+        emit("train_controller_cpu_per_rank_s", slope(median[low], median[high], low, high), between=between, runs=len(rounds))
     return 0
+
+
+def slope(cpu_low: float, cpu_high: float, low: int, high: int) -> float:
+    """Controller CPU per added rank between ``low`` and ``high`` servers of DEVICES ranks."""
+    return (cpu_high - cpu_low) / ((high - low) * DEVICES)
 
 
 if __name__ == "__main__":
