@@ -26,7 +26,7 @@ TUNE_AND_USE = (
 )
 PER_NODE = (
     "aoe=true runs one tuning process on rank 0; it cannot run under launcher={launcher}: drop -e launcher (or use "
-    "launcher=per_device) for the tuning run, then train with the launcher."
+    "launcher=per_device) for the tuning run, then train with the launcher. Nothing was started."
 )
 A3_MODE = (
     "A3 supports AOE_MODE 2 only: {server} is an A3 server and ascend_aoe_mode is 4 (gradient tuning); "
