@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import types
+from typing import Any, cast
 
 import pytest
 from ansible.errors import AnsibleConnectionFailure
@@ -130,8 +131,8 @@ class LoopWatch(FakeWatch):
 
     def __init__(self, args, poll, probes):  # pylint: disable=super-init-not-called
         super().__init__(poll, probes)
-        self._task = types.SimpleNamespace(args=args)
-        self._guard = types.SimpleNamespace(parent_gone=lambda: False)
+        self._task = cast(Any, types.SimpleNamespace(args=args))
+        self._guard = cast(Any, types.SimpleNamespace(parent_gone=lambda: False))
         self.calls: list = []
 
     def _poll(self, args, task_vars):
@@ -158,7 +159,13 @@ def test_with_the_stages_ranks_the_watch_probes_first_and_polls_fully_once(monke
     args = {"job_id": "j1", "controller_dir": str(tmp_path), "poll_interval": 0.01, "progress_interval": 0.0}
     if given is not None:
         args["ranks"] = given
-    loop = LoopWatch(args, lambda: DONE if loop.calls.count("probe") >= 2 else {"ranks": STAGED}, [ANSWER, dict(ANSWER, final=2)])
+    calls: list = []
+
+    def poll() -> dict:  # the ranks end with the second probe
+        return DONE if calls.count("probe") >= 2 else {"ranks": STAGED}
+
+    loop = LoopWatch(args, poll, [ANSWER, dict(ANSWER, final=2)])
+    loop.calls = calls
     result = loop._watch(None, {"inventory_hostname": "h1"})
     assert not result.get("failed"), result
     assert result["msg"] == "2 ranks on h1 finished"
