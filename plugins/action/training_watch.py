@@ -298,7 +298,8 @@ class ActionModule(ActionBase):
         if opts["ranks"]:  # the stage's reading of the ranks (their runners, logs): probe from the start, poll fully later
             ranks = opts["ranks"]
             last_progress = self._seen(hosts_dir, server, ranks, opts, last_progress)
-            next_full = time.time() + opts["full_poll_interval"]
+            # as after a full poll: soon while ranks wait at the gate (their pids, which the fast stop TERMs, come with the start)
+            next_full = time.time() + (1.0 if watch.waiting(ranks) else opts["full_poll_interval"])
         while True:
             polled, prefetched = prefetched, None
             if polled is not None or time.time() >= next_full:

@@ -107,7 +107,8 @@ options:
   ranks:
     description:
       - This server's ranks as the stage last read them, the C(staged.ranks) of M(ascend.cluster.training_ranks). The watch
-        then probes from the start and makes its first full poll O(full_poll_interval) later, or when the ranks end.
+        then probes from the start and makes its first full poll as after one - a second later while ranks wait at the
+        gate (their pids come with the start), else O(full_poll_interval) later - or when the ranks end.
       - Unset, the watch starts with a full poll (a module round trip) to learn them.
     type: list
     elements: dict

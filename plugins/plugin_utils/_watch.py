@@ -93,7 +93,7 @@ def step(seen: Seen) -> Decision:
         ranks = polled["ranks"]
         if all(r["state"] in FINAL_STATES for r in ranks):
             return Decision(FAIL, stopped_failure(seen.server, polled.get("abort"), ranks))
-        return Decision(WAIT, soon=any(r["state"] in WAITING_STATES for r in ranks))
+        return Decision(WAIT, soon=waiting(ranks))
     probe = seen.probe
     if probe is not None:
         if probe["abort"]:
@@ -103,6 +103,12 @@ def step(seen: Seen) -> Decision:
         if probe.get("gone") or (seen.ranks and probe["final"] >= len(seen.ranks)):
             return Decision(POLL_NOW)  # ranks ended, or lost their runner: the full poll says how
     return Decision(WAIT)
+
+
+def waiting(ranks: list) -> bool:
+    """Some rank still waits to start (pending, or staged at the gate): poll fully again soon, for the pids its start
+    brings (the fast stop of a follower TERMs them)."""
+    return any(r.get("state") in WAITING_STATES for r in ranks)
 
 
 def early_failure(server: str, found: dict, ranks: list) -> dict:

@@ -7,6 +7,7 @@ after its deadline, and the same for a call that cannot connect at all.
 from __future__ import annotations
 
 import threading
+import time
 import types
 from typing import Any, cast
 
@@ -172,3 +173,15 @@ def test_with_the_stages_ranks_the_watch_probes_first_and_polls_fully_once(monke
     assert loop.calls[0] == first
     assert loop.calls.count("poll") == (1 if given is not None else 2), loop.calls
     assert (tmp_path / "j1" / "hosts" / "h1.json").exists()  # the ranks were left for the progress line at once
+
+
+def test_the_stages_staged_ranks_are_polled_fully_within_a_second_or_so(monkeypatch, tmp_path):
+    """Staged at the gate, the stage's ranks have no pids yet: the first full poll comes as after a polled staged
+    rank, about a second later, not a full_poll_interval later (the follower's fast stop needs the pids)."""
+    monkeypatch.setattr(action.ActionBase, "run", lambda self, tmp=None, task_vars=None: {})
+    args = {"job_id": "j1", "controller_dir": str(tmp_path), "poll_interval": 0.05, "full_poll_interval": 60.0, "ranks": STAGED}
+    loop = LoopWatch(args, lambda: DONE, [])  # every probe: nothing ended yet
+    began = time.monotonic()
+    result = loop._watch(None, {"inventory_hostname": "h1"})
+    assert result["msg"] == "2 ranks on h1 finished"
+    assert loop.calls.count("poll") == 1 and time.monotonic() - began < 30, loop.calls

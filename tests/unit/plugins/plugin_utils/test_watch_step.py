@@ -243,3 +243,15 @@ def test_failure_message(failure, message):
 )
 def test_an_early_claim_is_replaced_only_by_its_own_server(claimed, server, replace):
     assert watch.supersedes(claimed, server) is replace
+
+
+@pytest.mark.parametrize(
+    ("states", "soon"),
+    [(["staged", "staged"], True), (["pending", "running"], True), (["running", "done"], False), ([], False)],
+)
+def test_ranks_waiting_to_start_are_polled_again_soon(states, soon):
+    """A full poll, or the stage's reading that replaces the watch's first one, while ranks wait at the gate: the next
+    full poll comes soon, with the pids the start brings (a follower's fast stop TERMs them; without them it must
+    wait for state=stop, failfast_s 0.5-0.6 s instead of 0.1-0.3 s on the bed)."""
+    ranks = [{"rank_id": i, "state": state} for i, state in enumerate(states)]
+    assert watch.waiting(ranks) is soon
