@@ -190,15 +190,6 @@ class ActionModule(ActionBase):
         shown = ", ".join(f"{k} {v}" for k, v in counts.items() if v)
         display.display(f"[{job_id}] {time.strftime('%H:%M:%S')} ranks: {shown} | rank 0: {rank0[-160:]}")
 
-    def _seen(self, hosts_dir: str, server: str, ranks: list, opts: dict, last_progress: float) -> float:
-        """Leave this server's ranks beside the marker; the progress line when due (the server holding rank 0).
-        When the progress was last printed."""
-        _write_json(os.path.join(hosts_dir, f"{server}.json"), {"server": server, "ranks": ranks})
-        if any(r["rank_id"] == 0 for r in ranks) and time.time() - last_progress >= opts["progress_interval"]:
-            last_progress = time.time()
-            self._progress(hosts_dir, opts["job_id"])
-        return last_progress
-
     def _shell(self, command: str) -> str:
         """One cheap shell command on the server (no module round trip); its stdout."""
         return self._low_level_execute_command(command, sudoable=True).get("stdout", "")
@@ -294,12 +285,9 @@ class ActionModule(ActionBase):
         next_full = 0.0
         ranks: list = []
         misses = watch.Misses()
-        prefetched = None  # the last poll, read with the results in one call once every rank has ended
-        if opts["ranks"]:  # the stage's reading of the ranks (their runners, logs): probe from the start, poll fully later
-            ranks = opts["ranks"]
-            last_progress = self._seen(hosts_dir, server, ranks, opts, last_progress)
-            # as after a full poll: soon while ranks wait at the gate (their pids, which the fast stop TERMs, come with the start)
-            next_full = time.time() + (1.0 if watch.waiting(ranks) else opts["full_poll_interval"])
+        # the last poll, read with the results in one call once every rank has ended; at first the stage's reading of
+        # the ranks (the same rank states a full poll returns), taken as one: the next full poll comes as after a poll
+        prefetched = {"ranks": opts["ranks"]} if opts["ranks"] else None
         while True:
             polled, prefetched = prefetched, None
             if polled is not None or time.time() >= next_full:
@@ -307,7 +295,10 @@ class ActionModule(ActionBase):
                     polled, misses = self._poll_probed(poll_args, task_vars, remote_job_dir, ranks, opts, misses)
                 if polled is not None and not polled.get("failed"):
                     ranks = polled["ranks"]
-                    last_progress = self._seen(hosts_dir, server, ranks, opts, last_progress)
+                    _write_json(os.path.join(hosts_dir, f"{server}.json"), {"server": server, "ranks": ranks})
+                    if any(r["rank_id"] == 0 for r in ranks) and time.time() - last_progress >= opts["progress_interval"]:
+                        last_progress = time.time()
+                        self._progress(hosts_dir, opts["job_id"])
                 next_full = time.time() + 1.0  # after a missed full poll: probe first, poll again soon
             decision = watch.step(watch.Seen(server, ranks, polled=polled, marker=read_marker(marker), misses=misses))
             if polled is not None:
