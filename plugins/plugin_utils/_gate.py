@@ -7,8 +7,10 @@ clock) to every server's gate file, one shell command per server (``_job_files.g
 sleeps until ``T``; a server whose gate arrives after ``T`` starts at once, late by that much. So the margin
 must cover the gate's distribution to the last server:
 
-- ``BASE_S`` (0.5 s): from picking ``T`` to the gate task's first command (one task boundary, 0.07-0.08 s
-  measured on the test bed at load 6-12);
+- ``BASE_S`` (0.2 s): from picking ``T`` to the gate task's first command (one task boundary, 0.07-0.08 s
+  measured on the test bed at load 6-12). Measured whole, pick to the last server's gate file: 0.05-0.08 s
+  at 2 servers and 0.46 s at 8 servers on 2 cores (load 4; the gate files' mtimes against ``T``), so 0.5 s
+  kept the ranks waiting 0.7 s for nothing at 2 servers;
 - per batch of ``forks`` servers, ``PER_BATCH_S`` (0.25 s: the whole gate task took 0.07-0.24 s for two
   servers at load 6-15) plus two round trips of the slowest server's measured clock reading (its ``rtt``:
   the gate is one command over the same connection);
@@ -27,7 +29,7 @@ from typing import Any
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
 
-BASE_S = 0.5
+BASE_S = 0.2
 PER_BATCH_S = 0.25
 PER_SERVER_CPU_S = 0.1
 # A round trip assumed where none was measured (no pre-flight clock reading yet): a slow LAN.

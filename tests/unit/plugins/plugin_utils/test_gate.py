@@ -13,13 +13,13 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import Clus
 @pytest.mark.parametrize(
     "servers, forks, clocks, cores, margin",
     [
-        (2, 5, [{"rtt": 0.01}, {"rtt": 0.004}], 2, 0.77),  # one batch: 0.5 + 0.25 + 2 x the slowest rtt
-        (2, 2, None, 2, 0.85),  # nothing measured yet: 0.05 s assumed
-        (6, 5, [{"server": "h1"}], 2, 1.2),  # a reading without rtt counts as unmeasured; two batches
-        (1000, 50, [{"rtt": 0.005}], 16, 6.75),  # 20 batches (5.2 s), but 100 CPU-s of gate tasks on 16 cores
-        (1000, 50, [{"rtt": 0.005}], 64, 5.7),  # enough cores: the batches count
-        (1000, 5, [{"rtt": 0.005}], 16, 52.5),  # few forks: 200 batches
-        ("16", "8", [{"rtt": "0.002"}], "2", 1.3),  # numbers as strings (extra vars); 1.6 CPU-s on 2 cores > 2 batches
+        (2, 5, [{"rtt": 0.01}, {"rtt": 0.004}], 2, 0.47),  # one batch: 0.2 + 0.25 + 2 x the slowest rtt
+        (2, 2, None, 2, 0.55),  # nothing measured yet: 0.05 s assumed
+        (6, 5, [{"server": "h1"}], 2, 0.9),  # a reading without rtt counts as unmeasured; two batches
+        (1000, 50, [{"rtt": 0.005}], 16, 6.45),  # 20 batches (5.2 s), but 100 CPU-s of gate tasks on 16 cores
+        (1000, 50, [{"rtt": 0.005}], 64, 5.4),  # enough cores: the batches count
+        (1000, 5, [{"rtt": 0.005}], 16, 52.2),  # few forks: 200 batches
+        ("16", "8", [{"rtt": "0.002"}], "2", 1.0),  # numbers as strings (extra vars); 1.6 CPU-s on 2 cores > 2 batches
     ],
 )
 def test_margin(servers, forks, clocks, cores, margin):
@@ -29,7 +29,7 @@ def test_margin(servers, forks, clocks, cores, margin):
 
 def test_cores_default_to_this_machine(monkeypatch):
     monkeypatch.setattr(_gate.os, "cpu_count", lambda: 1)
-    assert _gate.gate_margin(100, 100, clocks=[{"rtt": 0.0}]) == pytest.approx(0.5 + 100 * 0.1)
+    assert _gate.gate_margin(100, 100, clocks=[{"rtt": 0.0}]) == pytest.approx(0.2 + 100 * 0.1)
 
 
 @pytest.mark.parametrize(
