@@ -42,7 +42,11 @@ class ActionModule(ActionBase):
         if conflicts:
             return dict(result, failed=True, msg="; ".join(conflicts))
         wrap_async = bool(self._task.async_val) and not self._connection.has_native_async
-        result.update(self._execute_module(module_args=args, task_vars=task_vars or {}, wrap_async=wrap_async))
+        result.update(self._module_call(args, task_vars or {}, wrap_async))
         if not wrap_async:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         return result
+
+    def _module_call(self, args: dict, task_vars: dict, wrap_async: bool) -> dict:
+        """The task's module with ``args`` (the training_ranks action sends its detached calls elsewhere)."""
+        return self._execute_module(module_args=args, task_vars=task_vars, wrap_async=wrap_async)

@@ -19,7 +19,9 @@ connection the task holds:
 
 With ``detach`` (the launch role's way) the module does all three itself, in one call over the connection: the
 supervisor is started as a daemon (no async wrapper), and ``record``, ``rank_table``, ``write_rank_table`` and
-``stage_timeout`` are passed on to it.
+``stage_timeout`` are passed on to it. That call is sent as ``training_job state=stage`` (the same code,
+``module_utils/_job_stage``): the pre-flight has just run ``training_job`` on the server, and one module payload built
+for both saves the launch about 0.25 s of controller CPU on its critical path.
 
 The role passes the host's slice of the rank layout as it is (entries also carry ``device_ip``,
 ``server_id``, ...); the module's ``ranks`` suboptions take ``rank_id`` and ``device_id`` only.
@@ -106,6 +108,13 @@ class ActionModule(TrainingRankAction):
         if started.get("failed") or stage_timeout <= 0:
             return started
         return self._staged(started, args, stage_timeout, task_vars)
+
+    def _module_call(self, args: dict, task_vars: dict, wrap_async: bool) -> dict:
+        """A detached start goes to ``training_job state=stage`` (the same work, ``_job_stage``): the pre-flight ran that
+        module on this server just before, so Ansible reuses its payload instead of building a second one (~0.25 s)."""
+        if wrap_async or not boolean(args.get("detach", False)):
+            return super()._module_call(args, task_vars, wrap_async)
+        return self._execute_module(module_name=JOB_MODULE, module_args={"state": "stage", "stage": args}, task_vars=task_vars)
 
     def _job_args(self, args: dict, **more: Any) -> dict:
         job = {"job_id": args.get("job_id"), **more}

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """One server's results in one call: the supervisor's own result and every rank's log in one archive.
 
-Runs on target hosts: Python 3.8+, stdlib only.
+Runs on target hosts: Python 3.8+, stdlib only. Shared by ``training_results`` and ``training_job state=results``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,24 @@ import tarfile
 import tempfile
 import time
 
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
+
+# The options of ``training_results``; ``training_job state=results`` takes the same in ``results`` (the action sends
+# its calls there: the module the watch's polls have just run on the server, so Ansible builds one payload for both).
+ARGS = options.spec(
+    options.TOOL_PATHS,
+    options.JOB_ROOT,
+    job_id=dict(type="str", required=True),
+    results_file=dict(type="path"),
+    timeout=dict(type="float", default=20.0),
+    dest=dict(type="path"),
+    archive=dict(type="bool", default=False),  # set by the action when dest is given
+    poll=dict(type="bool", default=False),
+    tail_lines=dict(type="int", default=1),
+    tail_failed=dict(type="int", default=20),
+)
 
 POLL_S = 0.1
 
@@ -72,3 +89,19 @@ def collect(job_root: str, job: dict, results_file: str | None, timeout: float, 
     if archive:
         result["archive"], result["logs"] = pack_logs(files.job_dir(job_root, job["job_id"]), job["run_dir"], job["ranks"])
     return result
+
+
+def run(p: dict) -> dict:
+    """The call's result for the validated options ``p`` (the job's results, with ``poll`` its ranks too);
+    control.JobError when the job is not recorded here."""
+    job = control.load_job(p["job_root"], p["job_id"])
+    result = collect(p["job_root"], job, p["results_file"], p["timeout"], p["archive"])
+    if p["poll"]:
+        ranks = control.rank_states(p["job_root"], job, p["tail_lines"], p["tail_failed"])
+        result.update(
+            ranks=ranks,
+            failed_rank=control.first_failure(ranks),
+            stopped=[],
+            abort=files.read_abort(files.job_dir(p["job_root"], job["job_id"])),
+        )
+    return dict(result, changed=bool(p["results_file"]))

@@ -28,6 +28,11 @@ description:
     O(rank_table) it first writes the table there (O(write_rank_table); its directory when missing, atomic rename,
     mode 0644), reads the file back and fails, recording nothing, when it is not that table.
   - V(staged) waits until every local rank is staged at the gate; fails if any could not stage.
+  - V(stage) does what M(ascend.cluster.training_ranks) does, with that module's options given as O(stage). The
+    C(ascend.cluster.training_ranks) action sends its O(ascend.cluster.training_ranks#module:detach) calls here, to the
+    module the pre-flight has just run on the server, so that one module payload is built for both. Not run in check mode.
+  - V(results) does what M(ascend.cluster.training_results) does, with that module's options given as O(results) (its
+    action, and the watch once every local rank has ended, send their calls here for the same reason).
   - V(gate) opens the gate, so that every rank starts its command at O(start_at), and makes the job the
     latest one (V(latest) never names a job refused or interrupted before it started).
   - For a named O(job_id) the action opens the gate with one shell command over the task's connection (the same two
@@ -49,8 +54,16 @@ options:
   state:
     description: What to do.
     type: str
-    choices: [preflight, record, staged, gate, poll, status, stop, diagnose]
+    choices: [preflight, record, staged, stage, gate, poll, status, stop, results, diagnose]
     required: true
+  stage:
+    description:
+      - V(stage) only - the options of M(ascend.cluster.training_ranks) (validated as that module validates them).
+    type: dict
+  results:
+    description:
+      - V(results) only - the options of M(ascend.cluster.training_results) (validated as that module validates them).
+    type: dict
   job_id:
     description: The job; V(latest) is the newest job started on this host, V(all) (with V(stop) only) every job.
     type: str
@@ -203,7 +216,7 @@ EXAMPLES = r"""
   ascend.cluster.training_job:
     state: preflight
     devices: [0, 1, 2, 3, 4, 5, 6, 7]
-    clock_samples: 5
+    clock_samples: 3
     bank_dir: /var/lib/ascend-cluster/tune_bank
 
 - name: Write the rank table, check it on disk, record the job
@@ -224,8 +237,28 @@ EXAMPLES = r"""
 RETURN = r"""
 job_id:
   description: The job acted on.
-  returned: except with preflight
+  returned: except with preflight and stage
   type: str
+results_file:
+  description: V(stage) - what M(ascend.cluster.training_ranks) returns as RV(ascend.cluster.training_ranks#module:results_file).
+  returned: with stage
+  type: str
+supervisor_pid:
+  description: V(stage) - the detached supervisor's process id.
+  returned: with stage and O(ascend.cluster.training_ranks#module:detach)
+  type: int
+staged:
+  description: V(stage) - as RV(ascend.cluster.training_ranks#module:staged).
+  returned: with stage and O(ascend.cluster.training_ranks#module:stage_timeout)
+  type: dict
+runner:
+  description: V(results) - as RV(ascend.cluster.training_results#module:runner).
+  returned: with results
+  type: dict
+runner_finished:
+  description: V(results) - as RV(ascend.cluster.training_results#module:runner_finished).
+  returned: with results
+  type: bool
 ranks:
   description:
     - One entry per local rank (rank_id, device_id, state, phase, rc, started, ended, duration, pid, log, tail, error).
@@ -303,11 +336,14 @@ import os
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _host_nic as host_nic
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_preflight as preflight
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_results as job_results
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_stage as stage
 from ansible_collections.ascend.cluster.plugins.module_utils import _listen_ports as listen_ports
 from ansible_collections.ascend.cluster.plugins.module_utils import _npu_smi as npu_smi
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
@@ -318,7 +354,13 @@ ARGS = options.spec(
     options.JOB_ROOT,
     options.LOCK_DIR,
     options.GRACE,
-    state=dict(type="str", required=True, choices=["preflight", "record", "staged", "gate", "poll", "status", "stop", "diagnose"]),
+    state=dict(
+        type="str",
+        required=True,
+        choices=["preflight", "record", "staged", "stage", "gate", "poll", "status", "stop", "results", "diagnose"],
+    ),
+    stage=dict(type="dict"),
+    results=dict(type="dict"),
     job_id=dict(type="str", default="latest"),
     run_dir=dict(type="path"),
     ranks=dict(type="list", elements="dict", default=[]),
@@ -346,7 +388,12 @@ ARGS = options.spec(
     plog_dirs=dict(type="list", elements="path", default=[]),
     plog_lines=dict(type="int", default=200),
 )
-REQUIRED_IF = [("state", "record", ["run_dir", "job_id"]), ("state", "gate", ["start_at"])]
+REQUIRED_IF = [
+    ("state", "record", ["run_dir", "job_id"]),
+    ("state", "gate", ["start_at"]),
+    ("state", "stage", ["stage"]),
+    ("state", "results", ["results"]),
+]
 REQUIRED_TOGETHER = [("rank_table_path", "rank_table")]
 
 
@@ -511,6 +558,34 @@ def do_diagnose(module: AnsibleModule, job: dict) -> dict:
     )
 
 
+def nested(module: AnsibleModule, name: str, validator: ArgumentSpecValidator) -> dict:
+    """The options given in ``name`` (another module's), validated with that module's spec; a failure names ``name``."""
+    if module.check_mode:
+        module.exit_json(changed=False, skipped=True, msg="state=%s is not run in check mode" % name)
+    checked = validator.validate(module.params[name])
+    if checked.error_messages:
+        module.fail_json(msg="%s: %s" % (name, "; ".join(checked.error_messages)))
+    return checked.validated_parameters
+
+
+def do_stage(module: AnsibleModule) -> dict:
+    """State ``stage``: ``training_ranks``' work (it starts processes: not in check mode)."""
+    p = nested(
+        module,
+        "stage",
+        ArgumentSpecValidator(stage.ARGS, mutually_exclusive=stage.MUTUALLY_EXCLUSIVE, required_one_of=stage.REQUIRED_ONE_OF),
+    )
+    try:
+        return stage.run(p)
+    except stage.StageFailed as exc:
+        module.fail_json(**exc.fields)
+
+
+def do_results(module: AnsibleModule) -> dict:
+    """State ``results``: ``training_results``' work (it removes the supervisor's result file: not in check mode)."""
+    return job_results.run(nested(module, "results", ArgumentSpecValidator(job_results.ARGS)))
+
+
 def main() -> None:
     module = AnsibleModule(argument_spec=ARGS, required_if=REQUIRED_IF, required_together=REQUIRED_TOGETHER, supports_check_mode=True)
     p = module.params
@@ -520,6 +595,10 @@ def main() -> None:
             module.exit_json(**do_preflight(module))
         if state == "record":
             module.exit_json(**do_record(module))
+        if state == "stage":
+            module.exit_json(**do_stage(module))
+        if state == "results":
+            module.exit_json(**do_results(module))
         if state == "stop":
             module.exit_json(**do_stop(module))
         job = control.load_job(p["job_root"], p["job_id"])

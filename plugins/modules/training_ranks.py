@@ -24,6 +24,8 @@ description:
     table written and read back with O(rank_table), the job recorded); after it, with O(stage_timeout),
     M(ascend.cluster.training_job) V(staged) (RV(staged)). A Ctrl-C to C(ansible-playbook) during any of them stops the
     job on the server at once.
+  - With O(detach) the action sends the call as M(ascend.cluster.training_job) V(stage) with these options (the same
+    code), the module the pre-flight has just run on the server, so that a launch builds one module payload for both.
   - The command is never run through a shell.
 author:
   - ascend.cluster contributors (!UNKNOWN)
@@ -188,116 +190,26 @@ ranks:
   elements: dict
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
-from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
-from ansible_collections.ascend.cluster.plugins.module_utils._job_command import resolve_launch
-from ansible_collections.ascend.cluster.plugins.module_utils._job_launcher import LAUNCHERS, PER_DEVICE, check_layout
-from ansible_collections.ascend.cluster.plugins.module_utils._job_supervisor import Supervisor, detach, summary
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_stage as stage
 
-ARGS = options.spec(
-    options.TOOL_PATHS,
-    options.JOB_ROOT,
-    options.LOCK_DIR,
-    options.RANK,
-    ranks=dict(
-        type="list",
-        elements="dict",
-        required=True,
-        options=dict(rank_id=dict(type="int", required=True), device_id=dict(type="int", required=True)),
-    ),
-    launcher=dict(type="str", choices=list(LAUNCHERS), default=PER_DEVICE),
-    launcher_path=dict(type="str"),
-    launcher_args=dict(type="list", elements="str", default=[]),
-    node_rank=dict(type="int", default=0),
-    nnodes=dict(type="int", default=1),
-    detach=dict(type="bool", default=False),
-    # taken by the action (plugins/action/training_ranks.py) before the module runs, or with detach done by the module itself
-    record=dict(type="bool", default=False),
-    rank_table=dict(type="str"),
-    write_rank_table=dict(type="bool", default=True),
-    stage_timeout=dict(type="float", default=0),
-    barrier=dict(type="list", elements="str", default=[]),
-)
+# the spec and the work live in module_utils/_job_stage: training_job state=stage runs the same for the launch role
+ARGS = stage.ARGS
 
 
 def main() -> None:
     module = AnsibleModule(
-        argument_spec=ARGS, supports_check_mode=False, mutually_exclusive=[("argv", "command")], required_one_of=[("argv", "command")]
+        argument_spec=ARGS,
+        supports_check_mode=False,
+        mutually_exclusive=stage.MUTUALLY_EXCLUSIVE,
+        required_one_of=stage.REQUIRED_ONE_OF,
     )
-    p = module.params
     try:
-        resolve_launch(p)
-    except ValueError as exc:
-        module.fail_json(msg=str(exc))
-    if len(set(r["rank_id"] for r in p["ranks"])) != len(p["ranks"]) or len(set(r["device_id"] for r in p["ranks"])) != len(p["ranks"]):
-        module.fail_json(msg="ranks: every rank_id and every device_id may appear once only")
-    if p["launcher"] != PER_DEVICE:
-        try:
-            check_layout(p["launcher"], p["ranks"], p["node_rank"])
-        except ValueError as exc:
-            module.fail_json(msg=str(exc))
-        if p["aoe_mode"] is not None:
-            module.fail_json(msg="aoe_mode: an AOE tuning run is one process on rank 0; use launcher=per_device for it")
-        if not 0 <= p["node_rank"] < p["nnodes"]:
-            module.fail_json(msg="node_rank %d is not one of the %d servers (0..%d)" % (p["node_rank"], p["nnodes"], p["nnodes"] - 1))
-    if p["aoe_mode"] is not None and p["tune_bank_path"]:
-        try:  # the tuner writes its repository there and needs the directory to exist
-            os.makedirs(p["tune_bank_path"], 0o755, exist_ok=True)
-            os.chmod(p["tune_bank_path"], 0o755)
-        except OSError as exc:
-            module.fail_json(msg="cannot make the AOE tuning repository directory %s: %s" % (p["tune_bank_path"], exc))
-    p["ranks"] = [dict(r, local_rank=index, local_count=p["local_count"]) for index, r in enumerate(p["ranks"])]
-    if p["detach"]:
-        module.exit_json(**start_detached(module))
-    result = supervise(p)
-    if result.get("failed"):
-        module.fail_json(**result)
+        result = stage.run(module.params)
+    except stage.StageFailed as exc:
+        module.fail_json(**exc.fields)
     module.exit_json(**result)
-
-
-def start_detached(module: AnsibleModule) -> dict:
-    """With ``record``: the table written and checked, the job recorded; the supervisor started as a daemon; with
-    ``stage_timeout``: the wait until every rank is staged (RV(staged)). The first failure fails the call."""
-    p = module.params
-    if p["record"]:
-        try:
-            table = control.record_with_table(p["job_root"], p, p["rank_table_path"], p["rank_table"], p["write_rank_table"])
-        except control.RankTableMismatch as exc:
-            module.fail_json(msg=str(exc), rank_table_mismatch=True, rank_table_steps=exc.steps)
-        except control.JobError as exc:
-            module.fail_json(msg=str(exc))
-    else:
-        table = {}
-    job_dir = files.job_dir(p["job_root"], p["job_id"])
-    try:
-        os.makedirs(job_dir, 0o755, exist_ok=True)
-        results_file = os.path.join(job_dir, files.SUPERVISOR_FILE)
-        pid = detach(lambda: supervise(p), results_file)
-    except OSError as exc:
-        module.fail_json(msg="cannot start the supervisor of job %s: %s" % (p["job_id"], exc))
-    result = dict(changed=True, started=1, finished=0, results_file=results_file, supervisor_pid=pid, **table)
-    if p["stage_timeout"] > 0:
-        try:
-            ranks = control.wait_staged(p["job_root"], control.load_job(p["job_root"], p["job_id"]), p["stage_timeout"])
-        except control.JobError as exc:
-            module.fail_json(msg=str(exc), **{k: v for k, v in result.items() if k != "changed"})
-        failure = control.staging_failure(ranks)
-        result["staged"] = dict(changed=False, job_id=p["job_id"], ranks=ranks, **(dict(failed=True, msg=failure) if failure else {}))
-        if failure:
-            module.fail_json(msg=failure, **{k: v for k, v in result.items() if k != "changed"})
-    return result
-
-
-def supervise(p: dict) -> dict:
-    """Start every rank, wait for them all: the module's result (``failed`` when a rank did not exit 0)."""
-    states = Supervisor(p).run()
-    ok, msg = summary(states)
-    return dict(changed=True, msg=msg, ranks=states) if ok else dict(failed=True, msg=msg, ranks=states)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ description:
     in its async O(results_file), returns it and removes the file (what C(async_status mode=cleanup) did).
   - With O(dest), packs every rank's C(train.log) into one archive on the server, copies it to the controller,
     unpacks it as O(dest)C(/device_<rank>.log) and removes the archive from the server.
-  - The action runs on the controller and calls the module on the server once.
+  - The action runs on the controller and makes one module call on the server: M(ascend.cluster.training_job) V(results)
+    with these options (the same code), so that a launch builds one module payload for all its calls on the servers.
 author:
   - ascend.cluster contributors (!UNKNOWN)
 options:
@@ -111,41 +112,19 @@ logs:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
-from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
-from ansible_collections.ascend.cluster.plugins.module_utils._job_results import collect
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_results as job_results
 
-ARGS = options.spec(
-    options.TOOL_PATHS,
-    options.JOB_ROOT,
-    job_id=dict(type="str", required=True),
-    results_file=dict(type="path"),
-    timeout=dict(type="float", default=20.0),
-    dest=dict(type="path"),
-    archive=dict(type="bool", default=False),  # set by the action when dest is given
-    poll=dict(type="bool", default=False),
-    tail_lines=dict(type="int", default=1),
-    tail_failed=dict(type="int", default=20),
-)
+# the spec and the work live in module_utils/_job_results: training_job state=results runs the same for the action
+ARGS = job_results.ARGS
 
 
 def main() -> None:
     module = AnsibleModule(argument_spec=ARGS, supports_check_mode=False)
-    p = module.params
     try:
-        job = control.load_job(p["job_root"], p["job_id"])
+        result = job_results.run(module.params)
     except control.JobError as exc:
         module.fail_json(msg=str(exc))
-    result = collect(p["job_root"], job, p["results_file"], p["timeout"], p["archive"])
-    if p["poll"]:
-        ranks = control.rank_states(p["job_root"], job, p["tail_lines"], p["tail_failed"])
-        result.update(
-            ranks=ranks,
-            failed_rank=control.first_failure(ranks),
-            stopped=[],
-            abort=files.read_abort(files.job_dir(p["job_root"], job["job_id"])),
-        )
-    module.exit_json(changed=bool(p["results_file"]), **result)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -15,11 +15,23 @@ import tarfile
 import threading
 import time
 
+import pytest
+
 from ansible_collections.ascend.cluster.plugins.action.training_results import unpack_logs
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_results as results
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_supervisor as supervisor
 from tests.helpers.ansible_cli import run_module
+
+# A detached start goes through either module: training_ranks' own, or training_job state=stage (what the
+# training_ranks action sends, module_utils/_job_stage): the same work, so the detached tests run both.
+ENTRIES = ["training_ranks", "training_job state=stage"]
+
+
+def start_by(entry: str, args: dict, **more) -> dict:
+    if entry == "training_ranks":
+        return run_module("training_ranks", args, **more)
+    return run_module("training_job", {"state": "stage", "stage": args}, **more)
 
 
 def ranks_args(tmp_path, ranks, argv, **extra):
@@ -240,9 +252,10 @@ def wait_for(predicate, timeout=30.0):
         time.sleep(0.02)
 
 
-def test_detached_module_returns_at_once_and_its_supervisor_writes_the_result_for_training_results(tmp_path):
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_detached_module_returns_at_once_and_its_supervisor_writes_the_result_for_training_results(tmp_path, entry):
     args = ranks_args(tmp_path, [{"rank_id": 0, "device_id": 0}, {"rank_id": 1, "device_id": 1}], ["true"], detach=True)
-    started = run_module("training_ranks", args, timeout=60)
+    started = start_by(entry, args, timeout=60)
     results_file = str(tmp_path / "jobs" / "j" / "supervisor.json")
     assert started["results_file"] == results_file and started["started"] == 1 and started["finished"] == 0, started
     assert parent_of(started["supervisor_pid"]) != os.getpid()  # a daemon: not the module's child, nor ours
@@ -255,9 +268,10 @@ def test_detached_module_returns_at_once_and_its_supervisor_writes_the_result_fo
     assert not os.path.exists(results_file)
 
 
-def test_a_detached_start_refused_before_anything_starts_fails_the_module_call(tmp_path):
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_a_detached_start_refused_before_anything_starts_fails_the_module_call(tmp_path, entry):
     args = ranks_args(tmp_path, [{"rank_id": 0, "device_id": 0}, {"rank_id": 1, "device_id": 0}], ["true"], detach=True)
-    result = run_module("training_ranks", args, timeout=60)
+    result = start_by(entry, args, timeout=60)
     assert result.get("failed") and "every rank_id and every device_id may appear once only" in result["msg"], result
     assert not (tmp_path / "jobs" / "j" / "supervisor.json").exists()
 
@@ -279,13 +293,14 @@ def test_detach_runs_the_work_in_its_own_session_and_records_a_crash(tmp_path):
         assert check(json.loads(open(path).read())), open(path).read()
 
 
-def test_one_detached_call_records_the_job_with_its_table_starts_and_waits_until_staged(tmp_path):
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_one_detached_call_records_the_job_with_its_table_starts_and_waits_until_staged(tmp_path, entry):
     ranks = [{"rank_id": 0, "device_id": 0}, {"rank_id": 1, "device_id": 1}]
     table = json.dumps({"version": "1.0", "server_count": "1"}, indent=4) + "\n"
     args = ranks_args(tmp_path, ranks, ["true"], detach=True, record=True, stage_timeout=30, rank_table=table)
     args["rank_table_path"] = str(tmp_path / "etc" / "rank_table.json")
     (tmp_path / "jobs" / "j" / "job.json").unlink()  # the call records it
-    result = run_module("training_ranks", args, timeout=60)
+    result = start_by(entry, args, timeout=60)
     assert not result.get("failed"), result
     assert [r["state"] for r in result["staged"]["ranks"]] == ["staged", "staged"]
     assert (tmp_path / "etc" / "rank_table.json").read_text() == table and result["rank_table_steps"]
@@ -295,13 +310,14 @@ def test_one_detached_call_records_the_job_with_its_table_starts_and_waits_until
     assert got["runner"]["msg"] == "2 ranks exited 0", got
 
 
-def test_one_detached_call_refuses_a_table_on_disk_that_is_not_the_jobs_and_starts_nothing(tmp_path):
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_one_detached_call_refuses_a_table_on_disk_that_is_not_the_jobs_and_starts_nothing(tmp_path, entry):
     ranks = [{"rank_id": 0, "device_id": 0}]
     on_disk = tmp_path / "rank_table.json"
     on_disk.write_text('{"version": "1.0", "server_count": "2"}\n')
     args = ranks_args(tmp_path, ranks, ["true"], detach=True, record=True, stage_timeout=30, write_rank_table=False)
     args.update(rank_table='{"version": "1.0", "server_count": "1"}\n', rank_table_path=str(on_disk))
-    result = run_module("training_ranks", args, timeout=60)
+    result = start_by(entry, args, timeout=60)
     assert result["failed"] and result["rank_table_mismatch"], result
     assert result["msg"] == f"{on_disk} is not the job's rank table: re-run the rank_table role"
     assert not (tmp_path / "jobs" / "j" / "supervisor.json").exists() and not (tmp_path / "run").exists()
@@ -321,3 +337,46 @@ def test_staging_failure_names_every_rank_that_could_not_stage():
     ]
     for ranks, message in cases:
         assert control.staging_failure(ranks) == message
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"ranks": None}, "stage: missing required arguments: ranks"),
+        ({"command": "true"}, "stage: parameters are mutually exclusive: argv|command"),
+        ({"launcher": "mpirun"}, "stage: value of launcher must be one of: per_device, torchrun, msrun, got: mpirun"),
+    ],
+)
+def test_training_job_stage_validates_its_options_as_training_ranks_does_and_starts_nothing(tmp_path, change, message):
+    args = ranks_args(tmp_path, [{"rank_id": 0, "device_id": 0}], ["true"], detach=True)
+    args.update({k: v for k, v in change.items() if v is not None})
+    for name in [k for k, v in change.items() if v is None]:
+        del args[name]
+    result = start_by("training_job state=stage", args, timeout=60)
+    assert result.get("failed") and result["msg"].startswith(message), result
+    assert not (tmp_path / "jobs" / "j" / "supervisor.json").exists() and not (tmp_path / "run").exists()
+
+
+def test_training_job_stage_needs_its_options_and_is_not_run_in_check_mode(tmp_path):
+    result = run_module("training_job", {"state": "stage"}, timeout=60)
+    assert result.get("failed") and "state is stage but all of the following are missing: stage" in result["msg"], result
+    args = ranks_args(tmp_path, [{"rank_id": 0, "device_id": 0}], ["true"], detach=True, stage_timeout=30)
+    result = start_by("training_job state=stage", args, check=True, timeout=60)
+    assert result.get("skipped") and not result.get("changed") and "not run in check mode" in result["msg"], result
+    assert not (tmp_path / "jobs" / "j" / "supervisor.json").exists() and not (tmp_path / "run").exists()
+
+
+def test_training_job_results_reads_what_training_results_reads_and_validates_its_options(tmp_path):
+    args = ranks_args(tmp_path, [{"rank_id": 0, "device_id": 0}, {"rank_id": 1, "device_id": 1}], ["true"], detach=True)
+    started = start_by("training_job state=stage", args, timeout=60)
+    job, _ranks = staged(tmp_path, 2)
+    control.open_gate(str(tmp_path / "jobs"), job, time.time())
+    asked = {"job_id": "j", "job_root": str(tmp_path / "jobs"), "results_file": started["results_file"], "timeout": 30, "poll": True}
+    got = run_module("training_job", {"state": "results", "results": asked}, timeout=60)
+    assert got["changed"] and got["runner_finished"] and got["runner"]["msg"] == "2 ranks exited 0", got
+    assert [r["state"] for r in got["ranks"]] == ["done", "done"] and got["failed_rank"] is None, got
+    assert not os.path.exists(started["results_file"])
+    missing = run_module("training_job", {"state": "results", "results": {"job_root": str(tmp_path / "jobs")}}, timeout=60)
+    assert missing.get("failed") and missing["msg"] == "results: missing required arguments: job_id", missing
+    unknown = run_module("training_job", {"state": "results", "results": dict(asked, job_id="nope")}, timeout=60)
+    assert unknown.get("failed") and "nope" in unknown["msg"], unknown

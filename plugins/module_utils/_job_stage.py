@@ -1,0 +1,134 @@
+# Copyright: ascend.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One server's ranks started behind the job's gate: the work of ``training_ranks``, shared with ``training_job state=stage``.
+
+The launch role starts every server's ranks through the ``training_ranks`` action with ``detach``; the action sends
+that call to the ``training_job`` module (``state=stage``, the options in ``stage``), the module the pre-flight has
+just run on the same server, so that Ansible builds one module payload for both instead of two (a payload costs the
+controller about 0.25 s of CPU per run, on the launch's critical path: docs/benchmarks.md, session 10). The
+``training_ranks`` module keeps this spec and this code for calls of its own (with ``async``, or without ``detach``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
+from ansible_collections.ascend.cluster.plugins.module_utils._job_command import resolve_launch
+from ansible_collections.ascend.cluster.plugins.module_utils._job_launcher import LAUNCHERS, PER_DEVICE, check_layout
+from ansible_collections.ascend.cluster.plugins.module_utils._job_supervisor import Supervisor, detach, summary
+
+ARGS = options.spec(
+    options.TOOL_PATHS,
+    options.JOB_ROOT,
+    options.LOCK_DIR,
+    options.RANK,
+    ranks=dict(
+        type="list",
+        elements="dict",
+        required=True,
+        options=dict(rank_id=dict(type="int", required=True), device_id=dict(type="int", required=True)),
+    ),
+    launcher=dict(type="str", choices=list(LAUNCHERS), default=PER_DEVICE),
+    launcher_path=dict(type="str"),
+    launcher_args=dict(type="list", elements="str", default=[]),
+    node_rank=dict(type="int", default=0),
+    nnodes=dict(type="int", default=1),
+    detach=dict(type="bool", default=False),
+    # taken by the action (plugins/action/training_ranks.py) before the module runs, or with detach done by the module itself
+    record=dict(type="bool", default=False),
+    rank_table=dict(type="str"),
+    write_rank_table=dict(type="bool", default=True),
+    stage_timeout=dict(type="float", default=0),
+    barrier=dict(type="list", elements="str", default=[]),
+)
+MUTUALLY_EXCLUSIVE = [("argv", "command")]
+REQUIRED_ONE_OF = [("argv", "command")]
+
+
+class StageFailed(Exception):
+    """The call fails: ``msg`` and the result's other fields (``rank_table_mismatch``, ``staged``, ...)."""
+
+    def __init__(self, msg: str, **fields: Any) -> None:
+        super().__init__(msg)
+        self.fields = dict(fields, msg=msg)
+
+
+def check(p: dict) -> None:
+    """Refuse what cannot start (StageFailed); ``p`` is the validated options, completed in place (argv, local ranks)."""
+    try:
+        resolve_launch(p)
+    except ValueError as exc:
+        raise StageFailed(str(exc)) from None
+    if len(set(r["rank_id"] for r in p["ranks"])) != len(p["ranks"]) or len(set(r["device_id"] for r in p["ranks"])) != len(p["ranks"]):
+        raise StageFailed("ranks: every rank_id and every device_id may appear once only")
+    if p["launcher"] != PER_DEVICE:
+        try:
+            check_layout(p["launcher"], p["ranks"], p["node_rank"])
+        except ValueError as exc:
+            raise StageFailed(str(exc)) from None
+        if p["aoe_mode"] is not None:
+            raise StageFailed("aoe_mode: an AOE tuning run is one process on rank 0; use launcher=per_device for it")
+        if not 0 <= p["node_rank"] < p["nnodes"]:
+            raise StageFailed("node_rank %d is not one of the %d servers (0..%d)" % (p["node_rank"], p["nnodes"], p["nnodes"] - 1))
+    if p["aoe_mode"] is not None and p["tune_bank_path"]:
+        try:  # the tuner writes its repository there and needs the directory to exist
+            os.makedirs(p["tune_bank_path"], 0o755, exist_ok=True)
+            os.chmod(p["tune_bank_path"], 0o755)
+        except OSError as exc:
+            raise StageFailed("cannot make the AOE tuning repository directory %s: %s" % (p["tune_bank_path"], exc)) from None
+    p["ranks"] = [dict(r, local_rank=index, local_count=p["local_count"]) for index, r in enumerate(p["ranks"])]
+
+
+def run(p: dict) -> dict:
+    """Check, then start: detached (the module returns once staged) or supervised to the end. StageFailed on failure."""
+    check(p)
+    if p["detach"]:
+        return start_detached(p)
+    result = supervise(p)
+    if result.get("failed"):
+        raise StageFailed(**result)
+    return result
+
+
+def start_detached(p: dict) -> dict:
+    """With ``record``: the table written and checked, the job recorded; the supervisor started as a daemon; with
+    ``stage_timeout``: the wait until every rank is staged (``staged``). The first failure raises StageFailed."""
+    if p["record"]:
+        try:
+            table = control.record_with_table(p["job_root"], p, p["rank_table_path"], p["rank_table"], p["write_rank_table"])
+        except control.RankTableMismatch as exc:
+            raise StageFailed(str(exc), rank_table_mismatch=True, rank_table_steps=exc.steps) from None
+        except control.JobError as exc:
+            raise StageFailed(str(exc)) from None
+    else:
+        table = {}
+    job_dir = files.job_dir(p["job_root"], p["job_id"])
+    try:
+        os.makedirs(job_dir, 0o755, exist_ok=True)
+        results_file = os.path.join(job_dir, files.SUPERVISOR_FILE)
+        pid = detach(lambda: supervise(p), results_file)
+    except OSError as exc:
+        raise StageFailed("cannot start the supervisor of job %s: %s" % (p["job_id"], exc)) from None
+    result = dict(changed=True, started=1, finished=0, results_file=results_file, supervisor_pid=pid, **table)
+    if p["stage_timeout"] > 0:
+        unchanged = {k: v for k, v in result.items() if k != "changed"}
+        try:
+            ranks = control.wait_staged(p["job_root"], control.load_job(p["job_root"], p["job_id"]), p["stage_timeout"])
+        except control.JobError as exc:
+            raise StageFailed(str(exc), **unchanged) from None
+        failure = control.staging_failure(ranks)
+        result["staged"] = dict(changed=False, job_id=p["job_id"], ranks=ranks, **(dict(failed=True, msg=failure) if failure else {}))
+        if failure:
+            raise StageFailed(failure, **dict(unchanged, staged=result["staged"]))
+    return result
+
+
+def supervise(p: dict) -> dict:
+    """Start every rank, wait for them all: the module's result (``failed`` when a rank did not exit 0)."""
+    states = Supervisor(p).run()
+    ok, msg = summary(states)
+    return dict(changed=True, msg=msg, ranks=states) if ok else dict(failed=True, msg=msg, ranks=states)
