@@ -7,7 +7,10 @@ Every ``full_poll_interval`` it calls ``ascend.cluster.training_job state=poll``
 (which reads every local rank's state file and, when one has failed, stops the others there);
 every ``poll_interval`` in between it only probes, with one cheap shell command
 (``_job_files.probe_command``), for the job's abort file that a failing rank's runner writes at
-once and for ranks that have ended (then polls fully right away). What to do about what it saw
+once and for ranks that have ended (then polls fully right away). The probes run in one shell session on
+the server for the whole watch (``plugin_utils/_shell_session``: ``ssh ... /bin/sh`` over the connection Ansible
+holds, or a local shell), not one ``ssh`` process each; where no session applies (another connection type,
+``become``), each probe is one command over the connection. What to do about what it saw
 is decided by ``plugin_utils/_watch.step``:
 
 - a failed rank: write the job's controller-side marker ``<controller_dir>/<job_id>/failed``
@@ -50,6 +53,7 @@ from ansible_collections.ascend.cluster.plugins.action.training_results import c
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
 from ansible_collections.ascend.cluster.plugins.plugin_utils import _interrupt as interrupt
+from ansible_collections.ascend.cluster.plugins.plugin_utils import _shell_session as shell_session
 from ansible_collections.ascend.cluster.plugins.plugin_utils import _watch as watch
 
 display = Display()
@@ -62,6 +66,7 @@ STOPPED_BY_ANOTHER_SERVER = "another server failed"
 MARKER_COMPLETE_S = 2.0  # how long a follower waits for an early marker to get its log tail
 FULL_POLL_TIMEOUT_S = 30.0  # a full poll (a module round trip) unanswered this long counts as one miss
 MISSED = object()  # what call_within returns for a call that got no answer
+NO_SESSION = object()  # a Prober's session where the connection cannot have one: each probe is an ssh command
 
 
 class Call:
@@ -104,6 +109,8 @@ class Prober:
     def __init__(self) -> None:
         self.pending: Call | None = None
         self.started = 0  # probes started (for the tests)
+        # the shell session the probes run in (plugin_utils/_shell_session); NO_SESSION where none applies
+        self.session: Any = None
 
     def ask(self, call: Any, seconds: float) -> Any:
         """The answer of the probe outstanding, else of ``call()`` (started now), within ``seconds``; :data:`MISSED`
@@ -233,8 +240,35 @@ class ActionModule(ActionBase):
             if r.get("runner_pid") and r["state"] in ("staged", "running")
         ]
         prober = self.__dict__.setdefault("_prober", Prober())  # shared with the twin (copy.copy), one probe at a time
-        stdout = prober.ask(lambda: self._shell(files.probe_command(remote_job_dir, rank_dirs, runners)), timeout)
+        stdout = prober.ask(partial(self._probe_shell, prober, files.probe_command(remote_job_dir, rank_dirs, runners)), timeout)
         return None if stdout is MISSED else files.parse_probe(stdout)
+
+    def _probe_shell(self, prober: Prober, command: str) -> str:
+        """``command``'s stdout from the prober's shell session on the server (made at the first probe, made again after
+        one that ended); where no session applies (another connection type, become), one ssh command as before."""
+        if prober.session is NO_SESSION:
+            return self._shell(command)
+        if prober.session is None:
+            argv = shell_session.session_argv(self._connection)
+            if argv is None:
+                prober.session = NO_SESSION
+                return self._shell(command)
+            prober.session = shell_session.ShellSession(argv)
+        try:
+            return prober.session.run(command)
+        except AnsibleConnectionFailure:
+            prober.session.close()
+            # one that answered before: the connection dropped, try a new one next time; one that never answered may
+            # not work with this connection's set-up at all: one command per probe from now on
+            prober.session = None if prober.session.answered else NO_SESSION
+            raise
+
+    def _end_session(self) -> None:
+        """End the probes' shell session (the ssh client, or the local shell), if one was made."""
+        prober = self.__dict__.get("_prober")
+        if prober is not None and isinstance(prober.session, shell_session.ShellSession):
+            prober.session.close()
+            prober.session = None
 
     def _fast_stop(self, remote_job_dir: str, ranks: list, reason: str = STOPPED_BY_ANOTHER_SERVER) -> None:
         """Abort the gate and TERM every running rank's process group with one shell command."""
@@ -252,6 +286,8 @@ class ActionModule(ActionBase):
                 return self._watch(tmp, task_vars or {})
             except interrupt.Interrupted as exc:
                 return self._interrupted(guard, exc.signum, task_vars or {})
+            finally:
+                self._end_session()
 
     def _watch(self, tmp: Any, task_vars: dict) -> dict:
         result = super().run(tmp, task_vars)

@@ -185,3 +185,39 @@ def test_the_stages_staged_ranks_are_polled_fully_within_a_second_or_so(monkeypa
     result = loop._watch(None, {"inventory_hostname": "h1"})
     assert result["msg"] == "2 ranks on h1 finished"
     assert loop.calls.count("poll") == 1 and time.monotonic() - began < 30, loop.calls
+
+
+class ProbeRoute(action.ActionModule):
+    """The action's probe route only: ``_shell`` (one command over the connection) records what it ran."""
+
+    def __init__(self, transport):  # pylint: disable=super-init-not-called  # no task
+        self._connection = cast(Any, types.SimpleNamespace(transport=transport, become=None))
+        self.shelled: list = []
+
+    def _shell(self, command):
+        self.shelled.append(command)
+        return "shelled\n"
+
+
+def test_probes_on_a_local_connection_share_one_shell_session_which_ends_with_the_watch():
+    watch = ProbeRoute("local")
+    prober = action.Prober()
+    answers = [watch._probe_shell(prober, "echo $$") for _ in range(5)]
+    session = prober.session
+    assert len(set(answers)) == 1 and answers[0] == f"{session.pid}\n" and watch.shelled == []
+    watch.__dict__["_prober"] = prober
+    watch._end_session()
+    assert prober.session is None and session._proc.poll() is not None  # the shell has ended
+
+
+def test_probes_go_one_command_each_where_no_session_applies_or_one_never_answered(monkeypatch):
+    watch = ProbeRoute("paramiko")
+    prober = action.Prober()
+    assert watch._probe_shell(prober, "echo hi") == "shelled\n" and prober.session is action.NO_SESSION
+    watch = ProbeRoute("local")
+    monkeypatch.setattr(action.shell_session, "session_argv", lambda connection: ["/bin/true"])  # ends at once
+    prober = action.Prober()
+    with pytest.raises(AnsibleConnectionFailure):  # counted as a missed probe by the caller
+        watch._probe_shell(prober, "echo hi")
+    assert prober.session is action.NO_SESSION
+    assert watch._probe_shell(prober, "echo hi") == "shelled\n" and watch.shelled == ["echo hi"]
