@@ -15,7 +15,7 @@ description:
     in its async O(results_file), returns it and removes the file (what C(async_status mode=cleanup) did).
   - With O(dest), packs every rank's C(train.log) into one archive on the server, copies it to the controller,
     unpacks it as O(dest)C(/device_<rank>.log) and removes the archive from the server.
-  - The action runs on the controller and makes one module call on the server: M(ascend.cluster.training_job) V(results)
+  - The action runs on the controller and makes one module call on the server, M(ascend.cluster.training_job) V(results)
     with these options (the same code), so that a launch builds one module payload for all its calls on the servers.
 author:
   - ascend.cluster contributors (!UNKNOWN)
