@@ -70,7 +70,8 @@ class ShellSession:
         self._count += 1
         marker = b"\n__ascend_session_%d_%d__\n" % (os.getpid(), self._count)
         stdin, stdout = self._proc.stdin, self._proc.stdout
-        assert stdin is not None and stdout is not None  # nosec B101  # both are pipes (Popen above)
+        if stdin is None or stdout is None:  # both are pipes (Popen above); for the type checker
+            raise AnsibleConnectionFailure(f"the shell session ({self.argv[0]}) has no pipes")
         try:
             stdin.write(b"( %s\n) </dev/null\nprintf '%s'\n" % (command.encode(), marker.replace(b"\n", b"\\n")))
             stdin.flush()

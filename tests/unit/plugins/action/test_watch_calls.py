@@ -202,7 +202,7 @@ class ProbeRoute(action.ActionModule):
 def test_probes_on_a_local_connection_share_one_shell_session_which_ends_with_the_watch():
     watch = ProbeRoute("local")
     prober = action.Prober()
-    answers = [watch._probe_shell(prober, "echo $$") for _ in range(5)]
+    answers = [watch._probe_shell(prober, "echo $$") for _probe in range(5)]
     session = prober.session
     assert len(set(answers)) == 1 and answers[0] == f"{session.pid}\n" and watch.shelled == []
     watch.__dict__["_prober"] = prober

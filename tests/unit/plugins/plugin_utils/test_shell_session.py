@@ -21,7 +21,7 @@ def session():
 
 def test_every_command_runs_in_the_one_shell_and_its_answer_is_exact(session):
     # $$ inside the subshell is the session's shell (POSIX): one shell for every command; only the subshell forks, on the server
-    parents = {session.run("echo $$") for _ in range(20)}
+    parents = {session.run("echo $$") for _probe in range(20)}
     assert parents == {f"{session.pid}\n"}
     assert session.run("printf 'no newline'") == "no newline"
     assert session.run("printf 'a\\n\\nb\\n\\n'") == "a\n\nb\n\n"
