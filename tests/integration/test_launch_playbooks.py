@@ -398,3 +398,47 @@ def test_foreign_process_on_a_device_blocks_launch_until_kill_stale(sim_cluster)
         )
         assert cleared.rc == 0, cleared
         assert squatter.wait(timeout=10) == -signal.SIGTERM
+
+
+ROLE_ALONE = """\
+- name: The launch role on its own, with what a caller gives it
+  hosts: ascend
+  gather_facts: false
+  roles:
+    - role: ascend.cluster.launch_training
+"""
+
+
+@pytest.mark.parametrize(
+    ("given", "refusal"),
+    [
+        (
+            {},
+            "launch_training needs ascend_rank_table, ascend_local_ranks and ascend_rank_size (run the ascend.cluster.rank_table role first) and",
+        ),
+        (
+            {  # rank ids must be 0..N-1: HCCL refuses rank 1 alone
+                "ascend_rank_table": {
+                    "version": "1.0",
+                    "status": "completed",
+                    "server_count": "1",
+                    "server_list": [{"server_id": "127.0.1.1", "device": [{"device_id": "0", "device_ip": "198.18.1.10", "rank_id": "1"}]}],
+                },
+                "ascend_local_ranks": [],
+                "ascend_rank_size": 1,
+            },
+            "validate_rank_table: rank_id 1 is outside 0..0: rank ids must run 0..N-1",
+        ),
+    ],
+    ids=["no rank table", "a table HCCL refuses"],
+)
+def test_the_role_alone_refuses_a_caller_without_ranks_or_with_a_table_hccl_refuses_before_any_server_is_read(
+    sim_cluster, tmp_path, given, refusal
+):
+    cluster = sim_cluster()
+    playbook = tmp_path / "launch_alone.yml"
+    playbook.write_text(ROLE_ALONE)
+    res = run_playbook(playbook, SIM_INVENTORY, extra_vars=launch_vars(cluster, ascend_train_command=f"bash {STAND_IN}", **given))
+    assert res.rc != 0 and refusal in res.stdout, res
+    assert "Check that no leftover process" not in res.stdout, res  # refused on the controller: no pre-flight ran
+    assert not (cluster.root / "runs").exists() and not (cluster.root / "controller").exists()
