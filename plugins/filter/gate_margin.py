@@ -10,11 +10,11 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filt
 
 
 @filter_errors("gate_margin")
-def gate_margin(servers: Any, forks: Any = 5, clocks: Any = None, cores: Any = None) -> float:
+def gate_margin(servers: Any, forks: Any = 5, clocks: Any = None, cores: Any = None, load: Any = None) -> float:
     # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
     from ansible_collections.ascend.cluster.plugins.plugin_utils._gate import gate_margin as _gate_margin
 
-    return _gate_margin(servers, forks, clocks=clocks, cores=cores)
+    return _gate_margin(servers, forks, clocks=clocks, cores=cores, load=load)
 
 
 class FilterModule:

@@ -23,13 +23,30 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import Clus
     ],
 )
 def test_margin(servers, forks, clocks, cores, margin):
-    assert _gate.gate_margin(servers, forks, clocks=clocks, cores=cores) == pytest.approx(margin)
-    assert gate_margin(servers, forks=forks, clocks=clocks, cores=cores) == pytest.approx(margin)
+    assert _gate.gate_margin(servers, forks, clocks=clocks, cores=cores, load=0.5) == pytest.approx(margin)
+    assert gate_margin(servers, forks=forks, clocks=clocks, cores=cores, load=0.5) == pytest.approx(margin)
 
 
-def test_cores_default_to_this_machine(monkeypatch):
+@pytest.mark.parametrize(
+    ("load", "cores", "margin"),
+    [
+        (4.0, 2, 0.47),  # up to 2 runnable per core: as measured, unstretched
+        (8.0, 2, 0.94),  # 4 per core: every step waits twice as long
+        (20.0, 2, 2.35),  # a whole test suite on 2 cores (the launch's ranks 0.67 s apart with 0.47 s)
+        (20.0, 16, 0.47),  # the same load on 16 cores
+    ],
+)
+def test_a_loaded_controller_stretches_the_margin(load, cores, margin):
+    assert _gate.gate_margin(2, 5, clocks=[{"rtt": 0.01}], cores=cores, load=load) == pytest.approx(margin)
+    assert gate_margin(2, forks=5, clocks=[{"rtt": 0.01}], cores=cores, load=str(load)) == pytest.approx(margin)
+
+
+def test_cores_and_load_default_to_this_machine(monkeypatch):
     monkeypatch.setattr(_gate.os, "cpu_count", lambda: 1)
+    monkeypatch.setattr(_gate.os, "getloadavg", lambda: (0.3, 0.2, 0.1))
     assert _gate.gate_margin(100, 100, clocks=[{"rtt": 0.0}]) == pytest.approx(0.2 + 100 * 0.1)
+    monkeypatch.setattr(_gate.os, "getloadavg", lambda: (6.0, 0.2, 0.1))
+    assert _gate.gate_margin(100, 100, clocks=[{"rtt": 0.0}]) == pytest.approx(3 * (0.2 + 100 * 0.1))
 
 
 @pytest.mark.parametrize(
@@ -47,9 +64,17 @@ def test_cores_default_to_this_machine(monkeypatch):
 )
 def test_bad_input_is_refused_naming_it(servers, forks, clocks, cores, message):
     with pytest.raises(ClusterSpecError, match=message):
-        _gate.gate_margin(servers, forks, clocks=clocks, cores=cores)
+        _gate.gate_margin(servers, forks, clocks=clocks, cores=cores, load=0.0)
     with pytest.raises(AnsibleFilterError, match="gate_margin: " + message):
-        gate_margin(servers, forks=forks, clocks=clocks, cores=cores)
+        gate_margin(servers, forks=forks, clocks=clocks, cores=cores, load=0.0)
+
+
+@pytest.mark.parametrize(("load", "message"), [("busy", "load must be a number"), (-1, "load must be 0 or more, got -1")])
+def test_a_bad_load_is_refused_naming_it(load, message):
+    with pytest.raises(ClusterSpecError, match=message):
+        _gate.gate_margin(2, 5, cores=2, load=load)
+    with pytest.raises(AnsibleFilterError, match="gate_margin: " + message):
+        gate_margin(2, forks=5, cores=2, load=load)
 
 
 def test_filter_is_registered_under_its_name():
