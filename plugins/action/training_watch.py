@@ -254,13 +254,15 @@ class ActionModule(ActionBase):
                 prober.session = NO_SESSION
                 return self._shell(command)
             prober.session = shell_session.ShellSession(argv)
+        session = prober.session  # the watch's end may close it and drop it while this probe still waits
         try:
-            return prober.session.run(command)
+            return session.run(command)
         except AnsibleConnectionFailure:
-            prober.session.close()
-            # one that answered before: the connection dropped, try a new one next time; one that never answered may
-            # not work with this connection's set-up at all: one command per probe from now on
-            prober.session = None if prober.session.answered else NO_SESSION
+            session.close()
+            if prober.session is session:
+                # one that answered before: the connection dropped, try a new one next time; one that never answered may
+                # not work with this connection's set-up at all: one command per probe from now on
+                prober.session = None if session.answered else NO_SESSION
             raise
 
     def _end_session(self) -> None:

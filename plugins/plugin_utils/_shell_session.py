@@ -3,9 +3,9 @@
 """One long-lived POSIX shell on a server, for the watch's probes: a command is a line written, its answer read back.
 
 Each probe used to be one ``ssh`` command (Ansible's ``_low_level_execute_command``): a process started on the
-controller every ``poll_interval`` per server, about 0.015 CPU-s each with Ansible's own work around it, which made a
-watched job cost 0.013-0.025 CPU-s per server per second (13-25 cores at 1000 servers). A session starts one process
-for the whole watch: ``ssh <the task's options> <host> /bin/sh`` (multiplexed over the connection Ansible already
+controller every ``poll_interval`` per server; a watched job cost 0.046-0.085 CPU-s per server per second, 0.014-0.025
+with a session (``bench/bench_watch.py``, docs/benchmarks.md session 10). A session starts one process for the whole
+watch: ``ssh <the task's options> <host> /bin/sh`` (multiplexed over the connection Ansible already
 holds: same user, key, port and ControlPath) or, for the local connection, ``/bin/sh``. Each command runs in a
 subshell (so that an ``exit`` in it cannot end the session) and is followed by a marker line the reader waits for.
 
@@ -18,6 +18,7 @@ all (something in this connection's set-up it does not reproduce), probes as bef
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from typing import Any
 
@@ -87,16 +88,27 @@ class ShellSession:
         return to_text(answer[: -len(marker)], errors="surrogate_or_strict")
 
     def close(self) -> None:
-        """End the shell at once (stdin closed, TERM, KILL after 0.5 s); a probe still reading gets EOF. No error when gone."""
+        """End the shell at once: stdin closed, then TERM (KILL after 0.5 s) to its whole process group - the shell and a
+        command still running in it, which holds the answer pipe open too - so that a probe still reading gets EOF.
+        No error when it has gone already."""
         try:
             if self._proc.stdin is not None:
                 self._proc.stdin.close()
         except OSError:
             pass
-        if self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=0.5)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+        # only while the shell itself is alive: its pid then names its group and cannot belong to anyone else
+        if self._proc.poll() is not None or not self._signal_group(signal.SIGTERM):
+            return
+        try:
+            self._proc.wait(timeout=0.5)
+        except subprocess.TimeoutExpired:
+            self._signal_group(signal.SIGKILL)
+            self._proc.wait()
+
+    def _signal_group(self, signum: int) -> bool:
+        """``signum`` to the shell's process group (its own: started with start_new_session); False when it has gone."""
+        try:
+            os.killpg(self._proc.pid, signum)
+        except OSError:
+            return False
+        return True

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 import types
+from functools import partial
 from typing import Any, cast
 
 import pytest
@@ -221,3 +222,15 @@ def test_probes_go_one_command_each_where_no_session_applies_or_one_never_answer
         watch._probe_shell(prober, "echo hi")
     assert prober.session is action.NO_SESSION
     assert watch._probe_shell(prober, "echo hi") == "shelled\n" and watch.shelled == ["echo hi"]
+
+
+def test_a_probe_still_waiting_when_the_watch_ends_its_session_leaves_the_prober_alone():
+    watch = ProbeRoute("local")
+    prober = action.Prober()
+    watch.__dict__["_prober"] = prober
+    assert prober.ask(partial(watch._probe_shell, prober, "echo first"), 5.0) == "first\n"
+    late = prober.ask(partial(watch._probe_shell, prober, "sleep 30; echo late"), 0.2)
+    assert late is action.MISSED and prober.pending is not None
+    watch._end_session()  # the watch returns: the waiting probe gets EOF, a connection failure, in its own thread
+    assert prober.pending.wait(5.0) and prober.pending.value() is action.MISSED
+    assert prober.session is None  # not NO_SESSION, not a closed session put back
