@@ -20,6 +20,7 @@ from ansible_collections.ascend.cluster.plugins.module_utils import _options as 
 from ansible_collections.ascend.cluster.plugins.module_utils._job_command import resolve_launch
 from ansible_collections.ascend.cluster.plugins.module_utils._job_launcher import LAUNCHERS, PER_DEVICE, check_layout
 from ansible_collections.ascend.cluster.plugins.module_utils._job_supervisor import Supervisor, detach, summary
+from ansible_collections.ascend.cluster.plugins.module_utils._text_file import write_text_atomic
 
 ARGS = options.spec(
     options.TOOL_PATHS,
@@ -44,6 +45,8 @@ ARGS = options.spec(
     write_rank_table=dict(type="bool", default=True),
     stage_timeout=dict(type="float", default=0),
     barrier=dict(type="list", elements="str", default=[]),
+    # files the ranks run (the smoke check's script, the HCCL stand-in), written into run_dir with the stage's call
+    run_files=dict(type="dict", default={}),
 )
 MUTUALLY_EXCLUSIVE = [("argv", "command")]
 REQUIRED_ONE_OF = [("argv", "command")]
@@ -80,7 +83,22 @@ def check(p: dict) -> None:
             os.chmod(p["tune_bank_path"], 0o755)
         except OSError as exc:
             raise StageFailed("cannot make the AOE tuning repository directory %s: %s" % (p["tune_bank_path"], exc)) from None
+    for name, text in p["run_files"].items():
+        if not isinstance(text, str) or not name or name in (".", "..") or "/" in name or "\0" in name:
+            raise StageFailed("run_files: %r -> %r is not a file name (no '/') and its text" % (name, type(text).__name__))
     p["ranks"] = [dict(r, local_rank=index, local_count=p["local_count"]) for index, r in enumerate(p["ranks"])]
+
+
+def write_run_files(p: dict) -> None:
+    """``run_files`` into ``run_dir`` (made when missing, mode 0755): each written atomically, mode 0644."""
+    if not p["run_files"]:
+        return
+    try:
+        os.makedirs(p["run_dir"], 0o755, exist_ok=True)
+        for name, text in sorted(p["run_files"].items()):
+            write_text_atomic(os.path.join(p["run_dir"], name), text, 0o644)
+    except OSError as exc:
+        raise StageFailed("cannot write the job's files into %s: %s" % (p["run_dir"], exc)) from None
 
 
 def run(p: dict) -> dict:
@@ -88,6 +106,7 @@ def run(p: dict) -> dict:
     check(p)
     if p["detach"]:
         return start_detached(p)
+    write_run_files(p)
     result = supervise(p)
     if result.get("failed"):
         raise StageFailed(**result)
@@ -95,8 +114,9 @@ def run(p: dict) -> dict:
 
 
 def start_detached(p: dict) -> dict:
-    """With ``record``: the table written and checked, the job recorded; the supervisor started as a daemon; with
-    ``stage_timeout``: the wait until every rank is staged (``staged``). The first failure raises StageFailed."""
+    """With ``record``: the table written and checked, the job recorded; ``run_files`` written; the supervisor started
+    as a daemon; with ``stage_timeout``: the wait until every rank is staged (``staged``). The first failure raises
+    StageFailed."""
     if p["record"]:
         try:
             table = control.record_with_table(p["job_root"], p, p["rank_table_path"], p["rank_table"], p["write_rank_table"])
@@ -106,6 +126,7 @@ def start_detached(p: dict) -> dict:
             raise StageFailed(str(exc)) from None
     else:
         table = {}
+    write_run_files(p)
     job_dir = files.job_dir(p["job_root"], p["job_id"])
     try:
         os.makedirs(job_dir, 0o755, exist_ok=True)

@@ -115,6 +115,13 @@ options:
     type: list
     elements: str
     default: []
+  run_files:
+    description:
+      - Files the ranks run (a script of the job's own), written into O(run_dir) by this call before any rank starts, each
+        atomically with mode 0644 (O(run_dir) made with mode 0755 when missing) - no C(ansible.builtin.copy) round trips.
+      - Keys are plain file names (no C(/)), values their text.
+    type: dict
+    default: {}
 extends_documentation_fragment:
   - ascend.cluster.tools
   - ascend.cluster.jobs

@@ -323,6 +323,33 @@ def test_one_detached_call_refuses_a_table_on_disk_that_is_not_the_jobs_and_star
     assert not (tmp_path / "jobs" / "j" / "supervisor.json").exists() and not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_the_stage_writes_the_jobs_run_files_before_its_ranks_start_mode_0644(tmp_path, entry):
+    ranks = [{"rank_id": 0, "device_id": 0}, {"rank_id": 1, "device_id": 1}]
+    script = "import sys\nprint('{{ not a template }}', file=sys.stderr)\n"
+    # each rank exits 0 only when the script is there
+    args = ranks_args(tmp_path, ranks, ["sh", "-c", f"test -f {tmp_path}/run/check.py"], detach=True, stage_timeout=30)
+    args["run_files"] = {"check.py": script, "empty.txt": ""}
+    result = start_by(entry, args, timeout=60)
+    assert not result.get("failed"), result
+    for name, text in args["run_files"].items():
+        assert (tmp_path / "run" / name).read_text() == text
+        assert (tmp_path / "run" / name).stat().st_mode & 0o777 == 0o644
+    job, _ranks = staged(tmp_path, 2)
+    control.open_gate(str(tmp_path / "jobs"), job, time.time())
+    got = results.collect(str(tmp_path / "jobs"), job, result["results_file"], 30, False)
+    assert got["runner"]["msg"] == "2 ranks exited 0", got
+
+
+@pytest.mark.parametrize("name", ["../escape.py", "a/b.py", "", ".."])
+def test_a_run_file_that_is_not_a_plain_name_is_refused_and_nothing_is_written(tmp_path, name):
+    args = ranks_args(tmp_path, [{"rank_id": 0, "device_id": 0}], ["true"], detach=True, stage_timeout=30)
+    args["run_files"] = {"ok.py": "", name: "x"}
+    result = start_by("training_job state=stage", args, timeout=60)
+    assert result.get("failed") and result["msg"].startswith("run_files: "), result
+    assert not (tmp_path / "run").exists() and not (tmp_path / "escape.py").exists()
+
+
 def test_staging_failure_names_every_rank_that_could_not_stage():
     cases = [
         ([{"rank_id": 0, "device_id": 0, "state": "staged", "error": None}], None),
