@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import tarfile
 import threading
 import time
@@ -22,6 +23,7 @@ from ansible_collections.ascend.cluster.plugins.module_utils import _job_control
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_results as results
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_supervisor as supervisor
 from tests.helpers.ansible_cli import run_module
+from tests.helpers.collection import ensure_collection_link
 
 # A detached start goes through either module: training_ranks' own, or training_job state=stage (what the
 # training_ranks action sends, module_utils/_job_stage): the same work, so the detached tests run both.
@@ -276,21 +278,32 @@ def test_a_detached_start_refused_before_anything_starts_fails_the_module_call(t
     assert not (tmp_path / "jobs" / "j" / "supervisor.json").exists()
 
 
-def _boom() -> dict:
+# detach() forks; the module calls it in a process of its own, with one thread. The test does the same in a fresh
+# interpreter: forked from pytest's (whose xdist worker runs threads) Python 3.12+ warns that a fork may deadlock.
+DETACH = """
+import os, sys
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_supervisor as supervisor
+def done():
+    return {"changed": True, "msg": "done", "sid": os.getsid(0)}
+def boom():
     raise RuntimeError("boom")
+print(supervisor.detach({"done": done, "boom": boom}[sys.argv[1]], sys.argv[2]), os.getsid(0))
+"""
 
 
 def test_detach_runs_the_work_in_its_own_session_and_records_a_crash(tmp_path):
     cases = [
-        (lambda: {"changed": True, "msg": "done", "sid": os.getsid(0)}, lambda r: r["msg"] == "done" and r["sid"] != os.getsid(0)),
-        (_boom, lambda r: r["failed"] and "the supervisor crashed" in r["msg"] and "boom" in r["msg"]),
+        ("done", lambda r, caller_sid: r["msg"] == "done" and r["sid"] not in (caller_sid, os.getsid(0))),
+        ("boom", lambda r, _caller_sid: r["failed"] and "the supervisor crashed" in r["msg"] and "boom" in r["msg"]),
     ]
+    env = dict(os.environ, PYTHONPATH=str(ensure_collection_link()))
     for index, (work, check) in enumerate(cases):
         path = str(tmp_path / f"result{index}.json")
-        pid = supervisor.detach(work, path)
+        out = subprocess.run([sys.executable, "-c", DETACH, work, path], env=env, capture_output=True, text=True, timeout=60, check=True)
+        pid, caller_sid = (int(word) for word in out.stdout.split())
         assert pid > 0
         wait_for(lambda path=path: "started" not in json.loads(open(path).read()))
-        assert check(json.loads(open(path).read())), open(path).read()
+        assert check(json.loads(open(path).read()), caller_sid), open(path).read()
 
 
 @pytest.mark.parametrize("entry", ENTRIES)
