@@ -61,7 +61,9 @@ def main() -> int:
             print(json.dumps({"run": run, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3)}), file=sys.stderr, flush=True)
     where = "simulated local cluster 2 x 8, np=16"
     for figure, values in (("smoke_2x8_s", walls), ("smoke_2x8_cpu_s", cpus)):
-        print(json.dumps({"figure": figure, "value": round(statistics.median(values), 3), "unit": "s", "where": where, "runs": len(values)}))
+        print(
+            json.dumps({"figure": figure, "value": round(statistics.median(values), 3), "unit": "s", "where": where, "runs": len(values)})
+        )
     return 0
 
 
