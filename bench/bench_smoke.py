@@ -23,10 +23,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
 
-from bench_launch import sim_target  # noqa: E402
-
+from bench.bench_launch import sim_target  # noqa: E402
 from tests.helpers.ansible_cli import run_playbook  # noqa: E402
 
 SMOKE = REPO / "playbooks" / "smoke.yml"
