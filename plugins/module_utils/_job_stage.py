@@ -84,8 +84,10 @@ def check(p: dict) -> None:
         except OSError as exc:
             raise StageFailed("cannot make the AOE tuning repository directory %s: %s" % (p["tune_bank_path"], exc)) from None
     for name, text in p["run_files"].items():
-        if not isinstance(text, str) or not name or name in (".", "..") or "/" in name or "\0" in name:
-            raise StageFailed("run_files: %r -> %r is not a file name (no '/') and its text" % (name, type(text).__name__))
+        if not name or name in (".", "..") or "/" in name or "\0" in name:
+            raise StageFailed("run_files: %r is not a plain file name (no '/', not '.' or '..')" % name)
+        if not isinstance(text, str):
+            raise StageFailed("run_files: the text of %s is a %s, not a string" % (name, type(text).__name__))
     p["ranks"] = [dict(r, local_rank=index, local_count=p["local_count"]) for index, r in enumerate(p["ranks"])]
 
 

@@ -359,8 +359,16 @@ def test_a_run_file_that_is_not_a_plain_name_is_refused_and_nothing_is_written(t
     args = ranks_args(tmp_path, [{"rank_id": 0, "device_id": 0}], ["true"], detach=True, stage_timeout=30)
     args["run_files"] = {"ok.py": "", name: "x"}
     result = start_by("training_job state=stage", args, timeout=60)
-    assert result.get("failed") and result["msg"].startswith("run_files: "), result
+    assert result.get("failed") and result["msg"] == f"run_files: {name!r} is not a plain file name (no '/', not '.' or '..')", result
     assert not (tmp_path / "run").exists() and not (tmp_path / "escape.py").exists()
+
+
+def test_a_run_file_whose_text_is_not_a_string_is_refused(tmp_path):
+    args = ranks_args(tmp_path, [{"rank_id": 0, "device_id": 0}], ["true"], detach=True, stage_timeout=30)
+    args["run_files"] = {"check.py": ["not", "text"]}
+    result = start_by("training_job state=stage", args, timeout=60)
+    assert result.get("failed") and result["msg"] == "run_files: the text of check.py is a list, not a string", result
+    assert not (tmp_path / "run").exists()
 
 
 def test_staging_failure_names_every_rank_that_could_not_stage():
