@@ -137,10 +137,16 @@ def _cpu_s() -> float:
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
     if not CPU_LOG:
         return (yield)
-    cpu, wall = _cpu_s(), time.monotonic()
+    cpu, wall, start = _cpu_s(), time.monotonic(), time.time()
     try:
         return (yield)
     finally:
-        line = {"test": item.nodeid, "cpu_s": round(_cpu_s() - cpu, 2), "wall_s": round(time.monotonic() - wall, 2)}
+        line = {
+            "test": item.nodeid,
+            "cpu_s": round(_cpu_s() - cpu, 2),
+            "wall_s": round(time.monotonic() - wall, 2),
+            "start": round(start, 2),
+            "worker": os.environ.get("PYTEST_XDIST_WORKER", ""),
+        }
         with open(CPU_LOG, "a") as handle:  # one short write per line: workers' lines do not interleave
             handle.write(json.dumps(line) + "\n")
