@@ -19,6 +19,11 @@ from tests.helpers.collection import install_import_path
 
 install_import_path()
 
+# Module runs (ansible-playbook's, on the simulated cluster and the test bed) keep what they compile
+# here instead of compiling ansible.module_utils again each time: tests/helpers/module_code_cache/.
+# ASCEND_MODULE_CODE_CACHE= (empty) turns it off.
+os.environ.setdefault("ASCEND_MODULE_CODE_CACHE", str(Path(__file__).resolve().parents[1] / "build" / "module-code-cache"))
+
 # Test tiers are the directories under tests/; each test gets its tier's marker from where it lives,
 # so `-m unit` and `pytest tests/unit` select the same tests and no file marks itself by hand.
 TESTS_DIR = Path(__file__).resolve().parent

@@ -49,9 +49,25 @@ def ansible_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
         }
     )
     env.pop("ANSIBLE_CONFIG", None)
+    env.update(module_code_cache_env(env))
     if extra:
         env.update(extra)
     return env
+
+
+MODULE_CODE_CACHE = Path(__file__).resolve().parent / "module_code_cache"
+
+
+def module_code_cache_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``PYTHONPATH`` that gives module runs the compile cache, when ``ASCEND_MODULE_CODE_CACHE`` names its directory.
+
+    tests/conftest.py names one for pytest runs (the benchmarks run without it, as users' modules do);
+    module_code_cache/sitecustomize.py says what it does and why.
+    """
+    if not env.get("ASCEND_MODULE_CODE_CACHE"):
+        return {}
+    path = [str(MODULE_CODE_CACHE), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    return {"PYTHONPATH": os.pathsep.join(dict.fromkeys(path))}
 
 
 DEPRECATION_MARK = "[DEPRECATION WARNING]"

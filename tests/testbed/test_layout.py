@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.helpers.ansible_cli import MODULE_CODE_CACHE
 from tests.testbed.bedlib import files
 from tests.testbed.bedlib.layout import GUARD_NET, IFNAMSIZ, Layout, LayoutError
 
@@ -97,6 +98,17 @@ def test_a_shifted_clock_is_set_for_every_session_only(offset: int, setenv: str 
     lines = files.sshd_config(Layout("ab12cd", hosts=2), "h2", offset).splitlines()
     assert [line for line in lines if line.startswith("SetEnv")] == ([setenv] if setenv else [])
     assert files.faketime_env(offset) == (dict(kv.split("=", 1) for kv in setenv.split()[1:]) if setenv else {})
+
+
+def test_a_named_code_cache_reaches_every_session_beside_the_shifted_clock() -> None:
+    lines = files.sshd_config(Layout("ab12cd", hosts=2), "h2", -30, "/c/cache").splitlines()
+    (setenv,) = [line for line in lines if line.startswith("SetEnv")]
+    env = dict(kv.split("=", 1) for kv in setenv.split()[1:])
+    assert env == {
+        **files.faketime_env(-30),
+        "PYTHONPATH": str(MODULE_CODE_CACHE),
+        "ASCEND_MODULE_CODE_CACHE": "/c/cache",
+    }
 
 
 def test_sshd_config_is_key_only_on_the_management_address() -> None:

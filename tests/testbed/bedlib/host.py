@@ -36,7 +36,7 @@ def prepare(layout: Layout, host: str, repo: Path, with_sim: bool) -> str:
     ssh_dir.chmod(0o700)
     _write(ssh_dir / "authorized_keys", Path(f"{layout.client_key}.pub").read_text(), 0o600)
     keygen(d / "ssh_host_ed25519_key", f"{layout.prefix}-{host}")
-    _write(d / "sshd_config", files.sshd_config(layout, host), 0o600)
+    _write(d / "sshd_config", files.sshd_config(layout, host, 0, _code_cache()), 0o600)
     # Seen through the /etc overlay: written into its upper dir before it is mounted.
     _write(d / "etc.upper" / "hostname", f"{host}\n")
     _write(d / "etc.upper" / "hosts", files.etc_hosts(layout))
@@ -141,7 +141,7 @@ def set_clock(layout: Layout, host: str, pid: int, offset: int) -> None:
     if offset and not Path(files.FAKETIME_LIB).exists():
         raise BedError(f"{files.FAKETIME_LIB} is missing: apt-get install libfaketime")
     d = layout.host_dir(host)
-    _write(d / "sshd_config", files.sshd_config(layout, host, offset), 0o600)
+    _write(d / "sshd_config", files.sshd_config(layout, host, offset, _code_cache()), 0o600)
     _write(d / "clock_offset", f"{offset}\n")
     log = d / "host.log"
     started = log.read_text(errors="replace").count("Server listening on")
@@ -187,3 +187,8 @@ def stop(layout: Layout, host: str, pid: int | None, timeout: float = 5.0) -> No
             sig, deadline = signal.SIGKILL, time.monotonic() + timeout
         _signal(pids, sig)
         time.sleep(0.05)
+
+
+def _code_cache() -> str:
+    """The modules' compile cache the tests named (tests/conftest.py), for the host's sessions; none outside them."""
+    return os.environ.get("ASCEND_MODULE_CODE_CACHE", "")
