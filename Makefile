@@ -6,6 +6,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
+# Python keeps its bytecode (__pycache__, ignored by git and by the collection's build) even where the
+# environment says not to: with PYTHONDONTWRITEBYTECODE set, every pytest process rewrote and compiled
+# every test module again (~4 CPU-s per collection, one per xdist worker and lane) and every
+# ansible-playbook run compiled the collection's plugins again.
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: all link venv torch-venv system-packages test test-python test-unit test-testbed sanity lint demo bench build clean
 .PHONY: ruff mypy test-lane-newest
 
