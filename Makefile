@@ -127,7 +127,7 @@ LANE_PYTHON ?= $(shell for v in 3.13 3.12; do \
 # the tests below - prepare (and its idempotent second run, check/diff), rank_table (910B and A3), train
 # (success, fail-fast, stopped from elsewhere, Ctrl-C), smoke, the roles on their own, module_defaults,
 # facts read with injection off, the deprecation guard. The variants of one behaviour (the same tasks
-# played again with other inputs: AOE, PyTorch, chip gate, the layouts, the refusals) are controller
+# played again with other inputs: AOE, chip gate, the layouts, the refusals) are controller
 # logic the unit tier covers on both lanes; they run on the main lane only, to keep make test in minutes.
 # A test renamed here fails the lane loudly (pytest: "not found").
 IT := tests/integration

@@ -94,6 +94,7 @@ def test_pytorch_gloo_16_ranks_on_two_servers(launch_bed):
         env = read_env_log(rdir / "env.log")
         assert env["MASTER_ADDR"] == bed.mgmt_ip("h1")
         assert env["HCCL_IF_IP"] == bed.mgmt_ip("h1" if rank < 8 else "h2")
+        assert (env["WORLD_SIZE"], env["RANK"], env["LOCAL_RANK"]) == ("16", str(rank), str(rank % 8))
     assert len(digests) == 1
 
 
