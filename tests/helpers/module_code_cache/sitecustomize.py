@@ -11,7 +11,8 @@ imports ``sitecustomize`` at start-up, and this one keeps each compiled source i
 the file name the zip would have given it. What runs is unchanged: a changed source is a new key.
 
 Python 3.8 syntax (the oldest target); a Python without zipimport._compile_source (before 3.8)
-is left alone, and any error reading or writing the cache falls back to compiling.
+is left alone, and any error reading or writing the cache falls back to compiling. It shadows the
+interpreter's own sitecustomize for those runs (Debian's only installs apport's hook, when present).
 """
 
 from __future__ import annotations
