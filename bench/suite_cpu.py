@@ -4,7 +4,10 @@
     .venv/bin/python bench/suite_cpu.py build/suite-cpu.jsonl [--top 25]
 
 CPU seconds (the test process plus every child it waited for) hardly move with the machine's load,
-unlike wall time; on this 2-core machine the suite's wall time is bounded below by its CPU / 2.
+unlike wall time; on this 2-core machine the suite's wall time is bounded below by its CPU / 2. Not
+counted: processes that no test waits for (the test bed hosts' sshd sessions, with their modules and
+ranks; the detached supervisors and ranks of the simulated cluster's jobs): about a fifth of what a
+whole `make test` uses, which /proc/stat before and after shows.
 """
 
 from __future__ import annotations
