@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench._cpu import children_cpu  # noqa: E402  (needs the repo on sys.path)
 from tests.helpers.ansible_cli import run_module  # noqa: E402  (needs the repo on sys.path)
 
 SIM = REPO / "simulator" / "bin" / "ascend-sim"
@@ -67,11 +67,6 @@ def set_latency(server: dict, seconds: float) -> None:
         capture_output=True,
         text=True,
     )
-
-
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def time_module(server: dict, runs: int, devices: int, cpu: list | None = None, **args) -> list[float]:

@@ -36,7 +36,6 @@ import argparse
 import json
 import os
 import re
-import resource
 import signal
 import subprocess
 import sys
@@ -47,6 +46,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench._cpu import children_cpu  # noqa: E402
 from tests.helpers.ansible_cli import BIN_DIR, ansible_env, run_adhoc, run_playbook  # noqa: E402
 
 TRAIN = REPO / "playbooks" / "train.yml"
@@ -110,18 +110,13 @@ def bed_target(root: Path, bed) -> tuple[Path, dict, Path]:
     return bed.inventory, extra, root / "runs"
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def one_run(inventory: Path, extra: dict, runs: Path, env: dict, cost: dict | None = None) -> tuple[dict, str]:
     """Run train.yml once; the ranks' states (with their own start time) and the output.
 
     ``cost``, when given, receives the run's ``wall_s`` and ``cpu_s`` (see the module docstring).
     """
     job_id = f"bench{len(list(runs.iterdir())) if runs.exists() else 0}"
-    wall, cpu = time.monotonic(), _children_cpu()
+    wall, cpu = time.monotonic(), children_cpu()
     res = run_playbook(
         TRAIN,
         inventory,
@@ -129,7 +124,7 @@ def one_run(inventory: Path, extra: dict, runs: Path, env: dict, cost: dict | No
         timeout=1200,
     )
     if cost is not None:
-        cost.update(wall_s=time.monotonic() - wall, cpu_s=_children_cpu() - cpu)
+        cost.update(wall_s=time.monotonic() - wall, cpu_s=children_cpu() - cpu)
     states = {}
     for path in (runs / job_id).glob("device_*/state.json"):
         state = json.loads(path.read_text())
@@ -153,11 +148,11 @@ def clock_sample_cpu(inventory: Path) -> float:
     """Controller CPU seconds of one clock reading per server (ad-hoc clock_offset, 21 samples minus 1)."""
     used = []
     for samples in (1, 21):
-        before = _children_cpu()
+        before = children_cpu()
         results = run_adhoc("h1,h2", "ascend.cluster.clock_offset", f"samples={samples}", inventory)
         if sorted(results) != ["h1", "h2"] or any(r["_status"] != "SUCCESS" for r in results.values()):
             raise SystemExit(f"clock_offset failed: {results}")
-        used.append(_children_cpu() - before)
+        used.append(children_cpu() - before)
     return (used[1] - used[0]) / 20 / 2
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import sys
 import time
@@ -32,18 +31,18 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench._cpu import children_cpu  # noqa: E402
 from tests.helpers.ansible_cli import run_playbook  # noqa: E402
 from tests.testbed.harness import PREPARE_VARS, Bed, unique_prefix  # noqa: E402
 
 
 def timed_run(bed: Bed) -> tuple[float, int, float]:
     """(wall seconds, changed count, controller CPU seconds: ansible-playbook and its workers)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = children_cpu()
     start = time.monotonic()
     result = run_playbook("playbooks/prepare.yml", bed.inventory, extra_vars=PREPARE_VARS)
     elapsed = time.monotonic() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    cpu = children_cpu() - before
     if result.rc != 0:
         raise SystemExit(f"prepare failed on {bed.prefix}:\n{result}")
     return elapsed, result.changed(), cpu

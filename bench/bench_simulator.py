@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -22,21 +21,20 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench._cpu import children_cpu  # noqa: E402
+
 ASCEND_SIM = REPO / "simulator" / "bin" / "ascend-sim"
 PYTHON = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
 QUERIES = ("-ip", "-gateway", "-netdetect", "-net_health", "-link")
 
 
-def child_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def cpu_per_call(argv: list[str], n: int = 50) -> float:
-    before = child_cpu()
+    before = children_cpu()
     for _call in range(n):
         subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    return (child_cpu() - before) / n
+    return (children_cpu() - before) / n
 
 
 def emit(figure: str, value: float) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import statistics
 import sys
 import tempfile
@@ -24,15 +23,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench._cpu import children_cpu  # noqa: E402
 from bench.bench_launch import sim_target  # noqa: E402
 from tests.helpers.ansible_cli import run_playbook  # noqa: E402
 
 SMOKE = REPO / "playbooks" / "smoke.yml"
-
-
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def one_run(root: Path) -> tuple[float, float]:

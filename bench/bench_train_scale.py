@@ -28,7 +28,6 @@ import argparse
 import json
 import os
 import re
-import resource
 import statistics
 import sys
 import tempfile
@@ -38,6 +37,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench._cpu import children_cpu  # noqa: E402
 from tests.helpers.ansible_cli import run_playbook  # noqa: E402
 from tests.testbed.harness import Bed, unique_prefix  # noqa: E402
 
@@ -45,11 +45,6 @@ TRAIN = REPO / "playbooks" / "train.yml"
 STAND_IN = REPO / "examples" / "train" / "train_1p.sh"
 DEVICES = 8
 _START = re.compile(r"^start rank=(\d+) .* at (\d+\.\d+)", re.MULTILINE)
-
-
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def emit(figure: str, value: float, **more: object) -> None:
