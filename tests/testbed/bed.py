@@ -93,7 +93,7 @@ def cmd_exec(args: argparse.Namespace) -> int:
     pid = state["pids"][args.host]
     if not lifecycle.health(state)[args.host]:
         raise BedError(f"host {args.host} of bed {args.prefix} is not running: run `bed.py up` again")
-    env = dict(os.environ, **files.faketime_env(host.clock_offset(layout, args.host)))
+    env = dict(os.environ, **files.faketime_env(host.clock_offset(layout, args.host), files.faketime_shared(layout, args.host)))
     os.execvpe("nsenter", ["nsenter", f"--target={pid}", "--net", "--mount", "--uts", "--wd=/root", "--", *command], env)
     return 127  # not reached
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import shlex
 from pathlib import Path
 
 import pytest
@@ -90,22 +91,33 @@ def test_inventory_is_valid_yaml_with_what_ansible_needs() -> None:
     "offset, setenv",
     [
         (0, None),
-        (-30, "SetEnv LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 FAKETIME=-30"),
-        (90, "SetEnv LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 FAKETIME=+90"),
+        (
+            -30,
+            "SetEnv LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 FAKETIME=-30"
+            ' "FAKETIME_SHARED=/ascend-bed-ab12cd-h2-faketime-sem /ascend-bed-ab12cd-h2-faketime-shm"',
+        ),
+        (
+            90,
+            "SetEnv LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 FAKETIME=+90"
+            ' "FAKETIME_SHARED=/ascend-bed-ab12cd-h2-faketime-sem /ascend-bed-ab12cd-h2-faketime-shm"',
+        ),
     ],
 )
 def test_a_shifted_clock_is_set_for_every_session_only(offset: int, setenv: str | None) -> None:
-    lines = files.sshd_config(Layout("ab12cd", hosts=2), "h2", offset).splitlines()
+    layout = Layout("ab12cd", hosts=2)
+    lines = files.sshd_config(layout, "h2", offset).splitlines()
     assert [line for line in lines if line.startswith("SetEnv")] == ([setenv] if setenv else [])
-    assert files.faketime_env(offset) == (dict(kv.split("=", 1) for kv in setenv.split()[1:]) if setenv else {})
+    # sshd reads the quoted argument as one, as shlex does
+    expected = dict(kv.split("=", 1) for kv in shlex.split(setenv)[1:]) if setenv else {}
+    assert files.faketime_env(offset, files.faketime_shared(layout, "h2")) == expected
 
 
 def test_a_named_code_cache_reaches_every_session_beside_the_shifted_clock() -> None:
     lines = files.sshd_config(Layout("ab12cd", hosts=2), "h2", -30, "/c/cache").splitlines()
     (setenv,) = [line for line in lines if line.startswith("SetEnv")]
-    env = dict(kv.split("=", 1) for kv in setenv.split()[1:])
+    env = dict(kv.split("=", 1) for kv in shlex.split(setenv)[1:])
     assert env == {
-        **files.faketime_env(-30),
+        **files.faketime_env(-30, files.faketime_shared(Layout("ab12cd", hosts=2), "h2")),
         "PYTHONPATH": str(MODULE_CODE_CACHE),
         "ASCEND_MODULE_CODE_CACHE": "/c/cache",
     }

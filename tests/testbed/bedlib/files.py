@@ -33,8 +33,9 @@ def sshd_config(layout: Layout, host: str, clock_offset: int = 0, code_cache: st
     With ``code_cache``, module runs keep their compiled code there (session_env).
     """
     hdir = layout.host_dir(host)
-    env = session_env(clock_offset, code_cache)
-    shifted = [f"SetEnv {' '.join(f'{k}={v}' for k, v in env.items())}"] if env else []
+    env = session_env(clock_offset, code_cache, faketime_shared(layout, host))
+    # sshd_config quoting: an argument with a space (FAKETIME_SHARED's two names) in double quotes
+    shifted = [f"SetEnv {' '.join(_sshd_arg(f'{k}={v}') for k, v in env.items())}"] if env else []
     return HEADER.format(prefix=layout.prefix) + "".join(
         f"{line}\n"
         for line in (
@@ -124,18 +125,37 @@ def start_script(layout: Layout, host: str, repo: Path, with_sim: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def faketime_env(offset: int) -> dict[str, str]:
-    """The environment that shifts a process's wall clock by ``offset`` seconds (libfaketime); none for 0."""
-    return {"LD_PRELOAD": FAKETIME_LIB, "FAKETIME": f"{offset:+d}"} if offset else {}
+def faketime_env(offset: int, shared: str = "") -> dict[str, str]:
+    """The environment that shifts a process's wall clock by ``offset`` seconds (libfaketime); none for 0.
+
+    ``shared``: the host's own semaphore and shared memory (``faketime_shared``), which every process opens
+    instead of the first one making them. Without it, each session's first process made them and removed them
+    when it exited, and a rank that started at that moment (it inherits their names) found the semaphore gone
+    and exited 1 ("sem_open failed and recreation attempts failed") - the bed's flake, not the collection's.
+    """
+    if not offset:
+        return {}
+    env = {"LD_PRELOAD": FAKETIME_LIB, "FAKETIME": f"{offset:+d}"}
+    return dict(env, FAKETIME_SHARED=shared) if shared else env
 
 
-def session_env(clock_offset: int, code_cache: str) -> dict[str, str]:
+def faketime_shared(layout: Layout, host: str) -> str:
+    """libfaketime's ``FAKETIME_SHARED`` for ``host``: its semaphore's and its shared memory's names (host.set_clock makes them)."""
+    name = f"/ascend-bed-{layout.prefix}-{host}-faketime"
+    return f"{name}-sem {name}-shm"
+
+
+def _sshd_arg(arg: str) -> str:
+    return f'"{arg}"' if " " in arg else arg
+
+
+def session_env(clock_offset: int, code_cache: str, shared: str = "") -> dict[str, str]:
     """What every SSH session on a host runs with: the shifted clock, and the modules' compile cache when named.
 
     The cache (tests/helpers/module_code_cache) only spares the bed's hosts, which share this machine's
     cores, compiling ansible.module_utils on every module run; what runs is the same.
     """
-    env = faketime_env(clock_offset)
+    env = faketime_env(clock_offset, shared)
     if code_cache:
         env.update(PYTHONPATH=str(MODULE_CODE_CACHE), ASCEND_MODULE_CODE_CACHE=code_cache)
     return env

@@ -141,6 +141,8 @@ def set_clock(layout: Layout, host: str, pid: int, offset: int) -> None:
     if offset and not Path(files.FAKETIME_LIB).exists():
         raise BedError(f"{files.FAKETIME_LIB} is missing: apt-get install libfaketime")
     d = layout.host_dir(host)
+    if offset:
+        make_faketime_shared(layout, host)
     _write(d / "sshd_config", files.sshd_config(layout, host, offset, _code_cache()), 0o600)
     _write(d / "clock_offset", f"{offset}\n")
     log = d / "host.log"
@@ -153,6 +155,38 @@ def set_clock(layout: Layout, host: str, pid: int, offset: int) -> None:
         time.sleep(0.05)
     for socket_path in layout.control_path_dir.glob("*"):
         run(["ssh", "-o", f"ControlPath={socket_path}", "-O", "exit", host], check=False)
+
+
+SHM_DIR = Path("/dev/shm")  # where glibc keeps POSIX semaphores (sem.NAME) and shared memory (NAME)
+FAKETIME_SHM_SIZE = 4096  # libfaketime maps its struct ft_shared_s (tens of bytes) from the start
+
+
+def _faketime_paths(layout: Layout, host: str) -> tuple[Path, Path]:
+    sem, shm = (name.lstrip("/") for name in files.faketime_shared(layout, host).split())
+    return SHM_DIR / f"sem.{sem}", SHM_DIR / shm
+
+
+def make_faketime_shared(layout: Layout, host: str) -> None:
+    """The host's libfaketime semaphore (value 1: a mutex) and zeroed shared memory, kept until ``remove_faketime_shared``.
+
+    No process on the host is their maker, so none removes them when it exits (files.faketime_env says why).
+    """
+    # CPython's named POSIX semaphore (sem_open with O_CREAT | O_EXCL); typeshed has no stub for it
+    import _multiprocessing  # type: ignore[import-not-found]
+
+    sem_path, shm_path = _faketime_paths(layout, host)
+    if not sem_path.exists():
+        try:
+            _multiprocessing.SemLock(1, 1, 1, "/" + sem_path.name[len("sem.") :], False)  # kind 1: a counting semaphore
+        except FileExistsError:
+            pass
+    if not shm_path.exists():
+        _write(shm_path, "\0" * FAKETIME_SHM_SIZE, 0o600)
+
+
+def remove_faketime_shared(layout: Layout, host: str) -> None:
+    for path in _faketime_paths(layout, host):
+        path.unlink(missing_ok=True)
 
 
 def netns_pids(netns: str) -> list[int]:

@@ -125,6 +125,7 @@ def _down_locked(prefix: str) -> None:
     layout = Layout.naming(prefix)
     for h in sorted(hosts):
         host.stop(layout, h, pids.get(h))
+        host.remove_faketime_shared(layout, h)
     net.destroy(prefix)
     shutil.rmtree(state_dir(prefix), ignore_errors=True)
 
