@@ -140,6 +140,11 @@ def failure_cause(state: dict | None, rank_state: str) -> str | None:
     return state.get("error") or signal_death(state.get("rc"))
 
 
+def _read_state(rdir: str) -> dict | None:
+    state = files.read_json(os.path.join(rdir, files.STATE_FILE))
+    return state if isinstance(state, dict) else None
+
+
 def rank_states(job_root: str, job: dict, tail_lines: int = 0, tail_failed: int = 0) -> list:
     """One dict per local rank: ids, ``state``, ``rc``, times, pids, log path, log tail.
 
@@ -149,12 +154,17 @@ def rank_states(job_root: str, job: dict, tail_lines: int = 0, tail_failed: int 
     ranks = []
     for rank in job["ranks"]:
         rdir = files.rank_dir(job["run_dir"], rank["rank_id"])
-        state = files.read_json(os.path.join(rdir, files.STATE_FILE))
-        state = state if isinstance(state, dict) else None
+        state = _read_state(rdir)
+        verdict = classify(state, aborted)
+        if verdict == "failed" and (state or {}).get("phase") in LOST_PHASES:
+            # A runner records its rank's exit, then exits: read between the two, the file still said running and
+            # the runner was already gone. Read once more: the record is there now, or the rank really is lost.
+            state = _read_state(rdir)
+            verdict = classify(state, aborted)
         summary = {
             "rank_id": rank["rank_id"],
             "device_id": rank["device_id"],
-            "state": classify(state, aborted),
+            "state": verdict,
             "phase": (state or {}).get("phase"),
             "rc": (state or {}).get("rc"),
             "started": (state or {}).get("started"),

@@ -252,3 +252,29 @@ def test_a_runner_sent_term_stops_the_job_and_says_so(tmp_path):
     thread.join(60)
     assert files.read_abort(str(tmp_path / "jobs" / "j")) == "the runner of rank 0 was sent SIGTERM"
     assert [r["state"] for r in control.rank_states(str(tmp_path / "jobs"), job)] == ["stopped", "stopped"]
+
+
+def test_a_rank_whose_runner_records_its_exit_and_goes_between_the_read_and_the_check_is_not_lost(tmp_path, monkeypatch):
+    # The runner writes "exited" and exits; a poll that read "running" just before finds the runner gone.
+    rdir = files.rank_dir(str(tmp_path / "run"), 0)
+    os.makedirs(rdir)
+    state_file = os.path.join(rdir, files.STATE_FILE)
+    files.write_json(state_file, {"phase": files.RUNNING, "runner_pid": GONE, "pid": GONE, "started": 1.0})
+
+    def runner_finishes_now(pid):
+        files.write_json(state_file, {"phase": files.EXITED, "runner_pid": GONE, "pid": GONE, "rc": 0, "started": 1.0, "ended": 2.0})
+        return False
+
+    monkeypatch.setattr(control, "pid_alive", runner_finishes_now)
+    job = {"job_id": "j", "run_dir": str(tmp_path / "run"), "ranks": [{"rank_id": 0, "device_id": 0}]}
+    (state,) = control.rank_states(str(tmp_path / "jobs"), job)
+    assert (state["state"], state["rc"], state["error"]) == ("done", 0, None)
+
+
+def test_a_rank_whose_runner_is_gone_without_a_record_is_still_lost(tmp_path):
+    rdir = files.rank_dir(str(tmp_path / "run"), 0)
+    os.makedirs(rdir)
+    files.write_json(os.path.join(rdir, files.STATE_FILE), {"phase": files.RUNNING, "runner_pid": GONE, "pgid": GONE})
+    job = {"job_id": "j", "run_dir": str(tmp_path / "run"), "ranks": [{"rank_id": 0, "device_id": 0}]}
+    (state,) = control.rank_states(str(tmp_path / "jobs"), job)
+    assert (state["state"], state["error"]) == ("failed", control.VANISHED)
