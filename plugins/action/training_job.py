@@ -25,9 +25,11 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
 from ansible_collections.ascend.cluster.plugins.plugin_utils import _interrupt as interrupt
 from ansible_collections.ascend.cluster.plugins.plugin_utils._clock import measure_over
+from ansible_collections.ascend.cluster.plugins.plugin_utils._watch import parse_group
 
 GUARDED = ("staged", "gate")
 CLOCK_OPTIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
@@ -90,12 +92,16 @@ class ActionModule(ActionBase):
 
     @staticmethod
     def _gate_by_shell(args: dict) -> bool:
-        """The gate of a named job is opened with one shell command (``_job_files.gate_command``), not a module."""
-        return args.get("state") == "gate" and args.get("job_id") not in (None, "latest") and args.get("start_at") is not None
+        """The gate of a named job is opened with one shell command (``_job_files.gate_command``, or through the group
+        ``_job_group.gate_request_command``), not a module."""
+        given = args.get("start_at") is not None or args.get("margin") is not None
+        return args.get("state") == "gate" and args.get("job_id") not in (None, "latest") and given
 
     def _gate(self, args: dict) -> dict:
         """Open the gate (and move ``latest``) with one shell command: what the module does, without its round trip."""
         job_id, job_root = str(args["job_id"]), str(args.get("job_root") or options.DEFAULT_JOB_ROOT)
+        if args.get("margin") is not None:
+            return self._group_gate(job_id, job_root, args)
         try:
             start_at = float(args["start_at"])
         except (TypeError, ValueError):
@@ -108,6 +114,22 @@ class ActionModule(ActionBase):
                 "msg": f"cannot open the gate of job {job_id}: {problem} {str(answer.get('stderr') or '').strip()}".strip(),
             }
         return {"changed": True, "job_id": job_id, "start_at": start_at}
+
+    def _group_gate(self, job_id: str, job_root: str, args: dict) -> dict:
+        """Ask the job's coordinator (on this task's server) to open the gate, and wait for its answer: one shell command."""
+        try:
+            margin = float(args["margin"])
+            join_wait = float(args["join_wait"]) if args.get("join_wait") is not None else 30.0
+        except (TypeError, ValueError):
+            return {"failed": True, "msg": f"margin / join_wait: {args.get('margin')!r} / {args.get('join_wait')!r} are not seconds"}
+        command = group.gate_request_command(files.job_dir(job_root, job_id), margin, join_wait, join_wait + 10.0)
+        answer = self._low_level_execute_command(command, sudoable=True)
+        ran, text = group.parse_read(str(answer.get("stdout") or ""))
+        if not ran:
+            why = " ".join(str(answer.get(k) or "").strip() for k in ("stdout", "stderr")).strip() or "no answer"
+            return {"failed": True, "msg": f"cannot open the gate of job {job_id} through its group: {why}"}
+        view = parse_group(text) if text else None
+        return dict(group.gate_answer(view, join_wait), job_id=job_id)
 
     def _preflight(self, result: dict, args: dict, task_vars: dict) -> dict:
         """The clock (when asked), then the module's checks unless the clock is refused."""

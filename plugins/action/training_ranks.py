@@ -114,7 +114,11 @@ class ActionModule(TrainingRankAction):
         module on this server just before, so Ansible reuses its payload instead of building a second one (~0.25 s)."""
         if wrap_async or not boolean(args.get("detach", False)):
             return super()._module_call(args, task_vars, wrap_async)
-        return self._execute_module(module_name=JOB_MODULE, module_args={"state": "stage", "stage": args}, task_vars=task_vars)
+        stage = {k: v for k, v in args.items() if k != "group_secret"}  # the secret goes as training_job's own no_log option
+        module_args = {"state": "stage", "stage": stage}
+        if args.get("group_secret") is not None:
+            module_args["group_secret"] = args["group_secret"]
+        return self._execute_module(module_name=JOB_MODULE, module_args=module_args, task_vars=task_vars)
 
     def _job_args(self, args: dict, **more: Any) -> dict:
         job = {"job_id": args.get("job_id"), **more}

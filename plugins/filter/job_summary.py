@@ -11,12 +11,22 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filt
 
 @filter_errors("job_summary")
 def job_summary(
-    hosts: Any, hostvars: Any, result: str, job_id: str = "", kind: str = "train", all_rows: bool = False, ok_rows: int = 4
+    hosts: Any,
+    hostvars: Any,
+    result: str,
+    job_id: str = "",
+    kind: str = "train",
+    all_rows: bool = False,
+    ok_rows: int = 4,
+    failure: Any = None,
+    message: str = "",
 ) -> dict:
     # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
     from ansible_collections.ascend.cluster.plugins.plugin_utils._job_report import job_summary as _job_summary
 
-    return _job_summary(hosts, hostvars, result, job_id=job_id, kind=kind, all_rows=all_rows, ok_rows=ok_rows)
+    return _job_summary(
+        hosts, hostvars, result, job_id=job_id, kind=kind, all_rows=all_rows, ok_rows=ok_rows, failure=failure, message=message
+    )
 
 
 class FilterModule:

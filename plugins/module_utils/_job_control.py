@@ -173,6 +173,7 @@ def rank_states(job_root: str, job: dict, tail_lines: int = 0, tail_failed: int 
             "runner_pid": (state or {}).get("runner_pid"),
             "log": os.path.join(rdir, files.TRAIN_LOG),
             "error": (state or {}).get("error"),
+            "stopped_by": (state or {}).get("stopped_by"),
         }
         summary["error"] = failure_cause(state, summary["state"]) or summary["error"]
         if summary["started"] and summary["ended"]:
@@ -260,8 +261,10 @@ def stop_job(job_root: str, job: dict, grace: float, reason: str = "stop request
         files.record_abort(directory, reason)
     ranks = rank_states(job_root, job)
     alive = [r for r in ranks if r["state"] in ("staged", "running", "pending") or group_alive(r["pid"])]
-    by_group = dict((int(r["pid"]), r["rank_id"]) for r in alive if r["pid"])
-    result = kill_groups(list(by_group), grace)
+    # ranks this same stop already ended through the job's group (stop.yml reached another server first): stopped by it too
+    through_group = [r["rank_id"] for r in ranks if r not in alive and r["state"] == "stopped" and reason in str(r.get("stopped_by") or "")]
+    by_pgid = dict((int(r["pid"]), r["rank_id"]) for r in alive if r["pid"])
+    result = kill_groups(list(by_pgid), grace)
     runners = [r["runner_pid"] for r in alive if r["runner_pid"]]
     for pid in wait_gone(runners, grace):
         try:
@@ -270,8 +273,8 @@ def stop_job(job_root: str, job: dict, grace: float, reason: str = "stop request
             pass
     wait_gone(runners, 2.0)
     return {
-        "stopped": sorted(r["rank_id"] for r in alive if r["state"] != "pending"),
-        "killed": sorted(by_group[g] for g in result["killed"]),
+        "stopped": sorted([r["rank_id"] for r in alive if r["state"] != "pending"] + through_group),
+        "killed": sorted(by_pgid[g] for g in result["killed"]),
     }
 
 

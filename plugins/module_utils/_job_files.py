@@ -67,6 +67,7 @@ _PROBE_FINAL = "FINAL "
 _PROBE_GONE = "GONE"
 _PROBE_END = "ascend-probe-ok"
 _GATE_END = "ascend-gate-ok"
+_ABORT_END = "ascend-abort-ok"
 
 
 def job_dir(job_root: str, job_id: str) -> str:
@@ -169,6 +170,29 @@ def record_abort(job_dir_path: str, reason: str) -> None:
                 pass
     with open(path, "a") as handle:
         handle.write(line)
+
+
+def abort_command(job_dir_path: str, reason: str) -> str:
+    """One POSIX shell command that records ``reason`` as :func:`record_abort` does (the file appears with its first line
+    already in it: written aside, then hard-linked into place; appended when another stop was first). For the
+    controller, which stops a job through the group by writing this on the coordinator's server. Output for
+    :func:`parse_abort_command`."""
+    line = quote(" ".join(reason.split()))
+    path = quote(posixpath.join(job_dir_path, ABORT_FILE))
+    missing = quote("no job recorded in %s on this host" % job_dir_path)
+    return (
+        "test -d %s || { echo %s; exit 3; }; " % (quote(job_dir_path), missing)
+        + "if test -e %s; then printf '%%s\n' %s >> %s; " % (path, line, path)
+        + "else printf '%%s\n' %s > %s.$$ && { ln %s.$$ %s 2>/dev/null || printf '%%s\n' %s >> %s; }; rm -f %s.$$; fi"
+        % (line, path, path, path, line, path, path)
+        + " && echo %s" % _ABORT_END
+    )
+
+
+def parse_abort_command(stdout: str) -> str | None:
+    """None when :func:`abort_command` recorded the reason, else what it printed instead (why not)."""
+    lines = [line.strip() for line in stdout.splitlines()]
+    return None if _ABORT_END in lines else (" ".join(line for line in lines if line) or "no answer")
 
 
 def read_abort(job_dir_path: str) -> str | None:

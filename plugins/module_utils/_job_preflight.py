@@ -23,8 +23,10 @@ import time
 from typing import TYPE_CHECKING
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
+from ansible_collections.ascend.cluster.plugins.module_utils import _listen_ports as listen_ports
 from ansible_collections.ascend.cluster.plugins.module_utils._job_control import load_job, rank_states, stop_job
-from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import wait_gone
+from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import pid_alive, wait_gone
 
 if TYPE_CHECKING:
     from typing import Callable
@@ -65,6 +67,22 @@ def job_holders(job_root: str, devices: list) -> list:
     return held
 
 
+def group_ports(job_root: str, taken: dict) -> dict:
+    """``{port: job_id}`` for the ports of ``taken`` (``listen_ports.ports_in_use``) that a recorded job's group
+    coordinator listens on: that job still runs (or is ending); stopping it frees the port."""
+    coordinators = {}
+    for job_id in files.list_jobs(job_root):
+        view = files.read_json(os.path.join(files.job_dir(job_root, job_id), group.GROUP_FILE))
+        if isinstance(view, dict) and isinstance(view.get("pid"), int) and pid_alive(view["pid"]):
+            coordinators[view["pid"]] = job_id
+    held = {}
+    for port, who in taken.items():
+        pid = listen_ports.owner_pid(who)
+        if pid in coordinators:
+            held[port] = coordinators[pid]
+    return held
+
+
 def find_busy(devices: list, lock_dir: str, job_root: str, npu_processes: list) -> list:
     """Every reason a selected device is not free: ``[{"device_id", "source", "detail", ...}]``."""
     busy = []
@@ -84,10 +102,11 @@ def find_busy(devices: list, lock_dir: str, job_root: str, npu_processes: list) 
     return sorted(busy, key=lambda b: (b["device_id"], b["source"]))
 
 
-def kill_stale(busy: list, job_root: str, grace: float) -> list:
-    """Stop what ``find_busy`` found: our jobs via ``stop_job``, other processes TERM then KILL."""
+def kill_stale(busy: list, job_root: str, grace: float, jobs: tuple = ()) -> list:
+    """Stop what ``find_busy`` found: our jobs via ``stop_job`` (and ``jobs``: those whose group holds a port the new job
+    needs), other processes TERM then KILL."""
     actions = []
-    for job_id in sorted(set(b["job_id"] for b in busy if b["source"] == "job")):
+    for job_id in sorted(set(b["job_id"] for b in busy if b["source"] == "job") | set(jobs)):
         result = stop_job(job_root, load_job(job_root, job_id), grace, reason="kill_stale by a new launch")
         actions.append("stopped job %s ranks %s" % (job_id, result["stopped"]))
     pids = sorted(set(b["pid"] for b in busy if b["source"] == "npu-smi"))

@@ -16,6 +16,7 @@ from typing import Any
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
 from ansible_collections.ascend.cluster.plugins.module_utils._job_command import resolve_launch
 from ansible_collections.ascend.cluster.plugins.module_utils._job_launcher import LAUNCHERS, PER_DEVICE, check_layout
@@ -47,6 +48,22 @@ ARGS = options.spec(
     barrier=dict(type="list", elements="str", default=[]),
     # files the ranks run (the smoke check's script, the HCCL stand-in), written into run_dir with the stage's call
     run_files=dict(type="dict", default={}),
+    # the job's group (module_utils/_job_group): where its coordinator listens, who this server is in it
+    group=dict(
+        type="dict",
+        options=dict(
+            address=dict(type="str", required=True),
+            port=dict(type="int", required=True),
+            host=dict(type="str", required=True),
+            server=dict(type="str"),
+            coordinator=dict(type="bool", default=False),
+            hosts=dict(type="list", elements="str", default=[]),
+            lost_after=dict(type="float", default=group.LOST_AFTER_S),
+            clock_offset=dict(type="float", default=0.0),
+        ),
+    ),
+    # its secret, an option of its own so that every module that takes it declares it no_log (never logged, never returned)
+    group_secret=dict(type="str", no_log=True),
 )
 MUTUALLY_EXCLUSIVE = [("argv", "command")]
 REQUIRED_ONE_OF = [("argv", "command")]
@@ -88,6 +105,16 @@ def check(p: dict) -> None:
             raise StageFailed("run_files: %r is not a plain file name (no '/', not '.' or '..')" % name)
         if not isinstance(text, str):
             raise StageFailed("run_files: the text of %s is a %s, not a string" % (name, type(text).__name__))
+    if p["group"] is not None:
+        if not p["group_secret"]:
+            raise StageFailed("group: the job's group needs its secret (group_secret)")
+        if not 0 < p["group"]["port"] < 65536:
+            raise StageFailed("group: port %d is not a TCP port (1-65535)" % p["group"]["port"])
+        if p["group"]["coordinator"] and p["group"]["host"] not in p["group"]["hosts"]:
+            raise StageFailed("group: the coordinator's server %s must be one of its hosts" % p["group"]["host"])
+        if p["group"]["lost_after"] <= 0:
+            raise StageFailed("group: lost_after must be more than 0 s")
+        p["group"] = dict(p["group"], secret=p["group_secret"])
     p["ranks"] = [dict(r, local_rank=index, local_count=p["local_count"]) for index, r in enumerate(p["ranks"])]
 
 
@@ -109,7 +136,7 @@ def run(p: dict) -> dict:
     if p["detach"]:
         return start_detached(p)
     write_run_files(p)
-    result = supervise(p)
+    result = supervise(p, open_group(p))
     if result.get("failed"):
         raise StageFailed(**result)
     return result
@@ -133,9 +160,16 @@ def start_detached(p: dict) -> dict:
     try:
         os.makedirs(job_dir, 0o755, exist_ok=True)
         results_file = os.path.join(job_dir, files.SUPERVISOR_FILE)
-        pid = detach(lambda: supervise(p), results_file)
     except OSError as exc:
         raise StageFailed("cannot start the supervisor of job %s: %s" % (p["job_id"], exc)) from None
+    listener = open_group(p)
+    try:
+        pid = detach(lambda: supervise(p, listener), results_file)
+    except OSError as exc:
+        raise StageFailed("cannot start the supervisor of job %s: %s" % (p["job_id"], exc)) from None
+    finally:
+        if listener is not None:  # the supervisor's daemon holds its own copy
+            listener.close()
     result = dict(changed=True, started=1, finished=0, results_file=results_file, supervisor_pid=pid, **table)
     if p["stage_timeout"] > 0:
         unchanged = {k: v for k, v in result.items() if k != "changed"}
@@ -150,8 +184,27 @@ def start_detached(p: dict) -> dict:
     return result
 
 
-def supervise(p: dict) -> dict:
+def open_group(p: dict):
+    """With ``group``: the job's secret written into its record (mode 0600) and, on the coordinator's server, the group's
+    listening socket bound (so that a port already taken fails this call, before any rank starts); the socket or None."""
+    if p["group"] is None:
+        return None
+    job_dir = files.job_dir(p["job_root"], p["job_id"])
+    try:
+        os.makedirs(job_dir, 0o755, exist_ok=True)
+        group.write_secret(job_dir, p["group"]["secret"])
+    except OSError as exc:
+        raise StageFailed("cannot write the job's group secret into %s: %s" % (job_dir, exc)) from None
+    if not p["group"]["coordinator"]:
+        return None
+    try:
+        return group.listen(p["group"]["address"], p["group"]["port"])
+    except group.GroupError as exc:
+        raise StageFailed(str(exc)) from None
+
+
+def supervise(p: dict, listener=None) -> dict:
     """Start every rank, wait for them all: the module's result (``failed`` when a rank did not exit 0)."""
-    states = Supervisor(p).run()
+    states = Supervisor(p, listener).run()
     ok, msg = summary(states)
     return dict(changed=True, msg=msg, ranks=states) if ok else dict(failed=True, msg=msg, ranks=states)

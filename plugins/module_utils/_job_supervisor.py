@@ -13,6 +13,14 @@ them and returns every rank's final state in one result.
 In a launcher mode (``launcher`` ``torchrun`` / ``msrun``) it forks one :class:`NodeRunner` for all the
 server's ranks instead (``_job_node_runner``), which writes the same per-rank files.
 
+With ``group`` (the launch role's way) the supervisor is also this server's member of the job's group
+(``_job_group``), and on the coordinator's server it first forks the coordinator as a daemon of its own. While its
+runners live it then: opens the gate here when the group says so; passes the first line of the job's abort file on
+to the group (a rank that failed here, ranks whose runner died, a stop from stop.yml or the controller); stops the
+local ranks when the group says so or the abort file appears (TERM to each rank's process group, KILL after
+``kill_grace``, never blocking its loop); sends its ranks' states with its heartbeats; and, once every runner has
+ended, sends their final states and leaves.
+
 Runs on target hosts: Python 3.8+, stdlib only.
 """
 
@@ -24,13 +32,20 @@ import time
 import traceback
 from typing import Callable
 
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
 from ansible_collections.ascend.cluster.plugins.module_utils._job_launcher import PER_DEVICE
 from ansible_collections.ascend.cluster.plugins.module_utils._job_node_runner import NodeRunner
+from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import group_alive, kill_group
 from ansible_collections.ascend.cluster.plugins.module_utils._job_runner import RankRunner
 
 RANK_KEYS = ("rank_id", "device_id", "local_rank", "local_count")
 FORWARDED = (signal.SIGTERM, signal.SIGHUP)  # what the supervisor passes on to its runners
+TICK_S = 0.05  # the group loop: how long it waits for the coordinator's word between looks at the abort file
+STATES_EVERY_S = 0.5  # how often the ranks' states are read for the group (sent with the heartbeat when changed)
+TAIL_FAILED = 20  # log lines of a failed rank in the failure the group passes on
+LOST_SETTLE_S = 0.2  # after a runner that ended without a record: time for its siblings' deaths to be reaped too
 
 
 def rank_params(common: dict, rank: dict) -> dict:
@@ -65,12 +80,28 @@ def _run_child(params: dict) -> int:
 
 
 class Supervisor:
-    """Starts and reaps the runners of one server's ranks (``params``: the ``training_ranks`` module's)."""
+    """Starts and reaps the runners of one server's ranks (``params``: the ``training_ranks`` module's).
 
-    def __init__(self, params: dict) -> None:
+    ``listener``: the group's listening socket, on the coordinator's server only (bound by the stage's call, so that a
+    port already taken fails that call): the coordinator is forked with it before any runner.
+    """
+
+    def __init__(self, params: dict, listener=None) -> None:
         self.params = params
+        self.listener = listener
         self.children: dict = {}  # pid -> rank_id
         self.stop_signal: int | None = None  # the signal _forward passed on, once one came
+        self.job = {"job_id": params["job_id"], "run_dir": params["run_dir"], "ranks": params["ranks"]}
+        self.member: group.Member | None = None
+        self.reported = False  # the abort file's first line was passed on to the group (or came from it)
+        self.stopping: list = []  # process groups TERMed by the group loop, KILLed at kill_at
+        self.kill_at: float | None = None
+        self.states: dict = {}  # rank id -> state last sent to the group
+        self.next_states = 0.0
+
+    @property
+    def job_dir(self) -> str:
+        return files.job_dir(self.params["job_root"], self.params["job_id"])
 
     def _forward(self, signum: int, _frame: object) -> None:
         self.stop_signal = signum
@@ -101,6 +132,8 @@ class Supervisor:
                 if pid == 0:  # pragma: no cover - the child never returns (its exit status is checked)
                     code = 2
                     try:
+                        if self.listener is not None:
+                            self.listener.close()
                         code = _run_child(params)
                     finally:
                         os._exit(code)
@@ -110,8 +143,38 @@ class Supervisor:
             finally:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
 
+    def start_coordinator(self) -> None:
+        """Fork the job's coordinator as a daemon of its own session (nobody's child: it outlives this process if
+        this one is killed, and then finds this server's member silent), then close this process's copy of its socket."""
+        listener, self.listener = self.listener, None
+        if listener is None:
+            return
+        cfg = dict(self.params["group"], job_id=self.params["job_id"], join_timeout=self.params["gate_timeout"])
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the forked processes, which never return
+            code = 1
+            try:
+                os.setsid()
+                if os.fork() != 0:
+                    code = 0
+                else:
+                    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+                        signal.signal(signum, signal.SIG_DFL)
+                    null = os.open(os.devnull, os.O_RDWR)
+                    for fd in (0, 1, 2):
+                        os.dup2(null, fd)
+                    os.close(null)
+                    group.Coordinator(cfg, self.job_dir, listener).run()
+                    code = 0
+            finally:
+                os._exit(code)
+        listener.close()
+        os.waitpid(pid, 0)
+
     def wait(self) -> list:
         """Reap every runner; every rank's final ``state.json`` in the given order."""
+        if self.params.get("group"):
+            return self.wait_in_group()
         while self.children:
             try:
                 pid, _status = os.waitpid(-1, 0)
@@ -121,6 +184,182 @@ class Supervisor:
                 continue
             self.children.pop(pid, None)
         return [self.final_state(rank) for rank in self.params["ranks"]]
+
+    # -- the job's group
+
+    def wait_in_group(self) -> list:
+        """The group loop: reap runners without blocking, and between looks wait for the coordinator's word."""
+        cfg = dict(self.params["group"], job_id=self.params["job_id"], join_timeout=self.params["gate_timeout"])
+        self.member = group.Member(cfg, self.job_dir, self.params["ranks"], self.open_gate, self.stop_here)
+        try:
+            while self.children:
+                self.reap()
+                self.member.poll(TICK_S)
+                self.look_at_abort()
+                self.send_states()
+                self.kill_late()
+            self.member.poll(0)
+            self.look_at_abort()
+            final = control.rank_states(self.params["job_root"], self.job, tail_lines=1, tail_failed=TAIL_FAILED)
+            self.member.finish(final)
+        finally:
+            self.member.close()
+        return [self.final_state(rank) for rank in self.params["ranks"]]
+
+    def reap(self) -> None:
+        """Reap the runners that ended; ranks whose runner ended without recording an end are lost: the job stops.
+
+        A host going down, or an operator's ``kill -9`` of several runners, takes them one after another within
+        milliseconds: after a first runner that ended without a record, the others are given :data:`LOST_SETTLE_S` to
+        be reaped too, so that the job's failure names every lost rank of this server, not the first one alone.
+        """
+        ended = self._reap_now()
+        if ended and any(self._unrecorded(r) for r in ended) and self.children:
+            time.sleep(LOST_SETTLE_S)
+            ended += self._reap_now()
+        if ended:
+            self.check_ended(ended)
+
+    def _reap_now(self) -> list:
+        """The ranks of every runner that has ended by now (reaped without blocking)."""
+        ended: list = []
+        while self.children:
+            try:
+                pid, _status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                self.children.clear()
+                break
+            if pid == 0:
+                break
+            first = self.children.pop(pid, None)
+            if first is None:
+                continue
+            if self.params.get("launcher", PER_DEVICE) != PER_DEVICE:
+                ended.extend(self.params["ranks"])
+            else:
+                ended.extend(r for r in self.params["ranks"] if r["rank_id"] == first)
+        return ended
+
+    def _unrecorded(self, rank: dict) -> bool:
+        state = files.read_json(os.path.join(files.rank_dir(self.params["run_dir"], rank["rank_id"]), files.STATE_FILE))
+        return not isinstance(state, dict) or state.get("phase") not in files.FINAL_PHASES
+
+    def check_ended(self, ranks: list) -> None:
+        """The runner of ``ranks`` has ended: a rank it left in no final phase is lost; one refused or timed out at the gate
+        never started. Either stops the job (unless it is being stopped already)."""
+        lost, unstarted = [], []
+        for rank in ranks:
+            state = files.read_json(os.path.join(files.rank_dir(self.params["run_dir"], rank["rank_id"]), files.STATE_FILE))
+            phase = state.get("phase") if isinstance(state, dict) else None
+            if phase not in files.FINAL_PHASES:
+                lost.append((rank, state if isinstance(state, dict) else {}))
+            elif phase in (files.REFUSED, files.GATE_TIMEOUT):
+                unstarted.append((rank, state))
+        if files.read_abort(self.job_dir) is not None or not (lost or unstarted):
+            return
+        if lost:
+            ids = [int(r["rank_id"]) for r, _s in lost]
+            alive = [s.get("pgid") for _r, s in lost if s.get("phase") == files.RUNNING and group_alive(s.get("pgid"))]
+            why = control.RUNNER_DIED % alive[0] if alive else control.VANISHED
+            line = "%s lost: %s" % (_rank_words(ids), why)
+            self.report(line, {"rank_id": -1, "lost": ids, "since": None, "error": why})
+        else:
+            rank, state = unstarted[0]
+            line = "rank %d could not start: %s" % (int(rank["rank_id"]), state.get("error") or state.get("phase"))
+            self.report(line, None)
+        files.record_abort(self.job_dir, line)
+        self.stop_here(None)
+
+    def report(self, reason: str, failure: dict | None) -> None:
+        """Pass this server's stop on to the group, once."""
+        if not self.reported and self.member is not None:
+            self.reported = True
+            self.member.abort(reason, failure)
+
+    def look_at_abort(self) -> None:
+        """The abort file's first line, once it appears: passed on to the group (with the failed rank's details when a
+        rank of this server failed), and every local rank stopped (the runners stop their siblings themselves; a stop
+        written here by the controller or stop.yml may have stopped nothing yet)."""
+        if self.reported and self.kill_at is not None:
+            return
+        reason = files.read_abort(self.job_dir)
+        if reason is None:
+            return
+        if not self.reported:
+            self.report(reason or "stop requested", self.failure_of(reason))
+        if self.kill_at is None:
+            self.stop_here(None)
+
+    def failure_of(self, reason: str) -> dict | None:
+        """The failure record of a local rank the abort line names (``rank N failed (rc=X)``), read from its state."""
+        found = files.parse_abort_line(reason)
+        rank = next((r for r in self.params["ranks"] if found["rank_id"] is not None and int(r["rank_id"]) == found["rank_id"]), None)
+        if rank is None:
+            return None
+        single = dict(self.job, ranks=[rank])
+        state = control.rank_states(self.params["job_root"], single, tail_lines=0, tail_failed=TAIL_FAILED)[0]
+        return {
+            "rank_id": found["rank_id"],
+            "device_id": int(rank["device_id"]),
+            "rc": found["rc"],
+            "error": state.get("error") or found["why"],
+            "log": state.get("log"),
+            "tail": state.get("tail") or [],
+            "ended": state.get("ended"),
+        }
+
+    def open_gate(self, start_at: float) -> None:
+        """The group opened the gate: every runner here starts its rank at ``start_at`` (this server's clock)."""
+        try:
+            control.open_gate(self.params["job_root"], self.job, start_at)
+        except OSError as exc:
+            files.record_abort(self.job_dir, "cannot open the gate on this server: %s" % exc)
+
+    def stop_here(self, reason: str | None) -> None:
+        """Stop every local rank: the reason recorded first (runners at the gate give up, a dying rank is ``stopped``),
+        then TERM to each live rank's process group; KILL follows after ``kill_grace`` (:meth:`kill_late`)."""
+        if reason is not None and files.read_abort(self.job_dir) is None:
+            files.record_abort(self.job_dir, reason)
+            self.reported = True  # it came from the group: nothing to pass on
+        groups = []
+        for rank in self.params["ranks"]:
+            state = files.read_json(os.path.join(files.rank_dir(self.params["run_dir"], rank["rank_id"]), files.STATE_FILE))
+            if isinstance(state, dict) and state.get("pgid") and state.get("phase") == files.RUNNING:
+                groups.append(int(state["pgid"]))
+        for pgid in groups:
+            kill_group(pgid, signal.SIGTERM)
+        self.stopping = sorted(set(self.stopping) | set(groups))
+        if self.kill_at is None:
+            self.kill_at = time.time() + float(self.params.get("kill_grace") or 3.0)
+
+    def kill_late(self) -> None:
+        """KILL what the stop's TERM left alive once ``kill_grace`` has passed (and the ranks started since: TERM first)."""
+        if self.kill_at is None:
+            return
+        if time.time() < self.kill_at:
+            return
+        for pgid in self.stopping:
+            if group_alive(pgid):
+                kill_group(pgid, signal.SIGKILL)
+        self.stopping = []
+        self.kill_at = time.time() + float(self.params.get("kill_grace") or 3.0)
+        self.stop_here(None)  # a rank that started while stopping (the gate opened just before) gets its TERM now
+
+    def send_states(self) -> None:
+        """Every :data:`STATES_EVERY_S`: the ranks' states that changed, and rank 0's last log line, for the group."""
+        now = time.time()
+        if self.member is None or now < self.next_states:
+            return
+        self.next_states = now + STATES_EVERY_S
+        ranks = control.rank_states(self.params["job_root"], self.job)
+        changed = dict((r["rank_id"], r["state"]) for r in ranks if self.states.get(r["rank_id"]) != r["state"])
+        if changed:
+            self.states.update(changed)
+            self.member.states(changed)
+        if any(int(r["rank_id"]) == 0 for r in self.params["ranks"]):
+            last = control.tail(os.path.join(files.rank_dir(self.params["run_dir"], 0), files.TRAIN_LOG), 1)
+            if last:
+                self.member.progress_line(last[-1])
 
     def final_state(self, rank: dict) -> dict:
         path = os.path.join(files.rank_dir(self.params["run_dir"], rank["rank_id"]), files.STATE_FILE)
@@ -136,8 +375,15 @@ class Supervisor:
         return state
 
     def run(self) -> list:
+        self.start_coordinator()
         self.start()
         return self.wait()
+
+
+def _rank_words(ids: list) -> str:
+    """``rank 3`` or ``ranks 8, 9``: how an abort line names local ranks."""
+    ids = sorted(ids)
+    return "rank %d" % ids[0] if len(ids) == 1 else "ranks %s" % ", ".join(str(i) for i in ids)
 
 
 def detach(work: Callable[[], dict], results_file: str) -> int:

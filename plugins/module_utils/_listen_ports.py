@@ -12,6 +12,7 @@ Runs on target hosts: Python 3.8+, stdlib only.
 from __future__ import annotations
 
 import os
+import re
 
 LISTEN = "0A"  # the st column of /proc/net/tcp for a listening socket
 TABLES = ("/proc/net/tcp", "/proc/net/tcp6")
@@ -56,6 +57,12 @@ def socket_owners(inodes: set, proc: str = "/proc") -> dict:
                     name = "?"
                 owners[link[8:-1]] = "pid %s (%s)" % (pid, name)
     return owners
+
+
+def owner_pid(who: str) -> int | None:
+    """The pid in a holder as :func:`ports_in_use` names it (``pid 1234 (nc)``), None for "a socket"."""
+    found = re.match(r"pid (\d+) ", who + " ")
+    return int(found.group(1)) if found else None
 
 
 def ports_in_use(ports: list, tables: tuple = TABLES, proc: str = "/proc") -> dict:

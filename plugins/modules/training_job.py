@@ -60,10 +60,27 @@ options:
     description:
       - V(stage) only - the options of M(ascend.cluster.training_ranks) (validated as that module validates them).
     type: dict
+  group_secret:
+    description:
+      - V(stage) only - the job's group secret (M(ascend.cluster.training_ranks)'s O(ascend.cluster.training_ranks#module:group_secret)),
+        given here rather than inside O(stage) so that it is never logged or returned.
+    type: str
   results:
     description:
       - V(results) only - the options of M(ascend.cluster.training_results) (validated as that module validates them).
     type: dict
+  margin:
+    description:
+      - V(gate) through the job's group - on the server that runs the job's coordinator, ask it to open the gate on every
+        server this many seconds after every member has joined (each member writes its gate in its own clock), and wait
+        for its answer (RV(start_at), in the controller's clock). Fails naming the servers that did not join within
+        O(join_wait) seconds (the coordinator then stops the members that did).
+      - For a named O(job_id) the action does this with one shell command over the task's connection, without the module.
+    type: float
+  join_wait:
+    description: V(gate) with O(margin) - seconds the coordinator waits for members still missing when the gate is asked for.
+    type: float
+    default: 30.0
   job_id:
     description: The job; V(latest) is the newest job started on this host, V(all) (with V(stop) only) every job.
     type: str
@@ -341,6 +358,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.ascend.cluster.plugins.module_utils import _host_nic as host_nic
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_preflight as preflight
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_results as job_results
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_stage as stage
@@ -360,6 +378,7 @@ ARGS = options.spec(
         choices=["preflight", "record", "staged", "stage", "gate", "poll", "status", "stop", "results", "diagnose"],
     ),
     stage=dict(type="dict"),
+    group_secret=dict(type="str", no_log=True),
     results=dict(type="dict"),
     job_id=dict(type="str", default="latest"),
     run_dir=dict(type="path"),
@@ -381,6 +400,8 @@ ARGS = options.spec(
     stale_timeout=dict(type="float", default=30.0),
     timeout=dict(type="float", default=120.0),
     start_at=dict(type="float"),
+    margin=dict(type="float"),
+    join_wait=dict(type="float", default=30.0),
     stop_on_failure=dict(type="bool", default=True),
     tail_lines=dict(type="int", default=0),
     tail_failed=dict(type="int", default=20),
@@ -390,7 +411,7 @@ ARGS = options.spec(
 )
 REQUIRED_IF = [
     ("state", "record", ["run_dir", "job_id"]),
-    ("state", "gate", ["start_at"]),
+    ("state", "gate", ["start_at", "margin"], True),
     ("state", "stage", ["stage"]),
     ("state", "results", ["results"]),
 ]
@@ -459,32 +480,50 @@ def do_preflight(module: AnsibleModule) -> dict:
     if hccl_nic["problem"]:
         module.fail_json(msg="HCCL's host NIC, nothing was started: %s" % hccl_nic["problem"], busy=[], **found)
     taken = listen_ports.ports_in_use(p["ports"])
-    if taken:
+    # a port a job of ours still holds (its group's coordinator) is that job's: stopping it frees the port, as its devices
+    jobs_ports = preflight.group_ports(p["job_root"], taken)
+    foreign = dict((port, who) for port, who in taken.items() if port not in jobs_ports)
+    if foreign:
         module.fail_json(
             msg="ports in use, nothing was started: %s. The job listens there (HCCL's host ports from HCCL_IF_BASE_PORT, "
-            "60000 by default; the master port on rank 0's server) and would fail with EI0019: stop what holds them, or "
-            "move the job's ports (HCCL_IF_BASE_PORT in the job's environment, ascend_launch_master_port)"
-            % "; ".join("TCP port %d is listened on by %s" % item for item in sorted(taken.items())),
-            ports_in_use=taken,
+            "60000 by default; the master port and the job's group port on rank 0's server) and would fail with EI0019 or "
+            "could not start: stop what holds them, or move the job's ports (HCCL_IF_BASE_PORT in the job's environment, "
+            "ascend_launch_master_port, ascend_launch_group_port)"
+            % "; ".join("TCP port %d is listened on by %s" % item for item in sorted(foreign.items())),
+            ports_in_use=foreign,
             busy=[],
             **found,
         )
     busy = preflight.find_busy(devices, p["lock_dir"], p["job_root"], processes(raw))
-    if not busy:
+    held = ["device %d: %s" % (b["device_id"], b["detail"]) for b in busy] + [
+        "TCP port %d: the group port of job %s, which still runs on this server (a second job needs another ascend_launch_group_port)"
+        % item
+        for item in sorted(jobs_ports.items())
+    ]
+    if not held:
         return dict(changed=False, busy=[], **found)
     if not p["kill_stale"] or module.check_mode:
         module.fail_json(
             msg="devices in use, nothing was started: %s. Stop them (ascend.cluster.stop, or kill_stale=true to "
-            "let the launch stop them) and retry." % "; ".join("device %d: %s" % (b["device_id"], b["detail"]) for b in busy),
+            "let the launch stop them) and retry." % "; ".join(held),
             busy=busy,
+            ports_in_use=taken,
             **found,
         )
-    actions = preflight.kill_stale(busy, p["job_root"], p["grace"])
-    left = preflight.wait_free(check, p["stale_timeout"])
+    actions = preflight.kill_stale(busy, p["job_root"], p["grace"], jobs=tuple(jobs_ports.values()))
+
+    def left_held() -> list:
+        ports = listen_ports.ports_in_use(list(jobs_ports))
+        return check() + [{"device_id": -1, "detail": "TCP port %d is still listened on by %s" % item} for item in sorted(ports.items())]
+
+    left = preflight.wait_free(left_held, p["stale_timeout"])
     if left:
         module.fail_json(
             msg="kill_stale: devices still held after %ss: %s"
-            % (p["stale_timeout"], "; ".join("device %d: %s" % (b["device_id"], b["detail"]) for b in left)),
+            % (
+                p["stale_timeout"],
+                "; ".join(("device %d: %s" % (b["device_id"], b["detail"])) if b["device_id"] >= 0 else b["detail"] for b in left),
+            ),
             busy=left,
             actions=actions,
             **found,
@@ -558,11 +597,12 @@ def do_diagnose(module: AnsibleModule, job: dict) -> dict:
     )
 
 
-def nested(module: AnsibleModule, name: str, validator: ArgumentSpecValidator) -> dict:
-    """The options given in ``name`` (another module's), validated with that module's spec; a failure names ``name``."""
+def nested(module: AnsibleModule, name: str, validator: ArgumentSpecValidator, **more: object) -> dict:
+    """The options given in ``name`` (another module's) and ``more``, validated with that module's spec; a failure names ``name``."""
     if module.check_mode:
         module.exit_json(changed=False, skipped=True, msg="state=%s is not run in check mode" % name)
-    checked = validator.validate(module.params[name])
+    given = dict(module.params[name] or {}, **dict((k, v) for k, v in more.items() if v is not None))
+    checked = validator.validate(given)
     if checked.error_messages:
         module.fail_json(msg="%s: %s" % (name, "; ".join(checked.error_messages)))
     return checked.validated_parameters
@@ -574,11 +614,25 @@ def do_stage(module: AnsibleModule) -> dict:
         module,
         "stage",
         ArgumentSpecValidator(stage.ARGS, mutually_exclusive=stage.MUTUALLY_EXCLUSIVE, required_one_of=stage.REQUIRED_ONE_OF),
+        group_secret=module.params["group_secret"],
     )
     try:
         return stage.run(p)
     except stage.StageFailed as exc:
         module.fail_json(**exc.fields)
+
+
+def do_group_gate(module: AnsibleModule, job: dict) -> dict:
+    """State ``gate`` with ``margin``: ask the job's coordinator (on this server) to open the gate; its answer."""
+    p = module.params
+    if module.check_mode:
+        return dict(changed=True, job_id=job["job_id"])
+    directory = files.job_dir(p["job_root"], job["job_id"])
+    view = group.request_gate(directory, p["margin"], p["join_wait"], p["join_wait"] + 10.0)
+    found = group.gate_answer(view, p["join_wait"])
+    if found.get("failed"):
+        module.fail_json(job_id=job["job_id"], **found)
+    return dict(found, job_id=job["job_id"])
 
 
 def do_results(module: AnsibleModule) -> dict:
@@ -610,6 +664,8 @@ def main() -> None:
             module.exit_json(changed=False, job_id=job["job_id"], ranks=ranks)
         if state == "diagnose":
             module.exit_json(**do_diagnose(module, job))
+        if state == "gate" and p["margin"] is not None:
+            module.exit_json(**do_group_gate(module, job))
         if state == "gate":
             if not module.check_mode:
                 control.open_gate(p["job_root"], job, p["start_at"])

@@ -122,6 +122,58 @@ options:
       - Keys are plain file names (no C(/)), values their text.
     type: dict
     default: {}
+  group:
+    description:
+      - This server's place in the job's group (docs/launch.md, I(The job's group)) - the supervisor joins the group's
+        coordinator at O(group.address):O(group.port) with O(group_secret), opens the gate when the group says so, passes
+        the first line of the job's abort file on to the group, stops its ranks when the group says so, and stops them
+        itself when the coordinator is silent for O(group.lost_after) seconds.
+      - With O(group.coordinator) this call first binds the coordinator's socket on O(group.address) only (a port
+        already taken fails the call before any rank starts) and the supervisor forks the coordinator, which waits for
+        every server in O(group.hosts), opens the gate once each has joined and C(<job_root>/<job_id>/gate_request)
+        asks for it, relays the first stop to every member, and keeps its view in C(<job_root>/<job_id>/group.json).
+      - Without it the ranks wait for the gate file (M(ascend.cluster.training_job) V(gate)) and nothing crosses servers.
+    type: dict
+    suboptions:
+      address:
+        description: The coordinator's address on the management network (rank 0's server's C(HCCL_IF_IP)).
+        type: str
+        required: true
+      port:
+        description: The coordinator's TCP port.
+        type: int
+        required: true
+      host:
+        description: This server's inventory name (the coordinator knows its members by it).
+        type: str
+        required: true
+      server:
+        description: This server's address, as messages name it (default O(group.host)).
+        type: str
+      coordinator:
+        description: This server runs the coordinator.
+        type: bool
+        default: false
+      hosts:
+        description: With O(group.coordinator), every server of the job (inventory names).
+        type: list
+        elements: str
+        default: []
+      lost_after:
+        description: Seconds of silence after which the other side is lost (a member, or the coordinator).
+        type: float
+        default: 3.0
+      clock_offset:
+        description:
+          - This server's clock minus the controller's, in seconds (the pre-flight measures it); the gate's time comes in
+            the controller's clock and is corrected by it here.
+        type: float
+        default: 0.0
+  group_secret:
+    description:
+      - The job's secret (every member must hold it to join); written to C(<job_root>/<job_id>/group.key), mode 0600.
+        Never logged or returned.
+    type: str
 extends_documentation_fragment:
   - ascend.cluster.tools
   - ascend.cluster.jobs

@@ -12,31 +12,26 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: training_watch
-short_description: Watch a training job's ranks on one server until they end; stop every rank when one fails
+short_description: Follow a training job through its group until it ends; one task for the whole job
 version_added: 0.1.0
 description:
-  - Runs on the controller, one task per server. Every O(full_poll_interval) seconds it calls
-    M(ascend.cluster.training_job) with C(state=poll) on the server; every O(poll_interval) seconds in between
-    it probes, with one shell command, for the abort file a failing rank's runner writes at once.
-  - When a local rank has failed, writes the job's controller-side marker C(<controller_dir>/<job_id>/failed)
-    (the first writer wins, so it names the first failing rank) and fails with that rank's server, device,
-    exit code and log tail. A rank killed by a signal nobody of ours sent (the OOM killer's SIGKILL, a
-    SIGSEGV) has failed too; the message names the signal.
-  - When every local rank has ended but not every one exited 0 by itself - the job was stopped by
-    C(ascend.cluster.stop), a signal to a rank's runner, anything but its own ranks finishing - writes the
-    marker too and fails, naming who stopped it (the first line of the job's C(abort) file on the server).
-  - When another server's watcher wrote the marker, stops the local ranks (C(state=stop)) and fails with the
-    same message. Between polls it wakes up as soon as the marker appears.
-  - When the server stops answering - two probes in a row (or a full poll and a probe) get no answer within
-    O(probe_timeout), cannot connect, or do not run through - writes the marker naming the server and its lost
-    ranks (C(h2 stopped answering at 12:03:04; ranks 8-15 lost)) and fails; the other servers' watchers stop
-    their ranks. Ranks whose runner is gone before recording an exit (killed with SIGKILL) are lost too, and
-    the full poll that follows stops the server's other ranks, including a training left running without its runner.
-  - A Ctrl-C to C(ansible-playbook) stops the job on this server, or leaves it running; see
-    O(detach_on_interrupt). Either way the watch ends at once, saying on the controller's terminal
-    what it stopped or how to follow and stop the job it left.
-  - The watcher of the server holding rank 0 prints progress (ranks by state, cluster-wide, and rank 0's
-    last log line) every O(progress_interval) seconds.
+  - Runs on the controller, once for the job (C(run_once), delegated to the server that runs the job's coordinator,
+    O(coordinator)). The job watches itself - every server's supervisor is a member of the job's group, and the
+    coordinator relays the first failure, stop or lost server to every member (docs/launch.md, I(The job's group)) -
+    so the watch only reads the coordinator's view, C(<job_root>/<job_id>/group.json) on that server, every
+    O(poll_interval) seconds with one shell command in one shell session. It holds one worker and one connection
+    whatever the number of servers; C(forks) does not matter to it.
+  - Prints progress (ranks by state over the whole job, rank 0's last log line) every O(progress_interval) seconds.
+  - When the group has ended, returns every rank's final state; when the job did not finish, fails with the job's
+    first failure (RV(first_failure)) - the first failing rank with its server, device, exit code and log tail, who
+    stopped the job, or the server that stopped answering and its lost ranks. The message says every rank was stopped
+    only when the group confirmed it; ranks whose server was lost are named as not confirmed.
+  - When the coordinator's server stops answering the controller (two reads in a row get no answer within
+    O(probe_timeout), or cannot connect), fails with RV(coordinator_lost); every member stops its ranks when it loses
+    the coordinator, which the watch cannot confirm (the launch role then asks each server).
+  - A Ctrl-C to C(ansible-playbook) stops the job through its group, or leaves it running; see
+    O(detach_on_interrupt). Either way the watch ends at once, saying on the controller's terminal what was
+    stopped (as the group confirmed it) or how to follow and stop the job it left.
   - Used by the C(ascend.cluster.launch_training) role.
 author:
   - ascend.cluster contributors (!UNKNOWN)
@@ -46,41 +41,41 @@ options:
     type: str
     required: true
   controller_dir:
-    description: Controller-side directory of jobs (failure marker, per-server summaries).
+    description: Controller-side directory of jobs; the group's last view is kept in C(<controller_dir>/<job_id>/group.json).
     type: path
     required: true
-  server:
-    description: Name of the server in messages; default the inventory hostname.
+  coordinator:
+    description: The inventory name of the server that runs the job's coordinator (the task's connection goes there), for messages.
     type: str
+    required: true
+  servers:
+    description: How many servers run the job, for messages.
+    type: int
+    default: 0
   poll_interval:
-    description: Seconds between cheap probes for a failing rank's abort file (one shell command).
+    description: Seconds between reads of the coordinator's view (one shell command each).
     type: float
     default: 0.25
-  full_poll_interval:
-    description: Seconds between full polls of every rank (M(ascend.cluster.training_job) C(state=poll)).
-    type: float
-    default: 5.0
   probe_timeout:
     description:
-      - Seconds a probe may take before it counts as missed; two misses in a row make the server lost.
-      - With the default O(poll_interval) a dead server is noticed within about 2 x (O(probe_timeout) + O(poll_interval)).
+      - Seconds a read may take before it counts as missed; two misses in a row make the coordinator's server lost to the controller.
     type: float
     default: 1.5
   progress_interval:
     description: Seconds between progress lines.
     type: float
     default: 10.0
-  tail_lines:
-    description: Lines of the failing rank's log in the message.
-    type: int
-    default: 20
+  lost_after:
+    description: The group's O(ascend.cluster.training_ranks#module:group.lost_after), to know how long a stopping group may take to end.
+    type: float
+    default: 3.0
   detach_on_interrupt:
     description:
       - What an operator's Ctrl-C (or a SIGTERM) to C(ansible-playbook) does to the watched job.
-      - V(false) stops every rank of the job on this server (as C(ascend.cluster.stop) would), after
-        O(interrupt_window) seconds in which a second Ctrl-C leaves the job running instead; the
-        ranks' C(stopped_by) names the interruption.
-      - V(true) leaves the job running and prints the C(ascend.cluster.status) and
+      - V(false) stops every rank of the job through its group (the stop is written on the coordinator's server, whose
+        supervisor passes it on), after O(interrupt_window) seconds in which a second Ctrl-C leaves the job running
+        instead; the ranks' C(stopped_by) names the interruption.
+      - V(true) leaves the job running, supervised by its group, and prints the C(ascend.cluster.status) and
         C(ascend.cluster.stop) commands that follow and end it.
     type: bool
     default: false
@@ -90,28 +85,6 @@ options:
         (V(0) stops at once). A SIGTERM stops at once.
     type: float
     default: 1.0
-  results_file:
-    description:
-      - The launch task's async results file (its C(results_file)). When the watch ends (not interrupted, the server still
-        answering) the action then collects the server's results in the same task, as M(ascend.cluster.training_results)
-        does - the supervisor's result, its async file removed, every rank's log fetched to O(logs_dest) (RV(results)).
-      - Unset collects nothing.
-    type: path
-  logs_dest:
-    description: With O(results_file), the directory on the controller that receives the logs as C(device_<rank>.log); unset fetches none.
-    type: path
-  results_timeout:
-    description: With O(results_file), seconds to wait for the supervisor's result.
-    type: float
-    default: 20
-  ranks:
-    description:
-      - This server's ranks as the stage last read them, the C(staged.ranks) of M(ascend.cluster.training_ranks). The watch
-        then probes from the start and makes its first full poll as after one - a second later while ranks wait at the
-        gate (their pids come with the start), else O(full_poll_interval) later - or when the ranks end.
-      - Unset, the watch starts with a full poll (a module round trip) to learn them.
-    type: list
-    elements: dict
 extends_documentation_fragment:
   - ascend.cluster.tools
   - ascend.cluster.jobs
@@ -119,10 +92,10 @@ extends_documentation_fragment:
 attributes:
   action:
     support: full
-    description: Runs on the controller, calling M(ascend.cluster.training_job) on the server.
+    description: Runs on the controller; reads the coordinator's view with shell commands over the connection.
   check_mode:
     support: none
-    description: Stops ranks on failure.
+    description: Stops the job when interrupted.
   diff_mode:
     support: none
     description: No diff.
@@ -132,44 +105,53 @@ attributes:
 """
 
 EXAMPLES = r"""
-- name: Watch the job
+- name: Watch the job through its group, from the server that runs its coordinator
   ascend.cluster.training_watch:
     job_id: "{{ ascend_job_id }}"
     controller_dir: ~/.ansible/ascend-jobs
+    coordinator: "{{ _ascend_coordinator_host }}"
+  delegate_to: "{{ _ascend_coordinator_host }}"
+  run_once: true
 """
 
 RETURN = r"""
 ranks:
-  description: The server's ranks at the end (see M(ascend.cluster.training_job)).
+  description:
+    - Every rank of the job at the end, with C(host) (inventory name) and C(server) (address); a rank whose server was
+      lost before it said how its rank ended has C(state=lost).
   returned: always
   type: list
   elements: dict
-server:
-  description: The server watched.
+group:
+  description: Always true (the result covers the whole job, not one server).
   returned: always
-  type: str
+  type: bool
 first_failure:
   description:
-    - What ended the job, as written in the marker - the first failing rank (rank_id, device_id, server, rc,
-      error, log, tail); or who stopped it (server, stopped_by, ranks); or why a server could not be watched
-      (server, error); or the server's lost ranks (server, lost, since - when it stopped answering, or null
-      when the ranks' runners died -, error).
+    - What ended the job - the first failing rank (rank_id, device_id, server, host, rc, error, log, tail); or who
+      stopped it (server, stopped_by, ranks); or a server's lost ranks (server, lost, since - when it stopped
+      answering, or null when the ranks' runners died -, error); or why the job could not start or be watched (error,
+      with missing - the servers that never joined the group).
   returned: failed
   type: dict
-host_lost:
-  description: The server stopped answering (two probes in a row missed); the play's later tasks leave it alone.
+lost_hosts:
+  description: Servers lost or never joined (their ranks could not be confirmed); the play's later tasks leave them alone.
+  returned: always
+  type: list
+  elements: str
+unconfirmed:
+  description: Rank ids whose end the group could not confirm, beside the failure's own lost ranks.
   returned: failed
+  type: list
+  elements: int
+coordinator_lost:
+  description: The coordinator's server stopped answering the controller.
+  returned: when it did
   type: bool
-results:
-  description:
-    - With O(results_file), what M(ascend.cluster.training_results) returned for the server (C(ranks), C(logs), C(dest); C(failed)
-      and C(msg) when the results or logs could not be collected - the watch's own outcome does not change).
-  returned: with results_file, when the watch ended with the server answering
-  type: dict
 interrupted:
   description:
     - How a Ctrl-C or SIGTERM to C(ansible-playbook) ended the watch - C(signal) (2 or 15), C(action)
-      (V(stopped) or V(left_running)) and, when stopped, C(stopped) (the rank ids that were running).
+      (V(stopped), V(left_running) or V(unreachable)) and, when stopped, C(stopped) (the rank ids stopped).
   returned: when interrupted
   type: dict
 """

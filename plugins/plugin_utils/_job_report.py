@@ -18,13 +18,17 @@ from typing import Any
 from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import signal_name
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
 from ansible_collections.ascend.cluster.plugins.plugin_utils._text_table import text_table
-from ansible_collections.ascend.cluster.plugins.plugin_utils._watch import failure_message
+from ansible_collections.ascend.cluster.plugins.plugin_utils._watch import failure_message, unconfirmed
 
 LAST_LINE_CHARS = 60
 
 
 def rank_rows(hosts: Sequence[str], hostvars: Mapping[str, Any], result: str) -> list[dict[str, Any]]:
-    """Every rank of the ``result`` each host registered, with ``server``, ``job_id`` and ``last_line``."""
+    """Every rank of the ``result`` each host registered, with ``server``, ``job_id`` and ``last_line``.
+
+    A result of the whole job (``group``: the watch, run once for the play and registered on every host) holds every
+    rank, each with its ``server``: it is read once.
+    """
     if isinstance(hosts, (str, Mapping)) or not isinstance(hosts, Sequence):
         raise ClusterSpecError(f"the input must be the play's host names, got {hosts!r}")
     rows = []
@@ -40,11 +44,13 @@ def rank_rows(hosts: Sequence[str], hostvars: Mapping[str, Any], result: str) ->
             rows.append(
                 dict(
                     rank,
-                    server=registered.get("server") or host,
+                    server=rank.get("server") if registered.get("group") else registered.get("server") or host,
                     job_id=registered.get("job_id"),
                     last_line=str(tail[-1])[-LAST_LINE_CHARS:],
                 )
             )
+        if registered.get("group"):
+            break
     return sorted(rows, key=lambda row: int(row["rank_id"]))
 
 
@@ -129,7 +135,7 @@ def _line(kind: str, job_id: str, ranks: list[dict[str, Any]], failure: dict | N
     if "stopped_by" in failure:
         return f"STOPPED: {name}: {failure['stopped_by']}; {stopped} of {len(ranks)} ranks stopped"
     if "lost" in failure:  # a server stopped answering, or its runners died without recording an exit
-        return f"FAILED: {name}: {failure_message(failure)}"
+        return f"FAILED: {name}: {failure_message(failure, unconfirmed(failure, ranks), ranks)}"
     if failure.get("rank_id", -1) is None or int(failure.get("rank_id", -1)) < 0:
         return f"FAILED: {name}: {failure.get('error') or 'the job failed'}"
     how = rank_outcome(dict(failure, state="failed"))
@@ -149,8 +155,13 @@ def job_summary(
     kind: str = "train",
     all_rows: bool = False,
     ok_rows: int = OK_ROWS,
+    failure: Mapping[str, Any] | None = None,
+    message: str = "",
 ) -> dict[str, Any]:
     """The job's summary from the ``result`` each host registered (see docs/summaries.md).
+
+    ``failure`` and ``message``: the job's first failure and its message when the caller knows them (the watch of the
+    whole job), else they are read from the registered results.
 
     ``{schema, kind, job_id, ok, line, duration_s, counts, failure, message, ranks, table}``:
     ``line`` the one line to print last; ``message`` the first failure's full message (its log
@@ -159,7 +170,10 @@ def job_summary(
     """
     rows = rank_rows(hosts, hostvars, result)
     job_id = job_id or next((str(r["job_id"]) for r in rows if r.get("job_id")), "")
-    failure, message = _first_failure(hosts, hostvars, result)
+    if failure is None:
+        failure, message = _first_failure(hosts, hostvars, result)
+    else:
+        failure = dict(failure)
     fail_fast = failure is not None and "stopped_by" not in failure and int(failure.get("rank_id", -1) or 0) >= 0
     ranks = []
     for row in rows:

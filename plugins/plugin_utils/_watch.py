@@ -1,47 +1,37 @@
 # Copyright: ascend.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The decisions of the training watch (``ascend.cluster.training_watch``), as one pure function.
+"""What the controller's watch of a job (``ascend.cluster.training_watch``) makes of the job's group, as pure functions.
 
-The action plugin observes - a full poll of the server's ranks, a cheap probe of its job files,
-the controller-side failure marker another server's watcher may have written - and :func:`step`
-says what to do about it; the plugin then does it (claims the marker, stops ranks, returns).
-Nothing here reads a file, calls a module or looks at the clock.
+The job watches itself (``module_utils/_job_group``): its coordinator, on rank 0's server, keeps its view in
+``<job_root>/<job_id>/group.json`` there. The watch reads that file and nothing else; here it is turned into progress
+lines and, once the group has ended, the watch's result: every rank's final state, the job's first failure (the
+group's cause) and the one message the play fails with. Nothing here reads a file, calls a module or looks at the clock.
 
-A *failure* is the record the watchers share through the marker, one of three kinds:
+A *failure* record, as the report (``_job_report``) reads it, is one of:
 
-- a rank failed: ``{"server", "rank_id", "device_id", "rc", "log", "tail", "error"}``
-  (``"early": True`` while only the runner's abort line is known);
-- the job was stopped from outside: ``{"server", "rank_id": -1, "stopped_by", "ranks"}``;
-- a server could not be watched: ``{"server", "rank_id": -1, "error"}``;
-- a server's ranks were lost: ``{"server", "rank_id": -1, "lost": [rank ids], "since", "error"}`` -
-  the server stopped answering at ``since`` (two probes in a row missed, see :func:`count_miss`),
-  or (``since`` None) their runners died without recording an exit (``error`` says how).
+- a rank failed: ``{"server", "host", "rank_id", "device_id", "rc", "log", "tail", "error"}``;
+- the job was stopped from outside (stop.yml, the controller's Ctrl-C, a signal to a runner):
+  ``{"server", "host", "rank_id": -1, "stopped_by", "ranks"}``;
+- a server's ranks were lost: ``{"server", "host", "rank_id": -1, "lost": [rank ids], "since", "error"}`` - the server
+  stopped answering at ``since``, or (``since`` None) its runners died without recording an exit (``error`` says how);
+- the job could not start or be watched: ``{"rank_id": -1, "error"}`` (with ``missing``: servers that never joined).
 """
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any, NamedTuple
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
 from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import signal_death
 
-# What step() decides
-WAIT = "wait"  # nothing to do: probe again after poll_interval (Decision.soon: poll fully within 1 s)
-POLL_NOW = "poll_now"  # poll every rank now (the probe saw them all end)
-CLAIM_EARLY = "claim_early"  # a local rank's runner reported a failure: claim the marker now, then poll
-FAIL = "fail"  # claim the marker with Decision.failure and fail (the first claim names the job's failure)
-FOLLOW = "follow"  # another server's watcher claimed the marker: stop the local ranks and fail with it
-SUCCEED = "succeed"  # every local rank exited 0
-
-WAITING_STATES = ("pending", "staged")
 FINAL_STATES = ("done", "failed", "stopped")
-LOST_AFTER = 2  # probes missed in a row that make a server lost (one lost packet is not a dead host)
+LOST_AFTER = 2  # probes of the coordinator's server missed in a row that make it lost (one lost packet is not a dead host)
 
 
 class Misses(NamedTuple):
-    """Probes of a server missed in a row (no answer in time, no sentinel, a connection failure) and when the first was sent."""
+    """Probes missed in a row (no answer in time, no sentinel, a connection failure) and when the first was sent."""
 
     in_a_row: int = 0
     since: float | None = None
@@ -54,91 +44,27 @@ def count_miss(misses: Misses, answered: bool, sent_at: float) -> Misses:
     return Misses(misses.in_a_row + 1, misses.since if misses.in_a_row else sent_at)
 
 
-class Seen(NamedTuple):
-    """What the watcher of ``server`` has seen since its last decision."""
-
-    server: str
-    ranks: list  # the local ranks of the last full poll ([] before the first)
-    polled: dict | None = None  # a full poll's result (training_job state=poll), when one was made
-    probe: dict | None = None  # a probe's result (_job_files.parse_probe), when one was made
-    marker: dict | None = None  # the controller-side marker, when it exists
-    misses: Misses = Misses()  # probes (or full polls) missed in a row, this one included
+def parse_group(text: str) -> dict | None:
+    """The group's view from the text of ``group.json`` (None when it is missing, half-written or not a view)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("status"), str) else None
 
 
-class Decision(NamedTuple):
-    action: str
-    failure: dict | None = None
-    soon: bool = False
+def ended(view: dict | None) -> bool:
+    return bool(view) and view.get("status") == group.ENDED  # type: ignore[union-attr]
 
 
-def step(seen: Seen) -> Decision:
-    """What the watcher does next about ``seen``; see the module docstring and the constants."""
-    polled = seen.polled
-    if polled is not None:
-        if polled.get("failed"):
-            return Decision(FAIL, {"server": seen.server, "rank_id": -1, "error": f"cannot poll the server: {polled.get('msg')}"})
-        if polled.get("failed_rank"):
-            lost = [r for r in polled["ranks"] if r["state"] == "failed" and r.get("phase") in control.LOST_PHASES]
-            if polled["failed_rank"].get("phase") in control.LOST_PHASES:  # only lost ranks failed: name them all
-                return Decision(FAIL, lost_failure(seen.server, [r["rank_id"] for r in lost], None, polled["failed_rank"]["error"]))
-            return Decision(FAIL, dict(polled["failed_rank"], server=seen.server))
-        if all(r["state"] == "done" for r in polled["ranks"]):
-            return Decision(SUCCEED)
-    if seen.marker is not None:
-        return Decision(FOLLOW, seen.marker)
-    if seen.misses.in_a_row >= LOST_AFTER:
-        lost = [r["rank_id"] for r in seen.ranks if r["state"] not in FINAL_STATES]
-        return Decision(FAIL, lost_failure(seen.server, lost, seen.misses.since, "stopped answering"))
-    if polled is not None:
-        ranks = polled["ranks"]
-        if all(r["state"] in FINAL_STATES for r in ranks):
-            return Decision(FAIL, stopped_failure(seen.server, polled.get("abort"), ranks))
-        return Decision(WAIT, soon=waiting(ranks))
-    probe = seen.probe
-    if probe is not None:
-        if probe["abort"]:
-            found = files.parse_abort_line(probe["abort"])
-            if found["rank_id"] is not None:
-                return Decision(CLAIM_EARLY, early_failure(seen.server, found, seen.ranks))
-        if probe.get("gone") or (seen.ranks and probe["final"] >= len(seen.ranks)):
-            return Decision(POLL_NOW)  # ranks ended, or lost their runner: the full poll says how
-    return Decision(WAIT)
-
-
-def waiting(ranks: list) -> bool:
-    """Some rank still waits to start (pending, or staged at the gate): poll fully again soon, for the pids its start
-    brings (the fast stop of a follower TERMs them)."""
-    return any(r.get("state") in WAITING_STATES for r in ranks)
-
-
-def early_failure(server: str, found: dict, ranks: list) -> dict:
-    """The failure record of a rank known only from its abort line (``parse_abort_line``)."""
-    rank: dict = next((r for r in ranks if r["rank_id"] == found["rank_id"]), {})
-    return {
-        "server": server,
-        "rank_id": found["rank_id"],
-        "device_id": rank.get("device_id", -1),
-        "rc": found["rc"],
-        "error": found["why"],
-        "log": rank.get("log", "-"),
-        "tail": [],
-        "early": True,
-    }
-
-
-def lost_failure(server: str, ranks: list, since: float | None, error: str | None) -> dict:
-    """The record of a server's ranks lost: it stopped answering at ``since``, or (None) their runners died."""
-    return {"server": server, "rank_id": -1, "lost": sorted(ranks), "since": since, "error": error}
-
-
-def stopped_failure(server: str, reason: str | None, ranks: list) -> dict:
-    """The record of local ranks that ended without finishing, stopped by ``reason`` (the abort line)."""
-    return {
-        "server": server,
-        "rank_id": -1,
-        "stopped_by": reason or "nobody recorded why (no abort file)",
-        "ranks": [r["rank_id"] for r in ranks if r["state"] != "done"],
-    }
+def progress_line(job_id: str, view: dict, clock: str) -> str:
+    """``[J] 12:03:04 ranks: running 16 | rank 0: <its last log line>``, from the group's counts."""
+    counts = view.get("counts") or {}
+    shown = ", ".join(f"{state} {counts[state]}" for state in sorted(counts)) or "none reported yet"
+    line = str(view.get("rank0_line") or "")
+    status = view.get("status")
+    prefix = "" if status in (group.RUNNING, group.ENDED) else f"{status}: "
+    return f"[{job_id}] {clock} {prefix}ranks: {shown} | rank 0: {line[-160:]}"
 
 
 def rank_ranges(ids: list) -> str:
@@ -152,6 +78,46 @@ def rank_ranges(ids: list) -> str:
     return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
+def _words(ids: list) -> str:
+    return f"{'rank' if len(set(ids)) == 1 else 'ranks'} {rank_ranges(ids)}"
+
+
+def failure_record(cause: dict | None, ranks: list) -> dict | None:
+    """The report's failure record of the group's ``cause`` (see the module docstring); ``ranks``: the group's final ranks."""
+    if not cause:
+        failed = [r for r in ranks if r.get("state") == "failed"]
+        if not failed:
+            return None  # no cause and nothing failed: the job finished
+        first = sorted(failed, key=lambda r: (r.get("ended") or float("inf"), r["rank_id"]))[0]
+        return dict(first, tail=first.get("tail") or [])
+    record = dict(cause)
+    if "stopped_by" in record:
+        record["ranks"] = sorted(r["rank_id"] for r in ranks if r.get("state") == "stopped")
+        return record
+    if "lost" in record or "missing" in record or int(record.get("rank_id", -1)) < 0:
+        return record
+    rank: dict = next((r for r in ranks if r.get("rank_id") == record.get("rank_id")), {})
+    if record.get("device_id", -1) in (None, -1):
+        record["device_id"] = rank.get("device_id", -1)
+    record.setdefault("log", rank.get("log", "-"))
+    record.setdefault("tail", rank.get("tail") or [])
+    return record
+
+
+def unconfirmed(failure: dict | None, ranks: list) -> list:
+    """Ranks the group could not confirm ended (their server was lost before it said), beside the failure's own lost ranks."""
+    own = set((failure or {}).get("lost") or [])
+    return sorted(r["rank_id"] for r in ranks if r.get("state") not in FINAL_STATES and r["rank_id"] not in own)
+
+
+def _stopped_words(left: list, ranks: list) -> str:
+    """What the message may claim about the other ranks: only what the group confirmed."""
+    if not left:
+        return "every rank was stopped"
+    servers = sorted({str(r.get("server") or r.get("host")) for r in ranks if r["rank_id"] in left})
+    return f"{_words(left)} on {', '.join(servers)} could not be confirmed stopped (their server stopped answering)"
+
+
 def _how_it_ended(failure: dict) -> str:
     rc, error = failure.get("rc"), failure.get("error")
     if isinstance(rc, int) and rc < 0:
@@ -159,29 +125,73 @@ def _how_it_ended(failure: dict) -> str:
     return f"exit code {rc}{' - ' + error if error else ''}"
 
 
-def failure_message(failure: dict) -> str:
-    """The one message every watcher of the job fails with."""
+def failure_message(failure: dict, left: list | None = None, ranks: list | None = None) -> str:
+    """The one message the watch fails with; ``left``: ranks not confirmed ended (:func:`unconfirmed`)."""
+    left = left or []
+    ranks = ranks or []
+    stopped = _stopped_words(left, ranks)
     if "stopped_by" in failure:
-        return (
-            f"the job was stopped before its ranks finished: {failure['stopped_by']} "
-            f"(ranks {rank_ranges(failure.get('ranks') or [])} on server {failure['server']} stopped; every rank was stopped)"
-        )
+        count = len(failure.get("ranks") or [])
+        return f"the job was stopped before its ranks finished: {failure['stopped_by']} ({count} ranks stopped; {stopped})"
     if "lost" in failure:
-        lost = set(failure["lost"] or [])
-        ranks = f"{'rank' if len(lost) == 1 else 'ranks'} {rank_ranges(list(lost))}" if lost else "its ranks"
+        lost = list(failure["lost"] or [])
+        what = _words(lost) if lost else "its ranks"
+        others = stopped.replace("every rank was stopped", "every other rank was stopped")
         if failure.get("since") is not None:
             when = time.strftime("%H:%M:%S", time.localtime(failure["since"]))
-            return f"{failure['server']} stopped answering at {when}; {ranks} lost; every other rank was stopped"
-        return f"{failure['server']}: {ranks} lost - {failure.get('error')}; every other rank was stopped"
-    if failure.get("rank_id", -1) < 0:
+            return f"{failure.get('server')} stopped answering at {when}; {what} lost; {others}"
+        return f"{failure.get('server')}: {what} lost - {failure.get('error')}; {others}"
+    if failure.get("rank_id", -1) is None or int(failure.get("rank_id", -1)) < 0:
         return str(failure.get("error") or "the job failed")
     tail = "\n".join(f"    {line}" for line in failure.get("tail") or [])
     return (
-        f"rank {failure['rank_id']} (server {failure['server']}, device {failure['device_id']}) failed first: "
-        f"{_how_it_ended(failure)}; every rank was stopped. Its log {failure['log']} ends with:\n{tail}"
+        f"rank {failure['rank_id']} (server {failure.get('server')}, device {failure.get('device_id')}) failed first: "
+        f"{_how_it_ended(failure)}; {stopped}. Its log {failure.get('log')} ends with:\n{tail}"
     )
 
 
-def supersedes(claimed: dict[str, Any], server: str) -> bool:
-    """True when the marker holds this server's early claim, which its full failure record replaces."""
-    return bool(claimed.get("early")) and claimed.get("server") == server
+def verdict(job_id: str, view: dict) -> dict[str, Any]:
+    """The watch's result once the group has ended: ``ranks`` (every rank, with ``host`` and ``server``), and when the
+    job did not finish ``failed``, ``first_failure``, ``msg``, ``lost_hosts`` (servers lost or never joined: the play
+    leaves them alone) and ``unconfirmed`` (ranks the group could not confirm ended)."""
+    ranks = sorted((dict(r) for r in view.get("ranks") or [] if isinstance(r, dict)), key=lambda r: int(r.get("rank_id", 0)))
+    members = view.get("members") or {}
+    lost_hosts = sorted(h for h, m in members.items() if isinstance(m, dict) and m.get("state") in ("lost", "missing"))
+    result: dict[str, Any] = {"group": True, "job_id": job_id, "ranks": ranks, "lost_hosts": lost_hosts, "outcome": view.get("outcome")}
+    failure = failure_record(view.get("cause"), ranks)
+    if failure is None and ranks and all(r.get("state") == "done" for r in ranks):
+        return dict(result, changed=False, msg=f"{len(ranks)} ranks finished")
+    if failure is None:
+        failure = {"rank_id": -1, "error": "the job's group ended without every rank finishing, and nobody recorded why"}
+    left = unconfirmed(failure, ranks)
+    return dict(
+        result,
+        failed=True,
+        changed=True,
+        first_failure=failure,
+        unconfirmed=left,
+        msg=failure_message(failure, left, ranks),
+    )
+
+
+def unreachable(job_id: str, host: str, since: float | None, view: dict | None) -> dict[str, Any]:
+    """The watch's result when the coordinator's server stopped answering the controller: nothing of the group is known
+    since; every member stops its ranks when it loses the coordinator, but the watch cannot confirm it."""
+    when = time.strftime("%H:%M:%S", time.localtime(since)) if since is not None else "?"
+    error = (
+        f"the job's coordinator on {host} stopped answering the controller at {when}; each server's supervisor stops its "
+        f"ranks when it loses the coordinator, but the watch could not confirm it: check with ascend.cluster.status"
+    )
+    ranks = sorted((dict(r) for r in (view or {}).get("ranks") or [] if isinstance(r, dict)), key=lambda r: int(r.get("rank_id", 0)))
+    failure = {"host": host, "server": host, "rank_id": -1, "error": error}
+    return {
+        "group": True,
+        "job_id": job_id,
+        "failed": True,
+        "changed": False,
+        "coordinator_lost": True,
+        "lost_hosts": [host],
+        "ranks": ranks,
+        "first_failure": failure,
+        "msg": error,
+    }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from contextlib import contextmanager
@@ -63,10 +64,27 @@ class SimCluster:
     def __getitem__(self, name: str) -> SimServer:
         return next(s for s in self.servers if s.name == name)
 
+    group_port: int = 0
+
     @property
-    def inventory_vars(self) -> dict[str, str]:
-        """Extra vars that point examples/sim/inventory.yml at this cluster (and the health report into it, not $HOME)."""
-        return {"ascend_sim_root": str(self.root), "ascend_net_health_summary_file": f"{self.root}/controller/net_health.json"}
+    def inventory_vars(self) -> dict[str, Any]:
+        """Extra vars that point examples/sim/inventory.yml at this cluster (and the health report into it, not $HOME).
+
+        Every simulated cluster's server0 is 127.0.1.1 on this one machine, where the tests of both lanes run side by
+        side: each cluster's job group listens on a port of its own (a free one the kernel gave, not 29700 for all).
+        """
+        return {
+            "ascend_sim_root": str(self.root),
+            "ascend_net_health_summary_file": f"{self.root}/controller/net_health.json",
+            "ascend_launch_group_port": self.group_port,
+        }
+
+
+def free_port(address: str = "127.0.1.1") -> int:
+    """A TCP port nothing listens on at ``address`` now (the kernel's pick)."""
+    with socket.socket() as sock:
+        sock.bind((address, 0))
+        return int(sock.getsockname()[1])
 
 
 def sim(*args: str) -> str:
@@ -97,6 +115,7 @@ def sim_cluster(tmp_path):
         cluster = SimCluster(
             root,
             [SimServer(s["name"], Path(s["bin_dir"]), Path(s["state_dir"]), Path(s["hccn_conf"])) for s in description["servers"]],
+            group_port=free_port(),
         )
         made.append(cluster)
         return cluster

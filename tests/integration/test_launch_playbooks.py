@@ -222,7 +222,7 @@ def test_a_rank_killed_by_sigkill_fails_a_one_server_job_naming_the_signal(sim_c
     assert read_env_log(cluster.root / "runs" / job / "device_0" / "env.log").get("HCCL_SOCKET_IFNAME") is None
     assert (states[3]["rc"], states[3]["stopped_by"]) == (-9, None)
     others = {r: s for r, s in states.items() if r != 3}
-    assert all(s["rc"] in (-15, -9) and s["stopped_by"].startswith("rank 3 failed (rc=-9)") for s in others.values()), states
+    assert all(s["rc"] in (-15, -9) and "rank 3 failed (rc=-9)" in s["stopped_by"] for s in others.values()), states
     assert not any(alive(s["pid"]) for s in states.values())
 
 
@@ -250,7 +250,7 @@ def test_stop_of_a_watched_job_fails_the_watching_play_naming_the_stop(sim_clust
     assert proc.returncode != 0, played
     assert "the job was stopped before its ranks finished: stopped by ascend.cluster.stop, run by " in played, played
     states = rank_states(cluster)
-    assert all(s["rc"] in (-15, -9) and s["stopped_by"].startswith("stopped by ascend.cluster.stop") for s in states.values()), states
+    assert all(s["rc"] in (-15, -9) and "stopped by ascend.cluster.stop, run by" in s["stopped_by"] for s in states.values()), states
     assert not any(alive(s["pid"]) for s in states.values())
 
 
@@ -294,7 +294,9 @@ def test_a_server_whose_runners_are_killed_fails_the_job_naming_its_lost_ranks(s
     assert f"127.0.1.2: ranks 8-15 lost - {lost}" in played, played
     states = rank_states(cluster)
     assert all(states[r]["phase"] == "running" for r in range(8, 16)), states  # nobody recorded their end
-    assert all(states[r]["rc"] in (-15, -9) and states[r]["stopped_by"] == "another server failed" for r in range(8)), states
+    assert all(
+        states[r]["rc"] in (-15, -9) and states[r]["stopped_by"].startswith("stopped by the job's group: ranks 8, 9,") for r in range(8)
+    ), states
     assert not any(alive(p) for s in running.values() for p in (s["pid"], s["runner_pid"]))
     assert not any(group_alive(s["pid"]) for s in running.values())  # the orphaned trainings were killed too
 

@@ -32,10 +32,6 @@ def test_gate_timeout_grows_with_batches_of_forks(hosts, forks, timeout):
     assert rendered("ascend_launch_gate_timeout_s", hosts, forks) == timeout
 
 
-def test_gate_margin_is_derived_by_the_filter_from_the_play_forks_and_measured_clocks():
-    # the rule itself is tested in tests/unit/plugins/plugin_utils/test_gate.py
-    expression = " ".join(yaml.safe_load(DEFAULTS.read_text())["ascend_launch_gate_margin_s"].split())
-    assert expression == (
-        "{{ ansible_play_hosts | length | ascend.cluster.gate_margin(forks=ansible_forks | default(5), "
-        "clocks=_ascend_verdict.clocks | default(none)) }}"
-    )
+def test_gate_margin_is_a_constant_the_group_sends_the_gate_to_every_server_at_once():
+    # the coordinator sends the gate to every member once all have joined: no batches of forks to wait for
+    assert yaml.safe_load(DEFAULTS.read_text())["ascend_launch_gate_margin_s"] == 0.5

@@ -1,0 +1,920 @@
+# Copyright: ascend.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The job's group: every server's supervisor is a member, one coordinator on rank 0's server.
+
+What the group is for (docs/launch.md, *The job's group*): a stop that starts on one server - a rank that failed or
+was signalled, ranks lost with their runner, ``stop.yml``, the controller's Ctrl-C, a stalled rank - reaches every
+server's supervisor within a fraction of a second, with or without a controller, whatever Ansible's ``forks``; a
+server that goes silent is found by heartbeats between the servers; and the gate opens on every server from one
+decision once every member has joined.
+
+The protocol (this module is its only owner):
+
+- **Transport.** TCP to ``<coordinator address>:<port>`` on the management network (the coordinator binds that one
+  address, nothing else). Each message is one line: ``<mac> <json>``; a line longer than :data:`MAX_LINE` ends the
+  connection.
+- **Joining** (mutual challenge-response with the job's secret, HMAC-SHA256, as ``multiprocessing.connection``
+  authenticates, and with per-message MACs after it): the coordinator sends ``- {"t": "challenge", "job", "nonce"}``
+  in the clear; the member answers ``join`` (``nonce``: its own, ``host``, ``server``, ``ranks``) sealed with the
+  session key ``HMAC(secret, "ascend-group|job|coordinator nonce|member nonce")``; the coordinator checks it and
+  answers ``welcome`` sealed with the same key, which proves to the member that the coordinator holds the secret too.
+  Every later message is sealed with the session key over its direction and sequence number, so a message can be
+  neither forged, nor replayed, nor moved to another connection without the secret. A connection that does not
+  complete this within :data:`HANDSHAKE_S` or sends one bad MAC is closed; it never becomes a member.
+- **Member -> coordinator**: ``hb`` (every :data:`HEARTBEAT_S`; carries ``states``, the member's rank states when they
+  changed, and ``line``, the last log line of its first rank), ``abort`` (``reason``: the first line of the server's
+  abort file, ``failure``: the failure record when a rank failed there), ``done`` (``ranks``: every local rank's final
+  state; the member leaves).
+- **Coordinator -> member**: ``welcome``, ``hb``, ``gate`` (``start_at`` in the controller's clock), ``stop``
+  (``reason``: the line the member records in its abort file before it stops its ranks).
+
+A member that hears nothing from the coordinator for ``lost_after`` seconds stops its ranks (the coordinator's server
+died, or this one was cut off); the coordinator stops the group when a joined member is silent that long. A
+connection that breaks is made again while the other side may still be alive: only silence counts.
+
+Runs on target hosts: Python 3.8+, stdlib only.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import hmac
+import json
+import os
+import posixpath
+import secrets
+import select
+import selectors
+import socket
+import time
+from shlex import quote
+
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+
+HEARTBEAT_S = 0.5  # how often each side speaks when it has nothing else to say
+LOST_AFTER_S = 3.0  # default silence after which the other side is lost (docs/launch.md: detection <= 5 s)
+HANDSHAKE_S = 5.0  # a connection that has not joined by then is closed
+RECONNECT_S = 0.2  # between attempts to reach the coordinator
+MAX_LINE = 8 << 20  # bytes; a done message of 16 ranks with their log tails is ~50 KB
+WRITE_EVERY_S = 0.2  # the coordinator's group.json at most this often while nothing important changes
+DONE_FLUSH_S = 2.0  # how long a leaving member tries to deliver its done message
+
+GROUP_FILE = "group.json"  # the coordinator's view, on its server, in the job's directory (the controller reads it)
+MEMBER_FILE = "member.json"  # each member's own view, in the job's directory on its server
+GATE_REQUEST_FILE = "gate_request"  # written by the controller on the coordinator's server: open the gate
+SECRET_FILE = "group.key"  # the job's secret, mode 0600, in the job's directory on every server
+
+# group.json "status"
+FORMING = "forming"  # members joining, the gate not opened yet
+RUNNING = "running"  # the gate opened
+STOPPING = "stopping"  # a stop was sent to every member; waiting for them to finish
+ENDED = "ended"  # every member left or was lost: the file holds every rank's final state
+
+# group.json "outcome" once ended
+DONE = "done"
+FAILED = "failed"
+STOPPED = "stopped"
+
+
+READ_END = "ascend-group-read"
+GATE_WAIT_S = 0.05  # the gate request's shell loop: between looks at group.json
+
+
+def read_command(job_dir: str) -> str:
+    """One POSIX shell command that prints the coordinator's ``group.json`` (the controller's watch); see :func:`parse_read`."""
+    return "cat %s 2>/dev/null; echo; echo %s" % (quote(posixpath.join(job_dir, GROUP_FILE)), READ_END)
+
+
+def parse_read(stdout: str) -> tuple:
+    """``(ran, text)``: whether :func:`read_command` ran through, and the file's text ('' when there is none yet)."""
+    head, sep, _tail = stdout.rpartition(READ_END)
+    return bool(sep), head.strip()
+
+
+def gate_request_command(job_dir: str, margin: float, join_wait: float, wait: float) -> str:
+    """One POSIX shell command that asks the coordinator on this server to open the gate ``margin`` seconds after every
+    member has joined (giving up on the missing ones after ``join_wait``), then waits up to ``wait`` seconds for its
+    answer in ``group.json`` and prints that file (:func:`parse_read`); refuses a job not recorded in ``job_dir``."""
+    request = posixpath.join(job_dir, GATE_REQUEST_FILE)
+    group_file = posixpath.join(job_dir, GROUP_FILE)
+    text = json.dumps({"margin": float(margin), "join_wait": float(join_wait)}, sort_keys=True)
+    rounds = max(1, int(wait / GATE_WAIT_S))
+    answered = "|".join('"status": "%s"' % s for s in (RUNNING, STOPPING, ENDED))
+    return (
+        "test -f %s || { echo %s; exit 3; }; "
+        % (quote(posixpath.join(job_dir, files.JOB_FILE)), quote("no job recorded in %s on this host" % job_dir))
+        + "printf '%%s' %s > %s.tmp && mv -f %s.tmp %s || exit 4; " % (quote(text), quote(request), quote(request), quote(request))
+        + "i=0; while [ $i -lt %d ] && ! grep -qE %s %s 2>/dev/null; do sleep %s; i=$((i+1)); done; "
+        % (rounds, quote(answered), quote(group_file), GATE_WAIT_S)
+        + read_command(job_dir)
+    )
+
+
+def request_gate(job_dir: str, margin: float, join_wait: float, wait: float) -> dict | None:
+    """What :func:`gate_request_command` does, in Python (the module's way): ask, wait, the coordinator's view."""
+    files.write_json(os.path.join(job_dir, GATE_REQUEST_FILE), {"margin": float(margin), "join_wait": float(join_wait)})
+    deadline = time.time() + wait
+    while True:
+        view = files.read_json(os.path.join(job_dir, GROUP_FILE))
+        if (isinstance(view, dict) and view.get("status") in (RUNNING, STOPPING, ENDED)) or time.time() > deadline:
+            return view if isinstance(view, dict) else None
+        time.sleep(GATE_WAIT_S)
+
+
+def gate_answer(view: dict | None, join_wait: float) -> dict:
+    """The gate's result from the coordinator's view after the request: ``start_at`` (the controller's clock) once the
+    gate opened, else ``failed`` with the reason (the servers that did not join, or the stop that came first)."""
+    if not isinstance(view, dict):
+        return {"failed": True, "msg": "the job's coordinator wrote no group view (%s): its supervisor did not start?" % GROUP_FILE}
+    if view.get("gate_at") is not None:
+        return {"changed": True, "start_at": float(view["gate_at"]), "group": view}
+    cause = view.get("cause") or {}
+    if view.get("status") == FORMING:
+        missing = sorted(h for h, m in (view.get("members") or {}).items() if isinstance(m, dict) and m.get("state") != "joined")
+        why = "servers %s had not joined the job's group at %s" % (", ".join(missing), view.get("endpoint")) if missing else "no answer"
+        return {
+            "failed": True,
+            "msg": "the gate was not opened within %g s: %s" % (join_wait + 10.0, why),
+            "missing": missing,
+            "group": view,
+        }
+    msg = str(cause.get("error") or view.get("stop_reason") or "the job was stopped before its gate opened")
+    return {"failed": True, "msg": msg, "missing": cause.get("missing") or [], "group": view}
+
+
+class GroupError(Exception):
+    """The group cannot be set up (the address cannot be bound, the secret is unusable); the message says what to do."""
+
+
+class BadMessage(Exception):
+    """A line that is not a valid, correctly sealed message of this connection."""
+
+
+def new_secret() -> str:
+    """A fresh per-job secret (the controller makes one per job; this is for tests and standalone use)."""
+    return secrets.token_urlsafe(32)
+
+
+def write_secret(job_dir: str, secret: str) -> str:
+    """The job's secret into ``<job_dir>/group.key``, mode 0600 from its creation (atomic); the path."""
+    path = os.path.join(job_dir, SECRET_FILE)
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, secret.encode("utf-8"))
+    finally:
+        os.close(fd)
+    os.rename(tmp, path)
+    return path
+
+
+def _mac(key: bytes, text: str) -> str:
+    return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def session_key(secret: str, job_id: str, coordinator_nonce: str, member_nonce: str) -> bytes:
+    """The key that seals every message of one connection, from both sides' nonces."""
+    text = "ascend-group|%s|%s|%s" % (job_id, coordinator_nonce, member_nonce)
+    return hmac.new(secret.encode("utf-8"), text.encode("utf-8"), hashlib.sha256).digest()
+
+
+def listen(address: str, port: int) -> socket.socket:
+    """The coordinator's listening socket on ``address`` only (never all interfaces); GroupError naming what to fix."""
+    try:
+        infos = socket.getaddrinfo(address, port, 0, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise GroupError("the job's group address %r is not an IP address: %s" % (address, exc)) from None
+    family, kind, proto, _name, where = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(where)
+        sock.listen(512)
+    except OSError as exc:
+        sock.close()
+        hint = ""
+        if exc.errno == errno.EADDRINUSE:
+            hint = ": another process listens on it (a job still ending? ascend.cluster.stop), or set ascend_launch_group_port"
+        elif exc.errno == errno.EADDRNOTAVAIL:
+            hint = ": it is not an address of this server"
+        raise GroupError("cannot listen on %s port %d for the job's group: %s%s" % (address, port, exc.strerror or exc, hint)) from None
+    sock.set_inheritable(True)
+    return sock
+
+
+class Channel:
+    """One connection's lines: non-blocking reads and writes, sealing and checking every message."""
+
+    def __init__(self, sock: socket.socket, sends: str) -> None:
+        sock.setblocking(False)
+        self.sock = sock
+        self.sends = sends  # "c" (coordinator -> member) or "m": the direction of what this side sends
+        self.hears = "m" if sends == "c" else "c"
+        self.key: bytes | None = None
+        self.seq_out = 0
+        self.seq_in = 0
+        self.inbuf = b""
+        self.outbuf = b""
+        self.closed = False
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def send(self, message: dict) -> None:
+        """Queue ``message`` (sealed once the key is known, else in the clear) and write what the socket takes now."""
+        if self.closed:
+            return
+        body = json.dumps(message, separators=(",", ":"), sort_keys=True)
+        if self.key is None:
+            mac = "-"
+        else:
+            self.seq_out += 1
+            mac = _mac(self.key, "%s|%d|%s" % (self.sends, self.seq_out, body))
+        self.outbuf += ("%s %s\n" % (mac, body)).encode("utf-8")
+        self.flush()
+
+    def flush(self) -> None:
+        while self.outbuf and not self.closed:
+            try:
+                sent = self.sock.send(self.outbuf)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                self.close()
+                return
+            self.outbuf = self.outbuf[sent:]
+
+    def lines(self) -> list:
+        """The complete lines received so far (raw); the channel is closed at EOF, an error or an over-long line."""
+        got = []
+        while not self.closed:
+            try:
+                data = self.sock.recv(65536)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                self.close()
+                break
+            if not data:
+                self.close()
+                break
+            self.inbuf += data
+            if len(self.inbuf) > MAX_LINE and b"\n" not in self.inbuf:
+                self.close()
+                break
+        while b"\n" in self.inbuf:
+            line, self.inbuf = self.inbuf.split(b"\n", 1)
+            got.append(line)
+        return got
+
+    def open(self, line: bytes) -> dict:
+        """The message in ``line``, checked against the session key and the next sequence number; BadMessage else."""
+        mac, body = split_line(line)
+        if self.key is None:
+            raise BadMessage("a sealed message before the handshake")
+        expected = _mac(self.key, "%s|%d|%s" % (self.hears, self.seq_in + 1, body))
+        if not hmac.compare_digest(mac, expected):
+            raise BadMessage("bad MAC")
+        self.seq_in += 1
+        return parse_body(body)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+
+
+def split_line(line: bytes) -> tuple:
+    """``(mac, body)`` of a raw line; BadMessage when it has no such shape."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadMessage("not UTF-8") from None
+    mac, _sep, body = text.partition(" ")
+    if not body:
+        raise BadMessage("no message")
+    return mac, body
+
+
+def parse_body(body: str) -> dict:
+    try:
+        message = json.loads(body)
+    except ValueError:
+        raise BadMessage("not JSON") from None
+    if not isinstance(message, dict) or not isinstance(message.get("t"), str):
+        raise BadMessage("not a message")
+    return message
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The coordinator
+
+
+class _Peer:
+    """One connection at the coordinator, and the member it became once joined."""
+
+    def __init__(self, channel: Channel, nonce: str, now: float) -> None:
+        self.channel = channel
+        self.nonce = nonce
+        self.opened = now
+        self.host: str | None = None  # set once joined
+
+
+class Coordinator:
+    """The job's coordinator: accepts members, relays the first stop to every member, opens the gate, ends the job.
+
+    ``cfg``: ``job_id``, ``secret``, ``hosts`` (the inventory names of every member it waits for), ``lost_after``,
+    ``join_timeout`` (how long to wait for members before the gate is asked for), ``clock_offset`` (this server's
+    clock minus the controller's, as the pre-flight measured it), ``servers`` (optional: host -> address, for
+    messages). ``job_dir``: the job's directory on this server (``group.json``, ``gate_request``).
+    """
+
+    def __init__(self, cfg: dict, job_dir: str, listener: socket.socket, clock=time.time) -> None:
+        self.cfg = cfg
+        self.job_id = str(cfg["job_id"])
+        self.secret = str(cfg["secret"])
+        self.job_dir = job_dir
+        self.listener = listener
+        self.clock = clock
+        self.lost_after = float(cfg.get("lost_after") or LOST_AFTER_S)
+        self.started = clock()
+        self.join_deadline = self.started + float(cfg.get("join_timeout") or 600)
+        self.offset = float(cfg.get("clock_offset") or 0.0)
+        self.expected = [str(h) for h in cfg["hosts"]]
+        self.members: dict = dict(
+            (h, {"host": h, "server": (cfg.get("servers") or {}).get(h, h), "state": "waiting", "ranks": {}}) for h in self.expected
+        )
+        self.peers: dict = {}  # fd -> _Peer
+        self.by_host: dict = {}  # host -> _Peer (the joined connection)
+        self.status = FORMING
+        self.cause: dict | None = None
+        self.stop_reason: str | None = None
+        self.stopped_at = 0.0
+        self.gate_at: float | None = None
+        self.gate_requested: float | None = None
+        self.rank0_line = ""
+        self.refused = 0  # connections closed for a bad handshake or MAC
+        self.dirty = True
+        self.last_write = 0.0
+        self.last_hb = 0.0
+        self.selector = selectors.DefaultSelector()
+        listener.setblocking(False)
+        self.selector.register(listener, selectors.EVENT_READ, None)
+
+    # -- the loop
+
+    def run(self) -> dict:
+        """Serve until every member has left or was lost; the final group.json's content."""
+        try:
+            while self.status != ENDED:
+                self.step(0.05)
+        finally:
+            self.close()
+        return self.snapshot(final=True)
+
+    def step(self, timeout: float) -> None:
+        for key, events in self.selector.select(timeout):
+            if key.data is None:
+                self._accept()
+            else:
+                peer = key.data
+                if events & selectors.EVENT_READ:
+                    self._read(peer)
+                if events & selectors.EVENT_WRITE and not peer.channel.closed:
+                    peer.channel.flush()
+                self._watch_writes(peer)
+        self._tick(self.clock())
+
+    def close(self) -> None:
+        for peer in list(self.peers.values()):
+            peer.channel.flush()
+            peer.channel.close()
+        self.peers.clear()
+        try:
+            self.selector.unregister(self.listener)
+        except (KeyError, ValueError):
+            pass
+        self.listener.close()
+        self.selector.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                sock, _where = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
+            channel = Channel(sock, "c")
+            nonce = secrets.token_hex(16)
+            peer = _Peer(channel, nonce, self.clock())
+            self.peers[channel.fileno()] = peer
+            self.selector.register(sock, selectors.EVENT_READ, peer)
+            channel.send({"t": "challenge", "job": self.job_id, "nonce": nonce})
+            self._watch_writes(peer)
+
+    def _watch_writes(self, peer: _Peer) -> None:
+        if peer.channel.closed:
+            self._drop(peer)
+            return
+        want = selectors.EVENT_READ | (selectors.EVENT_WRITE if peer.channel.outbuf else 0)
+        try:
+            self.selector.modify(peer.channel.sock, want, peer)
+        except (KeyError, ValueError, OSError):
+            pass
+
+    def _drop(self, peer: _Peer) -> None:
+        fd = None
+        for key, value in list(self.peers.items()):
+            if value is peer:
+                fd = key
+        if fd is not None:
+            del self.peers[fd]
+        try:
+            self.selector.unregister(peer.channel.sock)
+        except (KeyError, ValueError, OSError):
+            pass
+        peer.channel.close()
+        if peer.host is not None and self.by_host.get(peer.host) is peer:
+            del self.by_host[peer.host]
+
+    def _read(self, peer: _Peer) -> None:
+        for line in peer.channel.lines():
+            try:
+                if peer.host is None:
+                    self._join(peer, line)
+                else:
+                    self._hear(peer, peer.channel.open(line))
+            except BadMessage:
+                self.refused += int(peer.host is None)
+                peer.channel.close()
+                break
+        if peer.channel.closed:
+            self._drop(peer)
+
+    def _join(self, peer: _Peer, line: bytes) -> None:
+        mac, body = split_line(line)
+        message = parse_body(body)  # read before it is checked: its nonce makes the key it is checked with
+        if message.get("t") != "join" or not isinstance(message.get("nonce"), str) or not isinstance(message.get("host"), str):
+            raise BadMessage("not a join")
+        peer.channel.key = session_key(self.secret, self.job_id, peer.nonce, message["nonce"])
+        expected = _mac(peer.channel.key, "m|1|%s" % body)
+        if not hmac.compare_digest(mac, expected):
+            raise BadMessage("bad MAC")
+        peer.channel.seq_in = 1
+        host = message["host"]
+        if host not in self.members:
+            raise BadMessage("not a member of this job")
+        old = self.by_host.get(host)
+        if old is not None and old is not peer:  # the member connects again (its connection broke): the new one counts
+            self._drop(old)
+        peer.host = host
+        self.by_host[host] = peer
+        member = self.members[host]
+        now = self.clock()
+        member.update(
+            server=str(message.get("server") or member["server"]),
+            pid=message.get("pid"),
+            heard=now,
+            ranks=member["ranks"] or dict((str(r[0]), "staged") for r in _pairs(message.get("ranks"))),
+            devices=dict((str(r[0]), r[1]) for r in _pairs(message.get("ranks"))),
+        )
+        if member["state"] != "done":  # a member found lost that speaks again counts again (its final states are wanted)
+            member["state"] = "joined"
+            member.setdefault("joined_at", now)
+        self.dirty = True
+        peer.channel.send({"t": "welcome", "job": self.job_id, "status": self.status})
+        if self.gate_at is not None:
+            peer.channel.send({"t": "gate", "start_at": self.gate_at})
+        if self.stop_reason is not None:
+            peer.channel.send({"t": "stop", "reason": self.stop_reason})
+
+    def _hear(self, peer: _Peer, message: dict) -> None:
+        member = self.members[peer.host]
+        member["heard"] = self.clock()
+        kind = message["t"]
+        if isinstance(message.get("states"), dict):
+            member["ranks"].update((str(k), str(v)) for k, v in message["states"].items())
+            self.dirty = True
+        if isinstance(message.get("line"), str) and "0" in member["ranks"]:
+            self.rank0_line = message["line"][-300:]
+        if kind == "abort":
+            self._stop_for(member, str(message.get("reason") or "stopped"), message.get("failure"))
+        elif kind == "done":
+            given = message.get("ranks")
+            ranks: list = given if isinstance(given, list) else []
+            member.update(state="done", final=ranks, left_at=self.clock())
+            member["ranks"] = dict((str(r.get("rank_id")), str(r.get("state"))) for r in ranks if isinstance(r, dict))
+            self.dirty = True
+            peer.channel.flush()
+            self._drop(peer)
+
+    # -- decisions
+
+    def _stop_for(self, member: dict | None, reason: str, failure: object = None, cause: dict | None = None) -> None:
+        """The first stop wins: its cause (``cause``, else made from ``reason`` and ``failure``) is the job's; every
+        member is told to stop its ranks."""
+        if self.stop_reason is not None:
+            return
+        where = " on %s" % member["server"] if member else ""
+        self.cause = cause if cause is not None else self._cause(member, reason, failure)
+        self.stop_reason = "stopped by the job's group: %s%s" % (reason, where)
+        self.stopped_at = self.clock()
+        self.status = STOPPING
+        self.dirty = True
+        for peer in list(self.by_host.values()):
+            peer.channel.send({"t": "stop", "reason": self.stop_reason})
+            self._watch_writes(peer)
+
+    @staticmethod
+    def _cause(member: dict | None, reason: str, failure: object) -> dict:
+        host = member["host"] if member else None
+        server = member["server"] if member else None
+        if isinstance(failure, dict):
+            return dict(failure, host=host, server=server)
+        found = files.parse_abort_line(reason)
+        if found["rank_id"] is not None:  # a failed line without details (a member that could not read them)
+            return {"host": host, "server": server, "rank_id": found["rank_id"], "rc": found["rc"], "error": found["why"], "device_id": -1}
+        return {"host": host, "server": server, "rank_id": -1, "stopped_by": reason}
+
+    def _tick(self, now: float) -> None:
+        for peer in [p for p in self.peers.values() if p.host is None and now - p.opened > HANDSHAKE_S]:
+            self.refused += 1
+            self._drop(peer)
+        for member in self.members.values():
+            if member["state"] == "joined" and now - member.get("heard", now) > self.lost_after:
+                self._lose(member, member["heard"])
+        if self.gate_at is None and self.stop_reason is None:
+            self._gate(now)
+        if self.gate_at is None and self.stop_reason is None and now > self.join_deadline:
+            self._refuse_start("the gate was not opened within %ds of the launch" % (self.join_deadline - self.started))
+        if self.stop_reason is not None and now - self.stopped_at > self.lost_after:
+            for member in self.members.values():
+                if member["state"] == "waiting":  # never joined, and the job is over: nothing of theirs to stop through the group
+                    member["state"] = "missing"
+                    self.dirty = True
+        if all(m["state"] in ("done", "lost", "missing") for m in self.members.values()):
+            self.status = ENDED
+            self.dirty = True
+        if now - self.last_hb >= HEARTBEAT_S:
+            self.last_hb = now
+            for peer in list(self.by_host.values()):
+                if not peer.channel.outbuf:
+                    peer.channel.send({"t": "hb"})
+                self._watch_writes(peer)
+        if self.dirty and (now - self.last_write >= WRITE_EVERY_S or self.status in (STOPPING, ENDED)):
+            self.write(now)
+
+    def _refuse_start(self, why: str) -> None:
+        """The job cannot start: stop every member that joined (their runners wait at the gate), naming who is missing."""
+        missing = [m["host"] for m in self.members.values() if m["state"] != "joined"]
+        if missing:
+            why = "servers %s did not join the job's group at %s: %s" % (", ".join(missing), self.endpoint(), why)
+        self._stop_for(None, why, cause={"host": None, "server": None, "rank_id": -1, "error": why, "missing": missing})
+
+    def _lose(self, member: dict, since: float) -> None:
+        member.update(state="lost", lost_at=self.clock())
+        peer = self.by_host.get(member["host"])
+        if peer is not None:
+            self._drop(peer)
+        ranks = sorted(int(r) for r, s in member["ranks"].items() if s not in ("done", "failed", "stopped"))
+        self.dirty = True
+        if self.stop_reason is None:
+            silent = "stopped answering (no heartbeat for %g s)" % self.lost_after
+            cause = {"host": member["host"], "server": member["server"], "rank_id": -1, "lost": ranks, "since": since, "error": silent}
+            self._stop_for(None, "server %s %s" % (member["server"], silent), cause=cause)
+
+    def _gate(self, now: float) -> None:
+        request = files.read_json(os.path.join(self.job_dir, GATE_REQUEST_FILE))
+        if not isinstance(request, dict):
+            return
+        if self.gate_requested is None:
+            self.gate_requested = now
+            self.dirty = True
+        if any(m["state"] != "joined" for m in self.members.values()):
+            wait = float(request.get("join_wait", 30.0))
+            if now - self.gate_requested > wait:
+                self._refuse_start("not within %g s of the gate" % wait)
+            return
+        margin = float(request.get("margin", 0.5))
+        self.gate_at = now - self.offset + margin  # in the controller's clock: each member adds its own offset
+        self.status = RUNNING
+        for peer in list(self.by_host.values()):
+            peer.channel.send({"t": "gate", "start_at": self.gate_at})
+            self._watch_writes(peer)
+        self.write(now)
+
+    def endpoint(self) -> str:
+        try:
+            where = self.listener.getsockname()
+            return "%s:%d" % (where[0], where[1])
+        except OSError:
+            return "?"
+
+    # -- what the controller reads
+
+    def snapshot(self, final: bool = False) -> dict:
+        status = ENDED if final else self.status
+        ranks = self.final_ranks() if status == ENDED else None
+        counts: dict = {}
+        for state in [r["state"] for r in ranks] if ranks is not None else [s for m in self.members.values() for s in m["ranks"].values()]:
+            counts[state] = counts.get(state, 0) + 1
+        data = {
+            "job_id": self.job_id,
+            "endpoint": self.endpoint(),
+            "pid": os.getpid(),
+            "status": status,
+            "gate_at": self.gate_at,
+            "cause": self.cause,
+            "stop_reason": self.stop_reason,
+            "counts": counts,
+            "rank0_line": self.rank0_line,
+            "refused_connections": self.refused,
+            "updated": self.clock(),
+            "members": dict(
+                (h, dict((k, v) for k, v in m.items() if k not in ("ranks", "final", "devices"))) for h, m in sorted(self.members.items())
+            ),
+        }
+        if ranks is not None:
+            data["outcome"] = self.outcome()
+            data["ranks"] = ranks
+        return data
+
+    def outcome(self) -> str:
+        if self.cause is None and all(m["state"] == "done" for m in self.members.values()):
+            if all(s == "done" for m in self.members.values() for s in m["ranks"].values()):
+                return DONE
+        if self.cause is not None and self.cause.get("stopped_by") is not None:
+            return STOPPED
+        return FAILED
+
+    def final_ranks(self) -> list:
+        """Every rank's last known state, with its host and server; ranks of a lost member are ``lost``."""
+        ranks: list = []
+        for member in self.members.values():
+            final = member.get("final")
+            if final:
+                ranks.extend(dict(r, host=member["host"], server=member["server"]) for r in final if isinstance(r, dict))
+                continue
+            for rank, state in sorted(member["ranks"].items(), key=lambda item: int(item[0])):
+                lost = member["state"] in ("lost", "missing") and state not in ("done", "failed", "stopped")
+                ranks.append(
+                    {
+                        "rank_id": int(rank),
+                        "device_id": (member.get("devices") or {}).get(rank, -1),
+                        "host": member["host"],
+                        "server": member["server"],
+                        "state": "lost" if lost else state,
+                    }
+                )
+        return sorted(ranks, key=lambda r: int(r.get("rank_id", 0)))
+
+    def write(self, now: float) -> None:
+        files.write_json(os.path.join(self.job_dir, GROUP_FILE), self.snapshot(final=self.status == ENDED))
+        self.dirty = False
+        self.last_write = now
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A member
+
+
+class Member:
+    """This server's side of the group, driven by its supervisor's loop (:meth:`poll`).
+
+    ``cfg``: ``job_id``, ``secret``, ``address``, ``port`` (the coordinator's), ``host``, ``server`` (this server's
+    inventory name and address), ``lost_after``, ``join_timeout``, ``clock_offset``. ``job_dir``: the job's directory
+    here; ``ranks``: this server's ranks (``rank_id``, ``device_id``). ``on_gate(start_at)`` opens the gate here (``start_at`` in this server's clock), ``on_stop(reason)`` stops
+    the local ranks.
+    """
+
+    def __init__(self, cfg: dict, job_dir: str, ranks: list, on_gate, on_stop, clock=time.time) -> None:
+        self.cfg = cfg
+        self.job_id = str(cfg["job_id"])
+        self.secret = str(cfg["secret"])
+        self.job_dir = job_dir
+        self.ranks = [[int(r["rank_id"]), int(r["device_id"])] for r in ranks]  # what the coordinator is told at joining
+        self.on_gate = on_gate
+        self.on_stop = on_stop
+        self.clock = clock
+        self.lost_after = float(cfg.get("lost_after") or LOST_AFTER_S)
+        self.started = clock()
+        self.join_deadline = self.started + float(cfg.get("join_timeout") or 600)
+        self.offset = float(cfg.get("clock_offset") or 0.0)
+        self.channel: Channel | None = None
+        self.nonce = ""
+        self.state = "connecting"  # joining (handshake), joined, lost (the coordinator), failed (never joined), left
+        self.error = ""
+        self.heard: float | None = None  # last word from the coordinator
+        self.last_sent = 0.0
+        self.next_attempt = 0.0
+        self.gate_seen = False
+        self.stopped = False
+        self.pending_states: dict = {}
+        self.line = ""
+        self.record()
+
+    def endpoint(self) -> str:
+        return "%s:%s" % (self.cfg["address"], self.cfg["port"])
+
+    def record(self) -> None:
+        """``member.json``: what this server knows of the group (status and diagnose read it)."""
+        data = {"state": self.state, "coordinator": self.endpoint(), "error": self.error, "heard": self.heard, "updated": self.clock()}
+        try:
+            files.write_json(os.path.join(self.job_dir, MEMBER_FILE), data)
+        except OSError:
+            pass
+
+    # -- what the supervisor tells the group
+
+    def states(self, states: dict) -> None:
+        """Rank states that changed (rank id -> state); sent with the next heartbeat."""
+        self.pending_states.update((str(k), v) for k, v in states.items())
+
+    def progress_line(self, line: str) -> None:
+        self.line = line[-300:]
+
+    def abort(self, reason: str, failure: dict | None) -> None:
+        """This server's abort file got its first line: tell the coordinator (it stops every member)."""
+        self._send({"t": "abort", "reason": reason, "failure": failure})
+
+    def finish(self, ranks: list) -> None:
+        """Every local rank has ended: send their final states and leave (tries for :data:`DONE_FLUSH_S`)."""
+        deadline = self.clock() + DONE_FLUSH_S
+        while self.state in ("connecting", "joining") and self.clock() < min(deadline, self.join_deadline) and not self.stopped:
+            self.poll(0.05)
+        if self.channel is not None and self.state == "joined":
+            self._send({"t": "done", "ranks": ranks})
+            while self.channel.outbuf and not self.channel.closed and self.clock() < deadline:
+                wait_for(self.channel, 0.05, write=True)
+                self.channel.flush()
+        self.state = "left" if self.state == "joined" else self.state
+        self.record()
+        self.close()
+
+    def close(self) -> None:
+        if self.channel is not None:
+            self.channel.close()
+            self.channel = None
+
+    # -- the loop
+
+    def poll(self, timeout: float) -> None:
+        """Wait up to ``timeout`` for the coordinator's word and act on it; connect, heartbeat, judge silence."""
+        now = self.clock()
+        if self.state in ("lost", "failed", "left"):
+            time.sleep(timeout)
+            return
+        if self.channel is None:
+            if now >= self.next_attempt:
+                self._connect(now)
+            if self.channel is None:
+                time.sleep(min(timeout, max(0.0, self.next_attempt - now)))
+                self._judge(self.clock())
+                return
+        channel = self.channel
+        readable, writable = wait_for(channel, timeout, write=bool(channel.outbuf))
+        if writable:
+            channel.flush()
+        if readable:
+            for line in channel.lines():
+                try:
+                    self._hear(line)
+                except BadMessage as exc:
+                    self.error = "the coordinator at %s sent a message that is not the job's: %s" % (self.endpoint(), exc)
+                    channel.close()
+                    break
+        now = self.clock()
+        if channel.closed:
+            if self.state == "joining" and channel.key is not None and not self.error:
+                self.error = (
+                    "the coordinator at %s closed the connection while this server joined (not this job's secret?)" % self.endpoint()
+                )
+            self.channel = None
+            self.next_attempt = now + RECONNECT_S
+        elif self.state == "joined" and (now - self.last_sent >= HEARTBEAT_S):
+            self._send({"t": "hb"})
+        self._judge(now)
+
+    def _judge(self, now: float) -> None:
+        if self.state == "joined" or (self.heard is not None and self.state in ("connecting", "joining")):
+            if self.heard is not None and now - self.heard > self.lost_after and not self.stopped:
+                self.state = "lost"
+                self.error = "lost the job's coordinator at %s: no word from it for %g s" % (self.endpoint(), now - self.heard)
+                self.record()
+                self.close()
+                self.stopped = True
+                self.on_stop(self.error)
+        elif now > self.join_deadline and not self.stopped:
+            self.state = "failed"
+            self.error = "could not join the job's group at %s within %ds: %s" % (
+                self.endpoint(),
+                self.join_deadline - self.started,
+                self.error or "no answer",
+            )
+            self.record()
+            self.close()
+            self.stopped = True
+            self.on_stop(self.error)
+
+    def _connect(self, now: float) -> None:
+        self.next_attempt = now + RECONNECT_S
+        try:
+            infos = socket.getaddrinfo(self.cfg["address"], int(self.cfg["port"]), 0, socket.SOCK_STREAM)
+            family, kind, proto, _name, where = infos[0]
+            sock = socket.socket(family, kind, proto)
+        except (OSError, socket.gaierror) as exc:
+            self.error = "cannot reach %s: %s" % (self.endpoint(), exc)
+            return
+        sock.setblocking(False)
+        code = sock.connect_ex(where)
+        if code not in (0, errno.EINPROGRESS, errno.EAGAIN, errno.EWOULDBLOCK):
+            sock.close()
+            self.error = "cannot connect to %s: %s" % (self.endpoint(), os.strerror(code))
+            return
+        self.channel = Channel(sock, "m")
+        self.state = "joining"
+
+    def _hear(self, line: bytes) -> None:
+        channel = self.channel
+        if channel is None:
+            return
+        if channel.key is None:
+            mac, body = split_line(line)
+            message = parse_body(body)
+            if (
+                mac != "-"
+                or message.get("t") != "challenge"
+                or message.get("job") != self.job_id
+                or not isinstance(message.get("nonce"), str)
+            ):
+                raise BadMessage("not this job's challenge")
+            self.nonce = secrets.token_hex(16)
+            channel.key = session_key(self.secret, self.job_id, message["nonce"], self.nonce)
+            channel.send(
+                {
+                    "t": "join",
+                    "nonce": self.nonce,
+                    "host": self.cfg["host"],
+                    "server": self.cfg.get("server") or self.cfg["host"],
+                    "ranks": self.ranks,
+                    "pid": os.getpid(),
+                }
+            )
+            self.last_sent = self.clock()
+            return
+        message = channel.open(line)
+        self.heard = self.clock()
+        kind = message["t"]
+        if kind == "welcome":
+            if self.state != "joined":
+                self.state = "joined"
+                self.error = ""
+                self.record()
+        elif kind == "gate" and not self.gate_seen:
+            self.gate_seen = True
+            self.on_gate(float(message["start_at"]) + self.offset)
+        elif kind == "stop" and not self.stopped:
+            self.stopped = True
+            self.on_stop(str(message.get("reason") or "stopped by the job's group"))
+
+    def _send(self, message: dict) -> None:
+        if self.channel is None or self.state != "joined":
+            return
+        if self.pending_states:
+            message = dict(message, states=self.pending_states)
+            self.pending_states = {}
+        if self.line:
+            message = dict(message, line=self.line)
+            self.line = ""
+        self.channel.send(message)
+        self.last_sent = self.clock()
+
+
+def _pairs(value: object) -> list:
+    """``[[rank_id, device_id], ...]`` of a join message, the malformed entries left out."""
+    pairs = []
+    for item in value if isinstance(value, list) else []:
+        if isinstance(item, list) and len(item) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in item):
+            pairs.append(item)
+    return pairs
+
+
+def wait_for(channel: Channel, timeout: float, write: bool = False) -> tuple:
+    """Wait up to ``timeout`` for ``channel``: ``(readable, writable)``; writable is asked for only with ``write``."""
+    poller = select.poll()
+    poller.register(channel.sock, select.POLLIN | (select.POLLOUT if write else 0))
+    try:
+        ready = poller.poll(max(0, int(timeout * 1000)))
+    except InterruptedError:  # pragma: no cover - PEP 475 retries
+        ready = []
+    mask = 0
+    for _fd, events in ready:
+        mask |= events
+    readable = bool(mask & (select.POLLIN | select.POLLHUP | select.POLLERR))
+    return readable, bool(mask & select.POLLOUT)

@@ -1,0 +1,298 @@
+"""The job's group (module_utils/_job_group): its protocol over real sockets on loopback, case by case.
+
+A coordinator runs in a thread of the test; members are polled from the test's own thread, as a supervisor's loop
+polls its member. Nothing here needs more than 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import threading
+import time
+from typing import Any, Callable
+
+import pytest
+
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
+
+SECRET = "the-jobs-secret"
+LOST = 0.6  # lost_after for these tests: short, but far above a loopback heartbeat's delay
+
+
+class Cluster:
+    """A coordinator (in a thread) and its members (polled by :meth:`drive`), with what each member was told."""
+
+    def __init__(self, tmp_path, hosts: list, join_timeout: float = 20.0, offset: float = 0.0) -> None:
+        self.dir = tmp_path / "coordinator"
+        self.dir.mkdir()
+        self.listener = group.listen("127.0.0.1", 0)
+        self.port = self.listener.getsockname()[1]
+        cfg = {"job_id": "J", "secret": SECRET, "hosts": hosts, "lost_after": LOST, "join_timeout": join_timeout, "clock_offset": offset}
+        self.coordinator = group.Coordinator(cfg, str(self.dir), self.listener)
+        self.thread = threading.Thread(target=self.coordinator.run, daemon=True)
+        self.thread.start()
+        self.tmp = tmp_path
+        self.told: dict = {}
+        self.members: dict = {}
+
+    def member(self, host: str, ranks: list, secret: str = SECRET, offset: float = 0.0, join_timeout: float = 20.0) -> group.Member:
+        directory = self.tmp / host
+        directory.mkdir(exist_ok=True)
+        self.told[host] = []
+        cfg = {
+            "job_id": "J",
+            "secret": secret,
+            "address": "127.0.0.1",
+            "port": self.port,
+            "host": host,
+            "server": f"10.0.0.{len(self.members) + 1}",
+            "lost_after": LOST,
+            "join_timeout": join_timeout,
+            "clock_offset": offset,
+        }
+        told = self.told[host]
+        member = group.Member(
+            cfg,
+            str(directory),
+            [{"rank_id": r, "device_id": r % 8} for r in ranks],
+            on_gate=lambda at: told.append(("gate", at)),
+            on_stop=lambda reason: told.append(("stop", reason)),
+        )
+        self.members[host] = member
+        return member
+
+    def drive(self, seconds: float, until: Callable[[], bool] = lambda: False, only: list | None = None) -> float:
+        """Poll the members (``only`` these) for at most ``seconds`` or until ``until()``; the seconds it took."""
+        start = time.monotonic()
+        while time.monotonic() - start < seconds and not until():
+            for host, member in self.members.items():
+                if only is None or host in only:
+                    member.poll(0.01)
+        return time.monotonic() - start
+
+    def view(self) -> dict:
+        return json.loads((self.dir / group.GROUP_FILE).read_text())
+
+    def ask_gate(self, margin: float = 0.5, join_wait: float = 30.0) -> None:
+        files.write_json(str(self.dir / group.GATE_REQUEST_FILE), {"margin": margin, "join_wait": join_wait})
+
+    def joined(self, *hosts: str) -> bool:
+        return all(self.members[h].state == "joined" for h in hosts)
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    made: list = []
+
+    def make(hosts: list, **kwargs: Any) -> Cluster:
+        made.append(Cluster(tmp_path, hosts, **kwargs))
+        return made[-1]
+
+    yield make
+    for each in made:
+        for member in each.members.values():
+            member.close()
+        each.coordinator.status = group.ENDED  # its loop ends at the next step
+        each.thread.join(5)
+
+
+def test_members_with_the_secret_join_and_the_gate_opens_once_all_have_in_each_ones_clock(cluster):
+    c = cluster(["a", "b"], offset=2.0)
+    c.member("a", [0, 1], offset=-1.0)
+    c.drive(2, until=lambda: c.joined("a"))
+    c.ask_gate(margin=0.5)
+    c.drive(0.5)
+    assert c.told["a"] == []  # b has not joined: no gate yet
+    c.member("b", [2, 3], offset=5.0)
+    asked = time.time()
+    c.drive(3, until=lambda: bool(c.told["a"] and c.told["b"]))
+    (kind_a, at_a), (kind_b, at_b) = c.told["a"][0], c.told["b"][0]
+    assert kind_a == kind_b == "gate"
+    # the coordinator's clock is 2 s ahead of the controller's: T (controller) = now - 2 + 0.5; each member adds its own
+    assert at_b - at_a == pytest.approx(6.0)
+    assert asked - 2.0 + 0.5 - 0.5 < at_a + 1.0 < asked - 2.0 + 0.5 + 2.0
+    assert c.view()["status"] == group.RUNNING and c.view()["gate_at"] == pytest.approx(at_a + 1.0)
+
+
+def test_a_member_without_the_secret_is_refused_and_says_why(cluster):
+    c = cluster(["a"])
+    intruder = c.member("a", [0], secret="a guess", join_timeout=1.0)
+    c.drive(2, until=lambda: intruder.state == "failed")
+    assert intruder.state == "failed" and c.told["a"] == [("stop", intruder.error)]
+    assert "could not join the job's group at 127.0.0.1" in intruder.error and "not this job's secret?" in intruder.error
+    assert c.coordinator.members["a"]["state"] == "waiting" and c.coordinator.refused >= 1
+
+
+def test_a_connection_that_says_nothing_does_not_keep_members_out(cluster, monkeypatch):
+    monkeypatch.setattr(group, "HANDSHAKE_S", 0.3)
+    c = cluster(["a"])
+    silent = socket.create_connection(("127.0.0.1", c.port))
+    try:
+        c.member("a", [0])
+        assert c.drive(3, until=lambda: c.joined("a")) < 3
+        time.sleep(0.5)
+        assert silent.recv(4096, socket.MSG_DONTWAIT) != b""  # it got the challenge ...
+        silent.settimeout(2)
+        while silent.recv(4096):  # ... and is closed once its time to join has passed
+            pass
+    finally:
+        silent.close()
+    assert c.coordinator.refused == 1
+
+
+def test_a_forged_or_replayed_message_ends_the_connection(cluster):
+    c = cluster(["a"])
+    member = c.member("a", [0])
+    c.drive(2, until=lambda: c.joined("a"))
+    channel = member.channel
+    assert channel is not None and channel.key is not None
+    body = json.dumps({"t": "abort", "reason": "rank 0 failed (rc=1)"}, separators=(",", ":"), sort_keys=True)
+    channel.outbuf += ("%s %s\n" % ("0" * 64, body)).encode()  # a MAC made without the key
+    channel.flush()
+    time.sleep(0.3)
+    assert c.coordinator.stop_reason is None  # not believed
+    assert member.channel is channel and channel.lines() == [] and channel.closed  # the coordinator hung up
+    channel2 = socket.create_connection(("127.0.0.1", c.port))
+    try:  # a sealed line of another connection, replayed: its key is not this connection's
+        channel2.recv(4096)
+        channel2.sendall(b"%s %s\n" % (b"f" * 64, body.encode()))
+        channel2.settimeout(2)
+        assert channel2.recv(4096) == b""
+    finally:
+        channel2.close()
+    assert c.coordinator.stop_reason is None
+
+
+def test_the_first_abort_reaches_every_member_at_once_and_is_the_jobs_cause(cluster):
+    c = cluster(["a", "b", "c"])
+    for host, ranks in (("a", [0, 1]), ("b", [2, 3]), ("c", [4, 5])):
+        c.member(host, ranks)
+    c.drive(3, until=lambda: c.joined("a", "b", "c"))
+    failure = {"rank_id": 3, "device_id": 3, "rc": 1, "error": None, "log": "/r/device_3/train.log", "tail": ["boom"]}
+    c.members["b"].abort("rank 3 failed (rc=1)", failure)
+    took = c.drive(2, until=lambda: all(c.told[h] for h in "abc"))
+    assert took < 0.5
+    reason = "stopped by the job's group: rank 3 failed (rc=1) on 10.0.0.2"
+    assert c.told == {"a": [("stop", reason)], "b": [("stop", reason)], "c": [("stop", reason)]}
+    c.members["a"].abort("rank 0 failed (rc=2)", None)  # a later one changes nothing
+    c.drive(0.3)
+    assert c.coordinator.cause == dict(failure, host="b", server="10.0.0.2") and c.told["c"] == [("stop", reason)]
+
+
+def test_a_silent_member_is_lost_its_ranks_named_and_the_others_stopped(cluster):
+    c = cluster(["a", "b"])
+    c.member("a", [0, 1])
+    c.member("b", [8, 9])
+    c.drive(3, until=lambda: c.joined("a", "b"))
+    c.members["a"].states({0: "running", 1: "running"})
+    c.members["b"].states({8: "running", 9: "running"})
+    c.drive(0.7)
+    went_silent = time.time()
+    took = c.drive(3, until=lambda: bool(c.told["a"]), only=["a"])  # b says nothing more (its server died)
+    assert took < LOST + 1.0  # its last heartbeat came up to HEARTBEAT_S before it went silent
+    assert c.told["a"] == [("stop", "stopped by the job's group: server 10.0.0.2 stopped answering (no heartbeat for 0.6 s)")]
+    cause = c.coordinator.cause
+    assert cause is not None and cause["lost"] == [8, 9] and cause["host"] == "b" and went_silent - 1.0 < cause["since"] < went_silent
+    c.members["a"].finish([{"rank_id": 0, "state": "stopped"}, {"rank_id": 1, "state": "stopped"}])
+    c.thread.join(3)
+    final = c.view()
+    assert final["status"] == group.ENDED and final["outcome"] == group.FAILED
+    assert [(r["rank_id"], r["state"]) for r in final["ranks"]] == [(0, "stopped"), (1, "stopped"), (8, "lost"), (9, "lost")]
+    assert final["ranks"][2]["device_id"] == 0 and final["counts"] == {"lost": 2, "stopped": 2}
+
+
+def test_a_member_that_loses_the_coordinator_stops_its_ranks_and_says_so(cluster):
+    c = cluster(["a"])
+    member = c.member("a", [0])
+    c.drive(3, until=lambda: c.joined("a"))
+    c.coordinator.status = group.ENDED  # the coordinator's process is gone
+    c.thread.join(3)
+    took = c.drive(3, until=lambda: bool(c.told["a"]))
+    assert LOST - 0.1 < took < LOST + 1.0 and member.state == "lost"
+    assert c.told["a"][0][1].startswith("lost the job's coordinator at 127.0.0.1:")
+    assert json.loads((c.tmp / "a" / group.MEMBER_FILE).read_text())["state"] == "lost"
+
+
+def test_a_broken_connection_is_made_again_and_only_silence_counts(cluster):
+    c = cluster(["a"])
+    member = c.member("a", [0])
+    c.drive(3, until=lambda: c.joined("a"))
+    assert member.channel is not None
+    member.channel.sock.shutdown(socket.SHUT_RDWR)  # a reset, as a flapping link gives
+    c.drive(LOST * 2)
+    assert member.state == "joined" and c.told["a"] == [] and c.coordinator.members["a"]["state"] == "joined"
+
+
+def test_the_gate_is_refused_naming_the_servers_that_never_joined(cluster):
+    c = cluster(["a", "b", "c"])
+    c.member("a", [0])
+    c.drive(2, until=lambda: c.joined("a"))
+    c.ask_gate(join_wait=0.3)
+    c.drive(2, until=lambda: bool(c.told["a"]))
+    assert c.told["a"][0][0] == "stop" and "servers b, c did not join the job's group at 127.0.0.1:" in c.told["a"][0][1]
+    c.drive(2, until=lambda: c.view()["status"] != group.FORMING)  # its view is written just after the stop went out
+    answer = group.gate_answer(c.view(), 0.3)
+    assert answer["failed"] and answer["missing"] == ["b", "c"] and "servers b, c did not join" in answer["msg"]
+
+
+def test_every_member_done_ends_the_group_done(cluster):
+    c = cluster(["a", "b"])
+    c.member("a", [0])
+    c.member("b", [1])
+    c.drive(3, until=lambda: c.joined("a", "b"))
+    c.members["a"].finish([{"rank_id": 0, "state": "done", "rc": 0}])
+    c.members["b"].finish([{"rank_id": 1, "state": "done", "rc": 0}])
+    c.thread.join(3)
+    final = c.view()
+    assert not c.thread.is_alive() and final["outcome"] == group.DONE and final["cause"] is None
+    assert [r["host"] for r in final["ranks"]] == ["a", "b"]
+    with pytest.raises(OSError):  # the coordinator's port is free again
+        socket.create_connection(("127.0.0.1", c.port), timeout=1)
+
+
+def test_listen_binds_the_given_address_only_and_says_what_to_fix():
+    sock = group.listen("127.0.0.1", 0)
+    try:
+        assert sock.getsockname()[0] == "127.0.0.1"
+        with pytest.raises(group.GroupError, match=r"another process listens on it .* or set ascend_launch_group_port"):
+            group.listen("127.0.0.1", sock.getsockname()[1])
+    finally:
+        sock.close()
+    with pytest.raises(group.GroupError, match="it is not an address of this server"):
+        group.listen("198.18.255.254", 29700)
+    with pytest.raises(group.GroupError, match="is not an IP address"):
+        group.listen("server0", 29700)
+
+
+def test_the_secret_is_written_mode_0600(tmp_path):
+    path = group.write_secret(str(tmp_path), "s3")
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600 and open(path).read() == "s3"
+
+
+def test_the_controllers_commands_on_real_files(tmp_path):
+    job = tmp_path / "J"
+    job.mkdir()
+    assert group.parse_read(
+        subprocess.run(["sh", "-c", group.read_command(str(job))], capture_output=True, text=True, check=False).stdout
+    ) == (True, "")
+    (job / files.JOB_FILE).write_text("{}")
+    files.write_json(str(job / group.GROUP_FILE), {"status": group.RUNNING, "gate_at": 5.0})
+    out = subprocess.run(["sh", "-c", group.gate_request_command(str(job), 0.5, 30, 1)], capture_output=True, text=True, check=False).stdout
+    ran, text = group.parse_read(out)
+    assert ran and json.loads(text)["gate_at"] == 5.0
+    assert json.loads((job / group.GATE_REQUEST_FILE).read_text()) == {"join_wait": 30.0, "margin": 0.5}
+    assert group.gate_answer(json.loads(text), 30)["start_at"] == 5.0
+    line = "Ctrl-C on the controller (ansible-playbook of o'neil; $(true))"
+    for _twice in range(2):
+        out = subprocess.run(["sh", "-c", files.abort_command(str(job), line)], capture_output=True, text=True, check=False).stdout
+        assert files.parse_abort_command(out) is None
+    assert files.read_abort(str(job)) == line and (job / files.ABORT_FILE).read_text() == line + "\n" + line + "\n"
+    out = subprocess.run(
+        ["sh", "-c", files.abort_command(str(tmp_path / "nope"), line)], capture_output=True, text=True, check=False
+    ).stdout
+    assert files.parse_abort_command(out) == f"no job recorded in {tmp_path / 'nope'} on this host"
