@@ -144,6 +144,12 @@ def failure_cause(state: dict | None, rank_state: str) -> str | None:
     return state.get("error") or signal_death(state.get("rc"))
 
 
+def stopped_by_its_runner(cause: object) -> bool:
+    """Whether ``cause`` (:func:`failure_cause`) says the rank's own runner stopped it for a fault of its own (it ran
+    too long, it stalled): its signal is then ours, and the cause is how the rank ended."""
+    return isinstance(cause, str) and (cause == TIMED_OUT or cause.startswith(progress.STALLED))
+
+
 def _read_state(rdir: str) -> dict | None:
     state = files.read_json(os.path.join(rdir, files.STATE_FILE))
     return state if isinstance(state, dict) else None

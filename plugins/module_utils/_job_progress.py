@@ -42,8 +42,8 @@ def compile_progress(regex: str | None):
         return re.compile(regex)
     except re.error as exc:
         raise ValueError(
-            "progress_regex %r is not a valid regular expression: %s; nothing was started "
-            "(write it as Python's re module reads it, e.g. 'step \\d+')" % (regex, exc)
+            "progress_regex %r is not a valid regular expression (%s): write it as Python's re module reads it, "
+            "e.g. 'step \\d+'" % (regex, exc)
         ) from None
 
 

@@ -114,7 +114,7 @@ def test_the_words_of_a_stall(tmp_path, silent, regex, last, words):
 
 
 def test_a_bad_regex_is_refused_naming_it():
-    with pytest.raises(ValueError, match=r"^progress_regex 'step \(' is not a valid regular expression: missing \), unterminated"):
+    with pytest.raises(ValueError, match=r"^progress_regex 'step \(' is not a valid regular expression \(missing \), unterminated"):
         progress.compile_progress("step (")
     assert progress.compile_progress("") is None and progress.compile_progress(None) is None
     params = {"argv": ["python3", "train.py"], "progress_regex": "[unclosed"}
