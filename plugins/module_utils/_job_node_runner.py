@@ -318,7 +318,7 @@ class NodeRunner(RankRunner):
         now = time.time()
         silent = dict((rank, meters[rank].sample(now)) for rank in sorted(meters))
         stalled = [rank for rank in sorted(silent) if silent[rank] is not None]
-        if not stalled or self.aborted() or self.child is None:
+        if not stalled or self.aborted() or self.child is None or self.child.poll() is not None:
             return None
         rank = stalled[0]
         record = self.stall(meters[rank], float(silent[rank] or 0), self.rank_pids(rank))

@@ -243,7 +243,7 @@ class RankRunner:
                     kill_group(self.child.pid, signal.SIGTERM, self.p["kill_grace"])
                 elif meter is not None:
                     silent = meter.sample(now)
-                    if silent is not None and not self.aborted():
+                    if silent is not None and not self.aborted() and self.child.poll() is None:
                         stalled = self.stall(meter, silent, progress.group_pids(self.child.pid))
                         kill_group(self.child.pid, signal.SIGTERM, self.p["kill_grace"])
         # Whether we stopped it is decided now, from what was recorded before it died: a stop
