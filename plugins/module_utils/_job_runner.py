@@ -37,7 +37,6 @@ from ansible_collections.ascend.cluster.plugins.module_utils import _job_progres
 from ansible_collections.ascend.cluster.plugins.module_utils._job_control import TIMED_OUT, tail
 from ansible_collections.ascend.cluster.plugins.module_utils._job_env import rank_env
 from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import kill_group, kill_groups, signal_death, signal_name
-from ansible_collections.ascend.cluster.plugins.module_utils._job_progress import ProgressMeter
 
 GATE_POLL_S = 0.02
 SOURCE_THEN_EXEC = 'source "$1"; shift; exec "$@"'
@@ -261,12 +260,12 @@ class RankRunner:
         elif files.read_abort(self.job_dir) is None:  # this runner was signalled: say so, stop the rest
             self.stop_siblings(stopped_by)
 
-    def progress_meter(self, log: str) -> ProgressMeter | None:
+    def progress_meter(self, log: str) -> progress.ProgressMeter | None:
         """A meter of the running rank's ``log`` when stall detection is on (``stall_timeout`` > 0), else None."""
         timeout = float(self.p.get("stall_timeout") or 0)
-        return ProgressMeter(log, timeout, self.p.get("progress_regex"), self.state["started"]) if timeout > 0 else None
+        return progress.ProgressMeter(log, timeout, self.p.get("progress_regex"), self.state["started"]) if timeout > 0 else None
 
-    def stall(self, meter: ProgressMeter, silent: float, pids: list) -> dict:
+    def stall(self, meter: progress.ProgressMeter, silent: float, pids: list) -> dict:
         """What a stalled rank shows before it is stopped (its log's last line; the stacks of its Python ``pids``,
         with py-spy), as its ``stalled`` record; the log gets the reason and the stacks too (its tail is what the
         job's failure shows)."""
