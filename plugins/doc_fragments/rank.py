@@ -98,4 +98,18 @@ options:
     description: Seconds between TERM and KILL.
     type: float
     default: 3.0
+  stall_timeout:
+    description:
+      - Seconds a running rank may make no progress (see O(progress_regex)), counted from its start, before it is
+        stopped as failed (its Python stacks taken first with C(py-spy dump) when C(py-spy) is on PATH); V(0) never.
+      - A stalled rank fails the job as a rank that exits non-zero does; its abort reason says how long it was
+        silent and its log's last line.
+    type: float
+    default: 600.0
+  progress_regex:
+    description:
+      - What counts as progress - empty, any output (the rank's C(train.log) growing); else only complete new lines of
+        C(train.log) matching this Python regular expression. An invalid one is refused before anything starts.
+    type: str
+    default: ""
 """

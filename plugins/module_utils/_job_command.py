@@ -12,6 +12,7 @@ import os
 import shlex
 
 from ansible_collections.ascend.cluster.plugins.module_utils._job_env import aoe_conflicts
+from ansible_collections.ascend.cluster.plugins.module_utils._job_progress import compile_progress
 
 # Programs that do nothing useful without a script or arguments: as the whole command they mean
 # the shell split `-e train_command="bash train.sh ..."` and Ansible kept only the first word.
@@ -44,8 +45,8 @@ def resolve_launch(params: dict) -> None:
     """Check a launch module's ``params`` before anything starts: ``argv`` set from ``command``.
 
     Shared by ``training_rank`` and ``training_ranks``. Raises ValueError saying what to fix: a
-    command that cannot be split or would not train, or a ``TUNE_BANK_PATH`` / ``AOE_MODE`` in the
-    job's environment that conflicts with the launcher's.
+    command that cannot be split or would not train, a ``TUNE_BANK_PATH`` / ``AOE_MODE`` in the
+    job's environment that conflicts with the launcher's, or a ``progress_regex`` that is no regular expression.
     """
     if params.get("command") is not None:
         params["argv"] = split_command(params["command"])
@@ -54,3 +55,4 @@ def resolve_launch(params: dict) -> None:
     conflicts = aoe_conflicts(params.get("env"), params.get("tune_bank_path"), params.get("aoe_mode"))
     if conflicts:
         raise ValueError("; ".join(conflicts))
+    compile_progress(params.get("progress_regex"))

@@ -7,9 +7,10 @@ needs no memory of its own: a new controller (``status.yml``, ``stop.yml``) find
 
 Rank states reported (``state``): ``pending`` (runner not started yet), ``staged`` (waiting at
 the gate), ``running``, ``done`` (exit 0), ``failed`` (non-zero exit, killed by a signal nobody of
-ours sent - the OOM killer's SIGKILL, a SIGSEGV -, device refused, gate timeout, or runner and
-training vanished without a word: ``lost``), ``stopped`` (ended by stop / fail-fast: a stop
-signal after an abort reason was recorded, see :func:`classify`).
+ours sent - the OOM killer's SIGKILL, a SIGSEGV -, stopped by its runner for running too long or for
+a stall, device refused, gate timeout, or runner and training vanished without a word: ``lost``),
+``stopped`` (ended by stop / fail-fast: a stop signal after an abort reason was recorded, see
+:func:`classify`).
 
 Runs on target hosts: Python 3.8+, stdlib only.
 """
@@ -21,6 +22,7 @@ import signal
 import time
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_progress as progress
 from ansible_collections.ascend.cluster.plugins.module_utils import _text_file as text_file
 from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import group_alive, kill_groups, pid_alive, signal_death, wait_gone
 
@@ -113,7 +115,7 @@ def classify(state: dict | None, aborted: bool) -> str:
         return "failed"
     if phase == files.EXITED:
         rc = state.get("rc")
-        if state.get("timed_out"):
+        if state.get("timed_out") or state.get("stalled"):  # stopped by its runner, for a fault of its own
             return "failed"
         if state.get("stopped_by_launcher"):  # a per-node launcher stopped it when another of its ranks failed
             return "stopped"
@@ -131,6 +133,8 @@ def failure_cause(state: dict | None, rank_state: str) -> str | None:
     state = state or {}
     if state.get("timed_out"):
         return TIMED_OUT
+    if state.get("stalled"):
+        return progress.why(state["stalled"])
     if rank_state != "failed":
         return None
     if state.get("phase") in LOST_PHASES:
@@ -138,6 +142,12 @@ def failure_cause(state: dict | None, rank_state: str) -> str | None:
             return RUNNER_DIED % state.get("pgid")
         return VANISHED
     return state.get("error") or signal_death(state.get("rc"))
+
+
+def stopped_by_its_runner(cause: object) -> bool:
+    """Whether ``cause`` (:func:`failure_cause`) says the rank's own runner stopped it for a fault of its own (it ran
+    too long, it stalled): its signal is then ours, and the cause is how the rank ended."""
+    return isinstance(cause, str) and (cause == TIMED_OUT or cause.startswith(progress.STALLED))
 
 
 def _read_state(rdir: str) -> dict | None:

@@ -29,6 +29,8 @@ PER_DEVICE = "per_device"
 TORCHRUN = "torchrun"
 MSRUN = "msrun"
 LAUNCHERS = (PER_DEVICE, TORCHRUN, MSRUN)
+# The variables a launcher gives each child its global rank in (the processes of a rank, found by them for py-spy).
+RANK_VARIABLES = {TORCHRUN: ("RANK",), MSRUN: ("RANK_ID", "MS_NODE_ID")}
 # What a per-rank exit code is taken from: the launcher's own failure report, or only its exit code.
 REPORTS_RANKS = {TORCHRUN: True, MSRUN: False}
 
@@ -189,7 +191,15 @@ def parse_torchrun_failures(text: str) -> tuple:
     return failures, root
 
 
-def rank_outcomes(launcher: str, launcher_rc: int, ranks: list, console: str, stopped_by: str | None) -> list:
+def rank_outcomes(
+    launcher: str,
+    launcher_rc: int,
+    ranks: list,
+    console: str,
+    stopped_by: str | None,
+    stalled_rank: int | None = None,
+    stalled_why: str | None = None,
+) -> list:
     """How each of the node's ``ranks`` ended, from the launcher's exit code and what it reported.
 
     One dict per rank: ``rank_id``, ``rc``, ``rc_from`` (``report``: the launcher's failure report gave
@@ -205,9 +215,18 @@ def rank_outcomes(launcher: str, launcher_rc: int, ranks: list, console: str, st
     - msrun, or a torchrun that names no rank (it was stopped, or died): no per-rank exit code is
       observable - every rank gets the launcher's exit code; unless we stopped the job, all of them
       failed and the node's first rank is blamed.
+    - ``stalled_rank``: the runner stopped the launcher because that rank stalled (``stalled_why``): it failed,
+      and is blamed unless the job was being stopped anyway; the others were stopped.
     """
     ranks = [int(r) for r in ranks]
     outcomes = [{"rank_id": r, "rc": launcher_rc, "rc_from": "launcher", "stopped": False, "error": None, "blame": False} for r in ranks]
+    if stalled_rank is not None:
+        for outcome in outcomes:
+            if outcome["rank_id"] == int(stalled_rank):
+                outcome.update(blame=stopped_by is None, error=stalled_why)
+            else:
+                outcome.update(stopped=True, error="stopped after rank %d stalled" % int(stalled_rank))
+        return outcomes
     if launcher_rc == 0:
         return outcomes
     failures, root = parse_torchrun_failures(console) if REPORTS_RANKS.get(launcher) else ({}, None)

@@ -13,6 +13,8 @@ handling are the same code). ONE runner per server:
   ``pid`` / ``pgid`` is the launcher's (its own session), their ``runner_pid`` this runner's;
 - copies each child's output from the launcher's per-worker log into ``device_<rank>/train.log`` as it
   grows (every second), so a rank's log tail is its own;
+- samples each rank's ``train.log`` for progress as a rank runner does: a stall of any one rank stops the
+  launcher (and so all of the server's ranks) and is that rank's failure;
 - records each child process group it sees (``/proc``) and kills any left once the launcher has exited
   (torchrun starts every worker in its own session: a launcher killed with SIGKILL would leave them);
 - at the end gives each rank the exit code the launcher reports for it, or the launcher's own
@@ -30,9 +32,15 @@ import time
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_launcher as launchers
-from ansible_collections.ascend.cluster.plugins.module_utils._job_control import TIMED_OUT
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_progress as progress
 from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import kill_group, kill_groups, signal_death, stat_fields
-from ansible_collections.ascend.cluster.plugins.module_utils._job_runner import DeviceBusy, RankRunner, command_argv, take_device_lock
+from ansible_collections.ascend.cluster.plugins.module_utils._job_runner import (
+    DeviceBusy,
+    RankRunner,
+    command_argv,
+    own_fault,
+    take_device_lock,
+)
 
 LAUNCHER_LOG = "launcher.log"
 FOLLOW_S = 1.0  # how often the children's logs are copied and their process groups looked up
@@ -74,20 +82,35 @@ def proc_table() -> dict:
     return table
 
 
-def descendant_groups(table: dict, root: int) -> set:
-    """The process groups of ``root``'s descendants in ``table`` (:func:`proc_table`), ``root``'s own excepted."""
+def descendants(table: dict, root: int) -> list:
+    """Every descendant of ``root`` in ``table`` (:func:`proc_table`)."""
     children: dict = {}
     for pid, (ppid, _pgid) in table.items():
         children.setdefault(ppid, []).append(pid)
-    own = table.get(root, (0, root))[1]
-    groups = set()
+    found = []
     todo = list(children.get(root, []))
     while todo:
         pid = todo.pop()
-        if table[pid][1] != own:
-            groups.add(table[pid][1])
+        found.append(pid)
         todo.extend(children.get(pid, []))
-    return groups
+    return found
+
+
+def descendant_groups(table: dict, root: int) -> set:
+    """The process groups of ``root``'s descendants in ``table`` (:func:`proc_table`), ``root``'s own excepted."""
+    own = table.get(root, (0, root))[1]
+    return set(table[pid][1] for pid in descendants(table, root)) - {own}
+
+
+def environ_names_rank(pid: int, names: tuple, rank_id: int) -> bool:
+    """Whether process ``pid``'s environment sets one of ``names`` to ``rank_id`` (Linux ``/proc/<pid>/environ``)."""
+    try:
+        with open("/proc/%d/environ" % int(pid), "rb") as handle:
+            variables = handle.read().split(b"\0")
+    except OSError:
+        return False
+    wanted = set(("%s=%d" % (name, int(rank_id))).encode("utf-8") for name in names)
+    return any(variable in wanted for variable in variables)
 
 
 def still_ours(groups: dict) -> list:
@@ -134,6 +157,7 @@ class NodeRunner(RankRunner):
         self.outcomes: dict = {}  # rank id -> rank_outcomes entry, once the launcher has exited
         self.offsets: dict = {}  # worker log path -> bytes already copied to the rank's train.log
         self.groups: dict = {}  # the children's process groups seen while the launcher ran -> their leader's start time
+        self.stalled: tuple | None = None  # (rank id, its stalled record) once a rank stalled
 
     def save(self, **changes) -> dict:
         """The node's state, then each rank's (the shared keys, its ids, and its outcome once known)."""
@@ -149,6 +173,8 @@ class NodeRunner(RankRunner):
                 node_dir=self.dir,
                 log=os.path.join(directory, files.TRAIN_LOG),
             )
+            if self.stalled and self.stalled[0] == int(rank["rank_id"]):
+                state["stalled"] = self.stalled[1]
             outcome = self.outcomes.get(int(rank["rank_id"]))
             if outcome is not None:
                 state.update(rc=outcome["rc"], rc_from=outcome["rc_from"], stopped_by_launcher=outcome["stopped"])
@@ -245,31 +271,66 @@ class NodeRunner(RankRunner):
         if self.child is None:
             return
         limit = self.state["started"] + self.p["max_runtime"]
+        meters = self.progress_meters()
         timed_out = False
         while True:
             self.follow()
+            if meters and not (timed_out or self.stalled):
+                self.stalled = self.find_stall(meters)
             try:
                 rc = self.child.wait(timeout=FOLLOW_S)
                 break
             except subprocess.TimeoutExpired:
-                if time.time() >= limit and not timed_out:
+                if time.time() >= limit and not (timed_out or self.stalled):
                     timed_out = True
                     kill_group(self.child.pid, signal.SIGTERM, self.p["kill_grace"])
         # the launcher is gone: its children must be too (a launcher killed by SIGKILL leaves them behind)
         kill_groups(still_ours(self.groups), self.p["kill_grace"])
         self.follow()
         stopped_by = self.stop_reason()
-        outcomes = launchers.rank_outcomes(self.p["launcher"], rc, self.state["rank_ids"], self.console(), stopped_by)
+        stalled_rank, stalled = self.stalled or (None, None)
+        outcomes = launchers.rank_outcomes(
+            self.p["launcher"], rc, self.state["rank_ids"], self.console(), stopped_by, stalled_rank, stalled and progress.why(stalled)
+        )
         self.outcomes = dict((o["rank_id"], o) for o in outcomes)
         self.save(phase=files.EXITED, rc=rc, ended=time.time(), timed_out=timed_out, stopped_by=stopped_by)
-        if rc == 0 and not timed_out:
+        if rc == 0 and not timed_out and not stalled:
             return
         if stopped_by is None:
             blamed = next((o for o in outcomes if o["blame"]), outcomes[0])
-            why = TIMED_OUT if timed_out else signal_death(blamed["rc"]) or blamed["error"]
+            why = own_fault(timed_out, stalled) or signal_death(blamed["rc"]) or blamed["error"]
             files.record_abort(self.job_dir, files.failed_line(blamed["rank_id"], blamed["rc"], why))
         elif files.read_abort(self.job_dir) is None:  # this runner was signalled: say so
             files.record_abort(self.job_dir, stopped_by)
+
+    def progress_meters(self) -> dict:
+        """``{rank id: its meter}`` of every rank's train.log when stall detection is on, else {}."""
+        meters = {}
+        for rank in self.ranks:
+            meter = self.progress_meter(os.path.join(files.rank_dir(self.p["run_dir"], rank["rank_id"]), files.TRAIN_LOG))
+            if meter is not None:
+                meters[int(rank["rank_id"])] = meter
+        return meters
+
+    def find_stall(self, meters: dict) -> tuple | None:
+        """Sample every rank's meter; the first stalled rank's ``(rank id, stalled record)``, once the launcher (which
+        stops its other ranks) has been stopped; None while every rank makes progress."""
+        now = time.time()
+        silent = dict((rank, meters[rank].sample(now)) for rank in sorted(meters))
+        stalled = [rank for rank in sorted(silent) if silent[rank] is not None]
+        if not stalled or self.aborted() or self.child is None or self.child.poll() is not None:
+            return None
+        rank = stalled[0]
+        record = self.stall(meters[rank], float(silent[rank] or 0), self.rank_pids(rank))
+        kill_group(self.child.pid, signal.SIGTERM, self.p["kill_grace"])
+        return rank, record
+
+    def rank_pids(self, rank_id: int) -> list:
+        """The processes of one rank under the launcher: its descendants whose environment names the rank."""
+        if self.child is None:
+            return []
+        names = launchers.RANK_VARIABLES.get(self.p["launcher"], ())
+        return [pid for pid in descendants(proc_table(), self.child.pid) if environ_names_rank(pid, names, rank_id)]
 
     def release(self, locks) -> None:
         for fd in locks:

@@ -11,6 +11,10 @@ every change of phase to ``<run_dir>/device_<rank>/state.json``:
 (device locked by another job), ``aborted`` (stopped before the gate opened), ``gate_timeout``
 (the controller never opened the gate).
 
+While the rank runs, the runner samples its ``train.log`` about once a second (``_job_progress``): a rank
+that makes no progress for ``stall_timeout`` seconds is stopped (its Python stacks taken first, with
+py-spy when it is on PATH) and fails the job as a rank that exits non-zero does (``stalled`` in its state).
+
 The training command runs in its own session (process group id = its pid), so stop and fail-fast
 signal the whole tree with ``killpg``. It is never passed through a shell: the argv list is
 exec'd directly, or through ``bash -c 'source "$1"; shift; exec "$@"'`` when the CANN
@@ -29,7 +33,8 @@ import subprocess
 import time
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
-from ansible_collections.ascend.cluster.plugins.module_utils._job_control import TIMED_OUT
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_progress as progress
+from ansible_collections.ascend.cluster.plugins.module_utils._job_control import TIMED_OUT, tail
 from ansible_collections.ascend.cluster.plugins.module_utils._job_env import rank_env
 from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import kill_group, kill_groups, signal_death, signal_name
 
@@ -69,6 +74,13 @@ def command_argv(argv: list, set_env: str | None) -> list:
     if set_env and os.path.isfile(set_env):
         return ["bash", "-c", SOURCE_THEN_EXEC, "ascend-set-env", set_env] + list(argv)
     return list(argv)
+
+
+def own_fault(timed_out: bool, stalled: dict | None) -> str | None:
+    """Why the runner stopped its rank itself, as the rank's abort reason: it ran too long, or it stalled."""
+    if timed_out:
+        return TIMED_OUT
+    return progress.why(stalled) if stalled else None
 
 
 class RankRunner:
@@ -214,26 +226,58 @@ class RankRunner:
         if self.child is None:
             return
         limit = self.state["started"] + self.p["max_runtime"]
+        meter = self.progress_meter(os.path.join(self.dir, files.TRAIN_LOG))
         timed_out = False
+        stalled = None
         while True:
             try:
-                rc = self.child.wait(timeout=max(0.1, min(60.0, limit - time.time())))
+                rc = self.child.wait(timeout=max(0.1, min(progress.SAMPLE_S if meter else 60.0, limit - time.time())))
                 break
             except subprocess.TimeoutExpired:
-                if time.time() >= limit and not timed_out:
+                now = time.time()
+                if timed_out or stalled:
+                    continue  # being stopped
+                if now >= limit:
                     timed_out = True
                     kill_group(self.child.pid, signal.SIGTERM, self.p["kill_grace"])
+                elif meter is not None:
+                    silent = meter.sample(now)
+                    if silent is not None and not self.aborted() and self.child.poll() is None:
+                        stalled = self.stall(meter, silent, progress.group_pids(self.child.pid))
+                        kill_group(self.child.pid, signal.SIGTERM, self.p["kill_grace"])
         # Whether we stopped it is decided now, from what was recorded before it died: a stop
         # writes its reason before it signals, so a death by a signal with no reason yet was not ours.
         stopped_by = self.stop_reason()
-        self.save(phase=files.EXITED, rc=rc, ended=time.time(), timed_out=timed_out, stopped_by=stopped_by)
-        if rc == 0 and not timed_out:
+        ended = dict(phase=files.EXITED, rc=rc, ended=time.time(), timed_out=timed_out, stopped_by=stopped_by)
+        if stalled:
+            ended.update(stalled=stalled, error=progress.why(stalled))
+        self.save(**ended)
+        if rc == 0 and not timed_out and not stalled:
             return
         if stopped_by is None:
-            why = TIMED_OUT if timed_out else signal_death(rc)
+            why = own_fault(timed_out, stalled) or signal_death(rc)
             self.stop_siblings(files.failed_line(self.p["rank_id"], rc, why))
         elif files.read_abort(self.job_dir) is None:  # this runner was signalled: say so, stop the rest
             self.stop_siblings(stopped_by)
+
+    def progress_meter(self, log: str) -> progress.ProgressMeter | None:
+        """A meter of the running rank's ``log`` when stall detection is on (``stall_timeout`` > 0), else None."""
+        timeout = float(self.p.get("stall_timeout") or 0)
+        return progress.ProgressMeter(log, timeout, self.p.get("progress_regex"), self.state["started"]) if timeout > 0 else None
+
+    def stall(self, meter: progress.ProgressMeter, silent: float, pids: list) -> dict:
+        """What a stalled rank shows before it is stopped (its log's last line; the stacks of its Python ``pids``,
+        with py-spy), as its ``stalled`` record; the log gets the reason and the stacks too (its tail is what the
+        job's failure shows)."""
+        record = meter.stalled(silent, (tail(meter.path, 1) or [None])[-1])
+        record["stack"] = progress.py_spy_stacks(pids)
+        note = ["ascend.cluster: %s; stopping the rank" % progress.why(record)] + record["stack"]
+        try:
+            with open(meter.path, "a") as log:
+                log.write("".join(line + "\n" for line in note))
+        except OSError:
+            pass
+        return record
 
     def stop_siblings(self, reason: str) -> None:
         """Local fail-fast: this rank failed, stop the job's other ranks on this server right away.

@@ -53,6 +53,8 @@ RANK = dict(
     gate_timeout=dict(type="int", default=600),
     max_runtime=dict(type="int", default=604800),
     kill_grace=dict(type="float", default=DEFAULT_GRACE),
+    stall_timeout=dict(type="float", default=600.0),
+    progress_regex=dict(type="str", default=""),
 )
 
 

@@ -433,7 +433,8 @@ def diagnose(findings: list, live: dict | None = None, connect_timeout: float = 
                 "meaning": "no Ascend error code in the log or plog",
                 "message": last,
                 "peers": [],
-                "likely_causes": ["%s; its log ends: %s" % (how, last) if last else how] + [e["text"] for e in seen],
+                # a last line that repeats the cause (a stalled rank's runner notes it in the log) adds nothing
+                "likely_causes": ["%s; its log ends: %s" % (how, last) if last and how not in last else how] + [e["text"] for e in seen],
                 "seen_live": [e["text"] for e in seen],
                 "inferred": True,
             }

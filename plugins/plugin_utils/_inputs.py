@@ -6,10 +6,11 @@ Each playbook declares its extra vars once (a mapping ``name -> spec``, the play
 ``ascend_playbook_inputs`` of its first play); :func:`input_problems` checks the extra vars given
 against it and :func:`inputs_markdown` renders the same declaration for ``docs/inputs.md``.
 
-A spec has ``type`` (``int``, ``bool``, ``str``, ``command``), optional ``choices``, ``min``,
+A spec has ``type`` (``int``, ``bool``, ``str``, ``command``, ``regex``), optional ``choices``, ``min``,
 ``required`` (with ``required_unless``: names that stand in for it), ``default`` and
 ``description``. ``command`` is a training command: a string split like a shell splits words
-(``_job_command.split_command``, the same check the launch makes on the controller).
+(``_job_command.split_command``, the same check the launch makes on the controller); ``regex`` a
+Python regular expression (``_job_progress.compile_progress``, the check the ranks' stage makes).
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ import difflib
 from typing import Any, Iterable, Mapping
 
 from ansible_collections.ascend.cluster.plugins.module_utils._job_command import split_command
+from ansible_collections.ascend.cluster.plugins.module_utils._job_progress import compile_progress
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
 
 TRUE_WORDS = frozenset(("true", "yes", "on", "1", "y", "t"))
 FALSE_WORDS = frozenset(("false", "no", "off", "0", "n", "f"))
-TYPES = ("int", "bool", "str", "command")
+TYPES = ("int", "bool", "str", "command", "regex")
 # How close an unknown name must be to a declared one to count as its typo (difflib's ratio):
 # nps / np 0.8, framwork / framework 0.94, kill_stall / kill_stale 0.9; job / job_id 0.67 is not.
 CLOSE = 0.75
@@ -55,14 +57,16 @@ def value_problem(name: str, spec: Mapping[str, Any], value: Any) -> str | None:
     elif kind == "bool":
         if not isinstance(value, bool) and str(value).strip().lower() not in TRUE_WORDS | FALSE_WORDS:
             return f"{name}={_show(value)} is not true or false: write -e {name}=true or -e {name}=false"
-    elif kind in ("str", "command"):
+    elif kind in ("str", "command", "regex"):
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
             return f"{name}={_show(value)} is not a string"
-        if kind == "command" and str(value).strip():
-            try:
+        try:
+            if kind == "command" and str(value).strip():
                 split_command(str(value))
-            except ValueError as exc:
-                return f"{name}: {exc}"
+            if kind == "regex":
+                compile_progress(str(value))
+        except ValueError as exc:
+            return str(exc) if kind == "regex" else f"{name}: {exc}"
     choices = spec.get("choices")
     if choices and value not in choices:
         return f"{name}={_show(value)} is not one of {', '.join(map(str, choices))}"
@@ -131,7 +135,7 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-BAD_SAMPLES = {"int": "abc", "bool": "maybe", "str": ["a"], "command": "bash"}
+BAD_SAMPLES = {"int": "abc", "bool": "maybe", "str": ["a"], "command": "bash", "regex": "step ("}
 
 
 def inputs_markdown(declared: Mapping[str, Any]) -> str:

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ansible_collections.ascend.cluster.plugins.module_utils._job_control import stopped_by_its_runner
 from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import signal_name
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
 from ansible_collections.ascend.cluster.plugins.plugin_utils._text_table import text_table
@@ -81,8 +82,11 @@ def _signal(rc: Any) -> str | None:
 
 def rank_outcome(rank: Mapping[str, Any], fail_fast: bool = False) -> str:
     """How one rank ended, in words: ``exit 0``, ``exit 1``, ``killed by SIGKILL``,
-    ``stopped by fail-fast (SIGTERM)`` (``fail_fast``: another rank failed), ``stopped (SIGTERM)``."""
+    ``stopped by fail-fast (SIGTERM)`` (``fail_fast``: another rank failed), ``stopped (SIGTERM)``; a failed rank
+    its runner stopped (it stalled, it ran too long) by why: ``stalled: no progress for 600 s; last line: "..."``."""
     state, rc = rank.get("state"), rank.get("rc")
+    if state == "failed" and stopped_by_its_runner(rank.get("error")):
+        return str(rank["error"])
     sig = _signal(rc)
     if state == "stopped":
         how = "stopped by fail-fast" if fail_fast else "stopped"
@@ -139,7 +143,7 @@ def _line(kind: str, job_id: str, ranks: list[dict[str, Any]], failure: dict | N
     if failure.get("rank_id", -1) is None or int(failure.get("rank_id", -1)) < 0:
         return f"FAILED: {name}: {failure.get('error') or 'the job failed'}"
     how = rank_outcome(dict(failure, state="failed"))
-    if failure.get("early") and failure.get("error"):
+    if failure.get("early") and failure.get("error") and how != failure["error"]:
         how = f"{how} - {failure['error']}"
     return (
         f"FAILED: {name}: rank {failure['rank_id']} (server {failure.get('server')}, device {failure.get('device_id')}) {how}; "

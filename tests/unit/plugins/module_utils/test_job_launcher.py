@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_launcher as launchers
-from ansible_collections.ascend.cluster.plugins.module_utils._job_node_runner import descendant_groups, start_time, still_ours
+from ansible_collections.ascend.cluster.plugins.module_utils._job_node_runner import descendant_groups, descendants, start_time, still_ours
 
 NODE = {
     "node_rank": 1,
@@ -222,12 +222,26 @@ def test_rank_outcomes(launcher, rc, console, stopped_by, expected):
     assert launchers.rank_outcomes(launcher, rc, [8, 9, 10], console, stopped_by) == expected
 
 
-def test_descendant_groups_skip_the_launchers_own_group():
+@pytest.mark.parametrize(("stopped_by", "blamed"), [(None, True), ("stopped by ascend.cluster.stop", False)])
+def test_a_stalled_rank_is_the_nodes_failure_and_its_siblings_were_stopped(stopped_by, blamed):
+    why = 'stalled: no progress for 20 s; last line: "step 3"'
+    # torchrun's report names rank 9 (our TERM): the stall decides, not the report
+    console = "Root Cause (first observed failure):\n  rank      : 9 (local_rank: 1)\n  exitcode  : -15 (pid: 7)\n"
+    got = launchers.rank_outcomes("torchrun", 1, [8, 9, 10], console, stopped_by, 10, why)
+    assert [(o["rank_id"], o["rc"], o["stopped"], o["blame"], o["error"]) for o in got] == [
+        (8, 1, True, False, "stopped after rank 10 stalled"),
+        (9, 1, True, False, "stopped after rank 10 stalled"),
+        (10, 1, False, blamed, why),
+    ]
+
+
+def test_descendants_and_descendant_groups_skip_the_launchers_own_group():
     # pid: (ppid, pgid); 100 the launcher (its own group), 101/102 workers in their own sessions, 103 a
     # grandchild in 101's group, 104 a helper in the launcher's group, 200 unrelated
     table = {100: (1, 100), 101: (100, 101), 102: (100, 102), 103: (101, 101), 104: (100, 100), 105: (104, 105), 200: (1, 200)}
     assert descendant_groups(table, 100) == {101, 102, 105}
     assert descendant_groups(table, 999) == set()
+    assert sorted(descendants(table, 100)) == [101, 102, 103, 104, 105] and descendants(table, 999) == []
 
 
 def test_still_ours_never_names_a_group_whose_leader_pid_was_reused():

@@ -7,8 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import sys
+import threading
+import time
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
+from tests.helpers.ansible_cli import run_module
 from tests.helpers.collection import REPO_ROOT
 from tests.helpers.procs import alive, pids_with_argv
 from tests.unit.plugins.module_utils.test_job_supervisor import ranks_args, staged, start
@@ -88,3 +93,43 @@ def test_a_launcher_that_cannot_start_fails_every_rank_with_127_and_aborts_the_j
     launcher_log = (tmp_path / "run" / "node_1" / "launcher.log").read_text().splitlines()
     assert launcher_log[0].startswith("ascend.cluster: [") and launcher_log[1].startswith("cannot start [")
     assert (tmp_path / "jobs" / "j" / "abort").read_text().startswith("rank 2 failed (rc=127")
+
+
+WORKER = """import os, sys, time
+print("step 1 pid", os.getpid(), flush=True)
+while os.environ["RANK_ID"] == "2":  # rank 2 keeps printing; rank 3 hangs after its first step
+    print("tick", flush=True)
+    time.sleep(0.2)
+time.sleep(60.5)
+"""
+
+
+def test_a_stalled_worker_stops_the_launcher_and_fails_its_rank_with_its_own_stacks(tmp_path):
+    from tests.unit.plugins.module_utils.test_job_progress import FAKE_PY_SPY
+
+    (tmp_path / "worker.py").write_text(WORKER)
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "py-spy").write_text(FAKE_PY_SPY)
+    (tmp_path / "bin" / "py-spy").chmod(0o755)
+    args = dict(node_args(tmp_path, f"exec {sys.executable} {tmp_path}/worker.py"), stall_timeout=1.5)
+    result: dict = {}
+    env = {"PATH": f"{tmp_path}/bin{os.pathsep}{os.environ['PATH']}"}
+    thread = threading.Thread(target=lambda: result.update(run_module("training_ranks", args, env=env, timeout=90)))
+    thread.start()
+    job = staged(tmp_path, 2)[0]
+    began = time.time()
+    control.open_gate(str(tmp_path / "jobs"), job, 0)
+    thread.join(60)
+    assert time.time() - began < 15 and result["failed"], result
+    log = (tmp_path / "run" / "device_3" / "train.log").read_text().splitlines()
+    pid = int(log[0].split()[-1])  # the rank's worker, as it said
+    abort = (tmp_path / "jobs" / "j" / "abort").read_text()
+    assert re.fullmatch(rf'rank 3 failed \(rc=-?\d+\): stalled: no progress for [23] s; last line: "step 1 pid {pid}"\n', abort), abort
+    ranks = control.rank_states(str(tmp_path / "jobs"), job)
+    assert [r["state"] for r in ranks] == ["stopped", "failed"]
+    assert ranks[1]["error"] == abort.split(": ", 1)[1].strip()
+    state = json.loads((tmp_path / "run" / "device_3" / "state.json").read_text())
+    assert state["stalled"]["stack"][0] == f"Process {pid}: python3 -c ..."  # rank 3's worker only, found by its RANK_ID
+    assert sum(line.startswith("Process ") for line in state["stalled"]["stack"]) == 1
+    assert "stalled" not in json.loads((tmp_path / "run" / "device_2" / "state.json").read_text())
+    assert not pids_with_argv(sys.executable, f"{tmp_path}/worker.py")

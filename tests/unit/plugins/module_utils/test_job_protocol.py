@@ -140,6 +140,7 @@ def test_a_probe_that_did_not_run_through_is_none(stdout):
 
 STOP = "stopped by ascend.cluster.stop"
 GONE = 2**22 + 1  # above any pid_max: no such process
+STALL = {"silent_s": 20.2, "last_line": "step 3 loss 333", "regex": r"step \d+", "stack": []}
 
 CLASSIFY: list[tuple[str, dict[str, Any] | None, bool, str]] = [
     # (id, state file, abort file exists now, rank state)
@@ -167,6 +168,15 @@ CLASSIFY: list[tuple[str, dict[str, Any] | None, bool, str]] = [
     ("SIGSEGV after a stop is still a crash", {"phase": "exited", "rc": -11, "stopped_by": STOP}, True, "failed"),
     ("SIGSEGV", {"phase": "exited", "rc": -11, "stopped_by": None}, False, "failed"),
     ("timed out", {"phase": "exited", "rc": -15, "stopped_by": None, "timed_out": True}, True, "failed"),
+    ("stalled: its runner's TERM", {"phase": "exited", "rc": -15, "stopped_by": None, "stalled": STALL}, True, "failed"),
+    ("stalled, then the job was stopped meanwhile", {"phase": "exited", "rc": -15, "stopped_by": STOP, "stalled": STALL}, True, "failed"),
+    ("stalled, exited 0 on its runner's TERM", {"phase": "exited", "rc": 0, "stopped_by": None, "stalled": STALL}, False, "failed"),
+    (
+        "stalled under a launcher that stopped it",
+        {"phase": "exited", "rc": 1, "stalled": STALL, "stopped_by_launcher": False},
+        False,
+        "failed",
+    ),
     ("old runner: TERM with an abort file", {"phase": "exited", "rc": -15}, True, "stopped"),
     ("old runner: TERM without one", {"phase": "exited", "rc": -15}, False, "failed"),
     ("aborted at the gate", {"phase": "aborted", "stopped_by": STOP}, True, "stopped"),
@@ -178,6 +188,12 @@ CLASSIFY: list[tuple[str, dict[str, Any] | None, bool, str]] = [
 @pytest.mark.parametrize("state, aborted, expected", [c[1:] for c in CLASSIFY], ids=[c[0] for c in CLASSIFY])
 def test_classify(state, aborted, expected):
     assert control.classify(state, aborted) == expected
+
+
+def test_a_stalled_rank_says_how_long_it_was_silent_and_its_last_line():
+    state = {"phase": "exited", "rc": -15, "stopped_by": None, "stalled": STALL, "error": "older words"}
+    assert control.failure_cause(state, "failed") == 'stalled: no line matching \'step \\d+\' for 20 s; last line: "step 3 loss 333"'
+    assert control.failure_cause({"phase": "exited", "rc": -15, "stopped_by": STOP}, "stopped") is None
 
 
 def test_a_lost_rank_says_whether_its_training_was_left_running():

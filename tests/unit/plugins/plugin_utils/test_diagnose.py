@@ -238,6 +238,12 @@ def test_a_failed_rank_without_a_code_is_named_with_how_it_ended_and_its_last_li
     assert out["involved"] == [["h2", 3]]
 
 
+def test_a_stalled_rank_whose_log_ends_with_its_runners_note_is_told_once() -> None:
+    cause = 'stalled: no progress for 600 s; last line: "step 2 loss 500"'
+    finding = dict(_finding(3, "h2", 3, None), cause=cause, last_line=f"ascend.cluster: {cause}; stopping the rank")
+    assert dg.diagnose([finding], _live())["line"] == f"no Ascend error code on rank 3: {cause}"
+
+
 def test_inferred_and_unknown_codes_say_so() -> None:
     inferred = dg.diagnose([_finding(0, "h1", 0, dg.first_error([], [PLOG_WAIT]))], _live())
     assert inferred["rows"][0]["inferred"] and "(cause inferred" in inferred["line"]

@@ -17,6 +17,7 @@ TRAIN = {
     "kill_stale": {"type": "bool"},
     "use_library": {"type": "bool"},
     "job_id": {"type": "str"},
+    "progress_regex": {"type": "regex"},
 }
 CMD = {"train_command": "bash train.sh"}
 
@@ -41,6 +42,9 @@ def test_filter_is_registered_under_its_name():
         ({"npu_env": ["a"], **CMD}, ["npu_env=['a'] is not a string"]),
         ({"train_command": "'unbalanced"}, ["train_command: cannot split the training command \"'unbalanced\": No closing quotation"]),
         ({"train_command": "bash"}, ["train_command: the training command is only 'bash'"]),
+        ({"progress_regex": r"step \d+", **CMD}, []),
+        ({"progress_regex": "", **CMD}, []),
+        ({"progress_regex": "step (", **CMD}, ["progress_regex 'step (' is not a valid regular expression (missing )"]),
         ({"np": 4}, ["train_command is required (or ascend_train_argv)"]),
         ({"np": 4, "train_command": ""}, ["train_command is required (or ascend_train_argv)"]),
         ({"np": 4, "ascend_train_argv": ["python3", "x.py"]}, []),

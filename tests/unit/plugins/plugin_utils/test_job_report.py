@@ -147,8 +147,23 @@ def test_the_completed_failure_wins_over_a_followers_early_copy():
             {"server": "s", "rank_id": -1, "lost": [8, 9, 10], "since": None, "error": "its runners died"},
             "FAILED: train j: s: ranks 8-10 lost - its runners died; every other rank was stopped",
         ),
+        (
+            {"server": "s", "rank_id": 3, "device_id": 3, "rc": -15, "error": 'stalled: no progress for 20 s; last line: "step 3"'},
+            'FAILED: train j: rank 3 (server s, device 3) stalled: no progress for 20 s; last line: "step 3"; 1 stopped',
+        ),
+        (  # known only from its abort line so far: the words once
+            {
+                "server": "s",
+                "rank_id": 3,
+                "device_id": 3,
+                "rc": -15,
+                "error": "stopped after running longer than the launch timeout",
+                "early": True,
+            },
+            "FAILED: train j: rank 3 (server s, device 3) stopped after running longer than the launch timeout; 1 stopped",
+        ),
     ],
-    ids=["signal", "stopped from outside", "server error", "server lost"],
+    ids=["signal", "stopped from outside", "server error", "server lost", "stalled", "timed out, early"],
 )
 def test_every_kind_of_failure_has_its_line(first, line):
     ranks = [finished(3, 3, state="failed", rc=-9), finished(4, 4, state="stopped", rc=-15)]
