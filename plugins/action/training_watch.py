@@ -118,6 +118,10 @@ def call_within(call: Any, seconds: float) -> Any:
     return running.value()
 
 
+class NotRecorded(Exception):
+    """The job is not recorded in this job directory on the coordinator's server."""
+
+
 def controller_user() -> str:
     """Who runs ansible-playbook: ``$USER``, else the name of the process's uid (never "unknown" on a real system)."""
     name = os.environ.get("USER")
@@ -148,12 +152,14 @@ class ActionModule(ActionBase):
 
     def _read(self, remote_job_dir: str, timeout: float) -> str | None:
         """The text of the coordinator's group.json ('' when there is none yet); None when the read got no answer
-        within ``timeout`` or did not run through."""
+        within ``timeout`` or did not run through; :class:`NotRecorded` when the job is not recorded there."""
         prober = self.__dict__.setdefault("_prober", Prober())
         stdout = prober.ask(partial(self._session_shell, prober, group.read_command(remote_job_dir)), timeout)
         if stdout is MISSED:
             return None
         ran, text = group.parse_read(str(stdout))
+        if ran and text is None:
+            raise NotRecorded(remote_job_dir)
         return text if ran else None
 
     def _session_shell(self, prober: Prober, command: str) -> str:
@@ -217,7 +223,11 @@ class ActionModule(ActionBase):
         end_within = opts["grace"] + opts["lost_after"] + END_SLACK_S
         while True:
             sent = time.time()
-            text = self._read(remote_job_dir, opts["probe_timeout"])
+            try:
+                text = self._read(remote_job_dir, opts["probe_timeout"])
+            except NotRecorded:
+                msg = f"job {job_id} is not recorded under {opts['job_root']} on {host}: check job_id, and the job_root of that server"
+                return {"failed": True, "changed": False, "group": True, "job_id": job_id, "msg": msg, "ranks": [], "lost_hosts": []}
             misses = watch.count_miss(misses, text is not None, sent)
             if text:
                 view = watch.parse_group(text) or view
@@ -278,7 +288,10 @@ class ActionModule(ActionBase):
         deadline = time.time() + opts["grace"] + opts["lost_after"] + END_SLACK_S
         view = None
         while time.time() < deadline:
-            text = self._read(remote_job_dir, opts["probe_timeout"])
+            try:
+                text = self._read(remote_job_dir, opts["probe_timeout"])
+            except NotRecorded:
+                break
             view = (watch.parse_group(text) if text else None) or view
             if watch.ended(view):
                 break

@@ -78,17 +78,27 @@ STOPPED = "stopped"
 
 
 READ_END = "ascend-group-read"
+NO_JOB = "ascend-no-job"
 GATE_WAIT_S = 0.05  # the gate request's shell loop: between looks at group.json
 
 
 def read_command(job_dir: str) -> str:
-    """One POSIX shell command that prints the coordinator's ``group.json`` (the controller's watch); see :func:`parse_read`."""
-    return "cat %s 2>/dev/null; echo; echo %s" % (quote(posixpath.join(job_dir, GROUP_FILE)), READ_END)
+    """One POSIX shell command that prints the coordinator's ``group.json`` (the controller's watch), and says when the
+    job is not recorded in ``job_dir`` at all; see :func:`parse_read`."""
+    return "test -f %s || echo %s; cat %s 2>/dev/null; echo; echo %s" % (
+        quote(posixpath.join(job_dir, files.JOB_FILE)),
+        NO_JOB,
+        quote(posixpath.join(job_dir, GROUP_FILE)),
+        READ_END,
+    )
 
 
 def parse_read(stdout: str) -> tuple:
-    """``(ran, text)``: whether :func:`read_command` ran through, and the file's text ('' when there is none yet)."""
+    """``(ran, text)``: whether :func:`read_command` ran through, and the file's text ('' when there is none yet, None
+    when the job is not recorded there)."""
     head, sep, _tail = stdout.rpartition(READ_END)
+    if NO_JOB in head.splitlines()[:1]:
+        return bool(sep), None
     return bool(sep), head.strip()
 
 

@@ -273,6 +273,7 @@ class NodeRunner(RankRunner):
         limit = self.state["started"] + self.p["max_runtime"]
         meters = self.progress_meters()
         timed_out = False
+        orphaned = False
         while True:
             self.follow()
             if meters and not (timed_out or self.stalled):
@@ -281,8 +282,11 @@ class NodeRunner(RankRunner):
                 rc = self.child.wait(timeout=FOLLOW_S)
                 break
             except subprocess.TimeoutExpired:
-                if time.time() >= limit and not (timed_out or self.stalled):
+                if time.time() >= limit and not (timed_out or self.stalled or orphaned):
                     timed_out = True
+                    kill_group(self.child.pid, signal.SIGTERM, self.p["kill_grace"])
+                elif not (timed_out or self.stalled or orphaned) and self.orphaned():
+                    orphaned = True
                     kill_group(self.child.pid, signal.SIGTERM, self.p["kill_grace"])
         # the launcher is gone: its children must be too (a launcher killed by SIGKILL leaves them behind)
         kill_groups(still_ours(self.groups), self.p["kill_grace"])

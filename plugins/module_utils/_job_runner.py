@@ -39,6 +39,7 @@ from ansible_collections.ascend.cluster.plugins.module_utils._job_env import ran
 from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import kill_group, kill_groups, signal_death, signal_name
 
 GATE_POLL_S = 0.02
+SUPERVISOR_DIED = "the supervisor of job %s on this server (pid %d) died (killed -9?); its ranks were stopped: none runs unsupervised"
 SOURCE_THEN_EXEC = 'source "$1"; shift; exec "$@"'
 
 
@@ -98,6 +99,9 @@ class RankRunner:
             "log": os.path.join(self.dir, files.TRAIN_LOG),
         }
         self.child: subprocess.Popen | None = None
+        # A runner the supervisor of a job's group forked: it stops its rank when that supervisor dies (killed -9), so
+        # that nothing runs on unsupervised on a server whose member of the group is gone.
+        self.supervisor = os.getppid() if p.get("group") else None
         self.stop_requested = False
         self.stop_signal: int | None = None
 
@@ -163,7 +167,15 @@ class RankRunner:
             time.sleep(GATE_POLL_S)
 
     def aborted(self) -> bool:
-        return self.stop_requested or os.path.exists(os.path.join(self.job_dir, files.ABORT_FILE))
+        return self.stop_requested or os.path.exists(os.path.join(self.job_dir, files.ABORT_FILE)) or self.orphaned()
+
+    def orphaned(self) -> bool:
+        """The supervisor that forked this runner has died: record why (once, first) and say so."""
+        if self.supervisor is None or os.getppid() == self.supervisor:
+            return False
+        if files.read_abort(self.job_dir) is None:
+            files.record_abort(self.job_dir, SUPERVISOR_DIED % (self.p["job_id"], self.supervisor))
+        return True
 
     def stop_reason(self) -> str | None:
         """Who is stopping the job, as known now: the abort file's first reason, else a signal to this runner."""
@@ -229,14 +241,20 @@ class RankRunner:
         meter = self.progress_meter(os.path.join(self.dir, files.TRAIN_LOG))
         timed_out = False
         stalled = None
+        orphaned = False
         while True:
             try:
-                rc = self.child.wait(timeout=max(0.1, min(progress.SAMPLE_S if meter else 60.0, limit - time.time())))
+                sample = progress.SAMPLE_S if meter or self.supervisor else 60.0
+                rc = self.child.wait(timeout=max(0.1, min(sample, limit - time.time())))
                 break
             except subprocess.TimeoutExpired:
                 now = time.time()
-                if timed_out or stalled:
+                if timed_out or stalled or orphaned:
                     continue  # being stopped
+                if self.orphaned():
+                    orphaned = True
+                    kill_group(self.child.pid, signal.SIGTERM, self.p["kill_grace"])
+                    continue
                 if now >= limit:
                     timed_out = True
                     kill_group(self.child.pid, signal.SIGTERM, self.p["kill_grace"])

@@ -66,10 +66,12 @@ options:
     type: int
     default: 16
   master_ports:
-    description: Framework rendezvous ports (torch C(MASTER_PORT) 29500, MindSpore C(msrun) 8118).
+    description:
+      - Framework rendezvous ports (torch C(MASTER_PORT) 29500, MindSpore C(msrun) 8118), and the job group coordinator of
+        the C(ascend.cluster.launch_training) role (29700, its C(ascend_launch_group_port)).
     type: list
     elements: int
-    default: [29500, 8118]
+    default: [29500, 8118, 29700]
   extra_ports:
     description: More TCP ports or ranges to open (V(6006), V(9000-9010)).
     type: list
@@ -159,7 +161,7 @@ ports:
   type: list
   elements: str
   returned: success and O(mode) is not V(none)
-  sample: ["22", "60000-60015", "29500", "8118"]
+  sample: ["22", "60000-60015", "29500", "8118", "29700"]
 plan:
   description: The commands needed, in the order they run (or would, in check mode), as argument lists.
   type: list
@@ -211,7 +213,7 @@ ARGS = dict(
     ssh_port=dict(type="int", default=22),
     hccl_base_port=dict(type="int", default=60000),
     hccl_port_count=dict(type="int", default=16),
-    master_ports=dict(type="list", elements="int", default=[29500, 8118]),
+    master_ports=dict(type="list", elements="int", default=[29500, 8118, 29700]),
     extra_ports=dict(type="list", elements="str", default=[]),
     reserve_hccl_ports=dict(type="bool", default=True),
     sysctl_file=dict(type="path", default="/etc/sysctl.d/60-ascend-hccl-ports.conf"),

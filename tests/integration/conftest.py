@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -65,6 +66,16 @@ class SimCluster:
         return next(s for s in self.servers if s.name == name)
 
     group_port: int = 0
+
+    def inventory(self) -> Path:
+        """An inventory of this cluster's servers (server0..N-1, 127.0.1.1..N), written beside it with the embedded
+        cluster's group_vars: for clusters of another size than examples/sim/inventory.yml's two servers."""
+        path = self.root / "inventory" / "hosts.yml"
+        (path.parent / "group_vars").mkdir(parents=True, exist_ok=True)
+        shutil.copy(SIM_INVENTORY.parent / "group_vars" / "ascend.yml", path.parent / "group_vars" / "ascend.yml")
+        hosts = {s.name: {"ascend_server_id": f"127.0.1.{index + 1}"} for index, s in enumerate(self.servers)}
+        path.write_text(json.dumps({"ascend": {"vars": {"ascend_sim_root": str(self.root)}, "hosts": hosts}}))
+        return path
 
     @property
     def inventory_vars(self) -> dict[str, Any]:

@@ -126,6 +126,7 @@ def test_action_plugins_take_group_and_module_defaults(sim_cluster, tmp_path):
           ascend.cluster.training_watch:
             job_id: missing-job
             controller_dir: "{{ tmp }}/controller"
+            coordinator: localhost
           register: watch
           failed_when: false
         - ansible.builtin.copy:
@@ -147,7 +148,7 @@ def test_action_plugins_take_group_and_module_defaults(sim_cluster, tmp_path):
     assert out["rank"]["rank"]["rank_id"] == 0, out["rank"]
     assert (tmp_path / "locks" / "device_5.lock").exists()
     assert (tmp_path / "run" / "device_0" / "env.log").exists()
-    assert f"job missing-job is not recorded under {tmp_path}/watched" in out["watch"]["msg"], out["watch"]
+    assert f"job missing-job is not recorded under {tmp_path}/watched on localhost" in out["watch"]["msg"], out["watch"]
 
 
 def test_group_defaults_reach_the_watch_action(sim_cluster, tmp_path):

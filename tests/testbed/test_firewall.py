@@ -22,7 +22,7 @@ PLAY = """\
   roles:
     - role: ascend.cluster.firewall
 """
-UFW_TRAINING_RULES = ["ufw allow 22/tcp", "ufw allow 60000:60015/tcp", "ufw allow 29500/tcp", "ufw allow 8118/tcp"]
+UFW_TRAINING_RULES = ["ufw allow 22/tcp", "ufw allow 60000:60015/tcp", "ufw allow 29500/tcp", "ufw allow 8118/tcp", "ufw allow 29700/tcp"]
 
 
 def machine_rules() -> str:
@@ -164,7 +164,7 @@ def test_open_ports_starts_firewalld_and_opens_saved_and_running_ports(fw_bed, p
     first = run(play, fw_bed, limit="h1", **extra)
     assert first.rc == 0, first
     state = standin_host.state(fw_bed, "h1")
-    wanted = ["22/tcp", "60000-60015/tcp", "29500/tcp", "8118/tcp"]
+    wanted = ["22/tcp", "60000-60015/tcp", "29500/tcp", "8118/tcp", "29700/tcp"]
     assert (state["active"], state["enabled"]) == (True, True)
     assert state["permanent"] == {"public": [], "trusted": wanted}
     assert state["runtime"] == {"public": [], "trusted": wanted}

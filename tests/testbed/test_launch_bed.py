@@ -271,14 +271,11 @@ def test_an_unreachable_server_refuses_the_launch_unless_allow_partial(launch_be
 
 
 def test_a_host_that_dies_mid_job_is_named_and_nothing_is_left_on_the_others(launch_bed, tmp_path):
-    """Issue 12 item 2: h2's management link goes down mid-job - to the controller, h2 has died.
-
-    The play must fail with one line naming h2 and its lost ranks; h1's ranks are stopped. h2's own
-    ranks run on, cut off (what a real dead host's would not): once it is back, stop.yml ends them.
-    """
-    bed, root = launch_bed
+    """Issue 12 item 2, issue 24: h2's management link goes down mid-job - to the other servers and the controller, h2 has
+    died. The group's heartbeats find it (no controller probe): the play fails with one line naming h2 and its lost ranks,
+    h1's ranks are stopped, and h2, cut off from the coordinator on h1, stops its own ranks."""
+    bed, _root = launch_bed
     extra = bed_vars(launch_bed, "hostdeath", ascend_train_env={"STEPS": "100000", "STEP_S": "0.5"})
-    watched = root / "controller" / "hostdeath" / "hosts" / f"{bed.mgmt_ip('h2')}.json"  # h2's watcher has polled its ranks
     output = tmp_path / "train.out"
     with open(output, "w") as out:
         controller = subprocess.Popen(
@@ -292,7 +289,7 @@ def test_a_host_that_dies_mid_job_is_named_and_nothing_is_left_on_the_others(lau
     ranks: dict = {}
     try:
         wait_for(lambda: sum(s.get("phase") == "running" for s in states(launch_bed, "hostdeath").values()) == 16, 300, "16 ranks running")
-        wait_for(watched.exists, 120, "h2's first full poll")
+        wait_for(lambda: WATCH_TASK in output.read_text(), 120, "the job's watch")
         ranks = states(launch_bed, "hostdeath")
         bed.mgmt_down("h2")
         try:
@@ -319,17 +316,25 @@ def test_a_host_that_dies_mid_job_is_named_and_nothing_is_left_on_the_others(lau
     assert lost, played
     after = states(launch_bed, "hostdeath")
     h1 = [after[r] for r in range(8)]
-    assert all(s["rc"] in (-15, -9) and s["stopped_by"] == "another server failed" for s in h1), h1
+    assert all(
+        s["rc"] in (-15, -9) and s["stopped_by"].startswith(f"stopped by the job's group: server {bed.mgmt_ip('h2')} stopped answering")
+        for s in h1
+    ), h1
     assert not any(alive(p) for r in range(8) for p in (ranks[r]["pid"], ranks[r]["runner_pid"]))  # nothing left on h1
-    assert not any(alive(p) for s in ranks.values() for p in (s["pid"], s["runner_pid"]))  # nor on h2, after stop.yml
+    # h2, cut off, lost the coordinator (on h1) and stopped its own ranks: a server that loses the group trains on alone
+    h2 = [after[r] for r in range(8, 16)]
+    assert all(s["stopped_by"].startswith(f"lost the job's coordinator at {bed.mgmt_ip('h1')}:") for s in h2), h2
+    assert not any(alive(p) for s in ranks.values() for p in (s["pid"], s["runner_pid"]))
 
 
-def _watched(launch_bed, job_id: str) -> bool:
-    """16 ranks running and both servers' watchers at work (each has written its poll summary)."""
+WATCH_TASK = "TASK [ascend.cluster.launch_training : Follow the job through its group"
+
+
+def _watched(launch_bed, job_id: str, output: Path) -> bool:
+    """16 ranks running and the job's watch at work (its task has begun)."""
     _bed, root = launch_bed
-    hosts = root / "controller" / job_id / "hosts"
     running = sum(s.get("phase") == "running" for s in states(launch_bed, job_id).values()) if (root / "runs" / job_id).exists() else 0
-    return running == 16 and hosts.is_dir() and len(list(hosts.glob("*.json"))) == 2
+    return running == 16 and WATCH_TASK in output.read_text()
 
 
 def _long_job_then(launch_bed, job_id: str, output: Path, act) -> tuple[subprocess.Popen, dict]:
@@ -340,7 +345,7 @@ def _long_job_then(launch_bed, job_id: str, output: Path, act) -> tuple[subproce
             TRAIN, bed.inventory, bed_vars(launch_bed, job_id, ascend_train_env={"STEPS": "100000", "STEP_S": "0.5"}), out
         )
     try:
-        wait_for(lambda: _watched(launch_bed, job_id), 300, "16 ranks running and watched")
+        wait_for(lambda: _watched(launch_bed, job_id, output), 300, "16 ranks running and watched")
         ranks = states(launch_bed, job_id)
         act(played, ranks)
         played.wait(timeout=120)
@@ -359,10 +364,10 @@ def test_ctrl_c_stops_every_rank_on_both_servers_and_a_new_train_starts_at_once(
     text = output.read_text()
     assert played.returncode != 0, text
     assert "[ctrlc] Ctrl-C on the controller: stopping job ctrlc on 2 server(s) - press Ctrl-C again within 1 s to leave it running" in text
-    for host, span in (("h1", "0-7"), ("h2", "8-15")):
-        assert f"job ctrlc on server {bed.mgmt_ip(host)}: ranks {span} stopped, its devices are free" in text, text
+    assert "[ctrlc] Ctrl-C on the controller: job ctrlc: 16 rank(s) on 2 server(s) stopped, their devices are free" in text, text
     after = states(launch_bed, "ctrlc")
-    assert all(s["rc"] in (-15, -9) and s["stopped_by"].startswith("Ctrl-C on the controller") for s in after.values()), after
+    # h1's ranks by the abort line itself, h2's by the job's group passing it on from h1 (the coordinator's server)
+    assert all(s["rc"] in (-15, -9) and "Ctrl-C on the controller (ansible-playbook of " in s["stopped_by"] for s in after.values()), after
     assert not any(alive(p) for s in ranks.values() for p in (s["pid"], s["runner_pid"]))
     again = run_playbook(TRAIN, bed.inventory, extra_vars=bed_vars(launch_bed, "afterctrlc", ascend_train_env={"STEPS": "1"}))
     assert again.rc == 0, str(again)  # the devices were free at once: no lock, no recorded job in the way
@@ -381,7 +386,11 @@ def test_a_runner_killed_by_sigkill_fails_the_job_naming_its_rank_and_nothing_is
     after = states(launch_bed, "runnerkill")
     assert after[11]["phase"] == "running"  # nobody recorded its end
     others = [after[r] for r in range(16) if r != 11]
-    assert all(s["rc"] in (-15, -9) and s["stopped_by"] == "another server failed" for s in others if s["rank_id"] < 8), others
+    assert all(
+        s["rc"] in (-15, -9) and s["stopped_by"].startswith("stopped by the job's group: rank 11 lost: ")
+        for s in others
+        if s["rank_id"] < 8
+    ), others
     assert not any(alive(p) for s in ranks.values() for p in (s["pid"], s["runner_pid"]))  # the orphan too
     assert not any(group_alive(s["pid"]) for s in ranks.values())
 

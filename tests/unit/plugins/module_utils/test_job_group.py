@@ -277,10 +277,15 @@ def test_the_secret_is_written_mode_0600(tmp_path):
 def test_the_controllers_commands_on_real_files(tmp_path):
     job = tmp_path / "J"
     job.mkdir()
-    assert group.parse_read(
-        subprocess.run(["sh", "-c", group.read_command(str(job))], capture_output=True, text=True, check=False).stdout
-    ) == (True, "")
+
+    def read() -> tuple:
+        return group.parse_read(
+            subprocess.run(["sh", "-c", group.read_command(str(job))], capture_output=True, text=True, check=False).stdout
+        )
+
+    assert read() == (True, None)  # no job recorded there
     (job / files.JOB_FILE).write_text("{}")
+    assert read() == (True, "")  # recorded, no view yet
     files.write_json(str(job / group.GROUP_FILE), {"status": group.RUNNING, "gate_at": 5.0})
     out = subprocess.run(["sh", "-c", group.gate_request_command(str(job), 0.5, 30, 1)], capture_output=True, text=True, check=False).stdout
     ran, text = group.parse_read(out)

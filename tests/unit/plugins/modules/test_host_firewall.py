@@ -19,10 +19,10 @@ INACTIVE = (0, "Status: inactive\n", "")
 ACTIVE = (0, "Status: active\n\nTo                         Action      From\n--                         ------      ----\n", "")
 ADDED = "Added user rules (see 'ufw status' for running firewall):\n"
 NO_RULES = (0, ADDED + "(None)\n", "")
-ALL_RULES = (0, ADDED + "ufw allow 22/tcp\nufw allow 60000:60015/tcp\nufw allow 29500/tcp\nufw allow 8118/tcp\n", "")
+ALL_RULES = (0, ADDED + "ufw allow 22/tcp\nufw allow 60000:60015/tcp\nufw allow 29500/tcp\nufw allow 8118/tcp\nufw allow 29700/tcp\n", "")
 MISSING = FileNotFoundError(2, "No such file or directory")
 SYSCTL = "sysctl -w net.ipv4.ip_local_reserved_ports="
-UFW_ALL = "ufw allow 22/tcp; ufw allow 60000:60015/tcp; ufw allow 29500/tcp; ufw allow 8118/tcp"
+UFW_ALL = "ufw allow 22/tcp; ufw allow 60000:60015/tcp; ufw allow 29500/tcp; ufw allow 8118/tcp; ufw allow 29700/tcp"
 FWD = {
     "systemctl is-active firewalld": (3, "inactive\n", ""),
     "systemctl is-enabled firewalld": (1, "disabled\n", ""),
@@ -42,7 +42,7 @@ CONF = (
 
 SYSTEMCTL_READS = ["systemctl is-active firewalld", "systemctl is-enabled firewalld"]
 START = "systemctl enable --now firewalld"
-THREE = ["60000-60015", "29500", "8118"]
+THREE = ["60000-60015", "29500", "8118", "29700"]
 
 
 def port_lists(zone: str = "", saved: str = "", running: str = "") -> dict[str, Any]:
@@ -99,7 +99,7 @@ class Host:
             ssh_port=22,
             hccl_base_port=60000,
             hccl_port_count=16,
-            master_ports=[29500, 8118],
+            master_ports=[29500, 8118, 29700],
             extra_ports=[],
             reserve_hccl_ports=True,
             sysctl_file=str(self.conf),
@@ -263,14 +263,14 @@ def test_reads_plans_and_runs_only_what_is_missing(tmp_path, params, answers, ch
 def test_open_ports_twice_changes_nothing_the_second_time(tmp_path):
     host = Host(tmp_path)
     first = host.run({"ufw status": INACTIVE, "ufw show added": NO_RULES}, mode="open_ports")
-    assert first["changed"] and first["backend"] == "ufw" and first["ports"] == ["22", "60000-60015", "29500", "8118"]
+    assert first["changed"] and first["backend"] == "ufw" and first["ports"] == ["22", "60000-60015", "29500", "8118", "29700"]
     assert host.conf.read_text() == CONF % "60000-60015"
     assert stat.S_IMODE(host.conf.stat().st_mode) == 0o644
     assert first["diff"] == {
         "before": {"ufw": "inactive", "ufw rules": [], "reserved ports": "", str(host.conf): ""},
         "after": {
             "ufw": "active",
-            "ufw rules": ["22/tcp", "60000:60015/tcp", "29500/tcp", "8118/tcp"],
+            "ufw rules": ["22/tcp", "60000:60015/tcp", "29500/tcp", "8118/tcp", "29700/tcp"],
             "reserved ports": "60000-60015",
             str(host.conf): CONF % "60000-60015",
         },

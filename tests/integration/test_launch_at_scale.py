@@ -1,0 +1,95 @@
+"""More servers than Ansible's default forks: the simulated cluster at 8 servers x 2 NPUs with forks=5.
+
+Until the job watched itself, a watched job was followed by one task per server and only ``forks`` of them ran at
+once: a crash stopped the ranks of the servers being watched, the other servers' ranks ran to the end, and the play
+still said every rank was stopped. Here every check reads what the ranks themselves wrote (state.json) and their
+processes: every rank of every server must end within a second of the failure, watched or not.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from tests.helpers.ansible_cli import run_playbook, start_playbook
+from tests.helpers.procs import alive, wait_for
+
+from .test_launch_playbooks import STATUS, TRAIN, launch_vars, rank_states
+
+SERVERS = 8
+FORKS = {"ANSIBLE_FORKS": "5"}  # Ansible's default, stated: the tests must not depend on the machine's ansible.cfg
+LONG_RUN = {"STEPS": "200", "STEP_S": "0.2"}
+FAILFAST_S = 1.0  # issue 24: failfast_s_8x2_forks5 and failfast_s_detached_8x2 <= 1 s
+
+
+def eight_servers(sim_cluster):
+    cluster = sim_cluster(servers=SERVERS, devices=2)
+    return cluster, cluster.inventory()
+
+
+def assert_every_rank_ended_soon_after(states: dict, failed: int, within: float) -> None:
+    """Every rank ended (and its processes are gone) within ``within`` s of rank ``failed``'s end."""
+    crash = states[failed]["ended"]
+    late = {r: round(s["ended"] - crash, 3) for r, s in states.items() if s["ended"] - crash > within}
+    assert not late, f"ranks that ended more than {within} s after rank {failed}: {late}"
+    assert not any(alive(p) for s in states.values() for p in (s["pid"], s["runner_pid"])), states
+
+
+def test_a_crash_beyond_forks_stops_every_rank_on_every_server_within_a_second(sim_cluster):
+    cluster, inventory = eight_servers(sim_cluster)
+    crash = dict(LONG_RUN, FAIL_RANK="15", FAIL_STEP="4")
+    res = run_playbook(TRAIN, inventory, extra_vars=launch_vars(cluster, np=16, ascend_train_env=crash), env=FORKS)
+    assert res.rc != 0, res
+    assert "rank 15 (server 127.0.1.8, device 1) failed first: exit code 1; every rank was stopped." in res.stdout, res
+    assert "FAILED: train " in res.stdout and ": rank 15 (server 127.0.1.8, device 1) exit 1; 15 stopped" in res.stdout, res
+    states = rank_states(cluster)
+    assert sorted(states) == list(range(16)) and states[15]["rc"] == 1
+    assert all(s["rc"] in (-15, -9) and "rank 15 failed (rc=1)" in s["stopped_by"] for r, s in states.items() if r != 15), states
+    assert_every_rank_ended_soon_after(states, 15, FAILFAST_S)
+
+
+def test_a_detached_job_stops_every_rank_when_one_fails_without_any_controller(sim_cluster):
+    cluster, inventory = eight_servers(sim_cluster)
+    crash = dict(LONG_RUN, FAIL_RANK="15", FAIL_STEP="10")
+    res = run_playbook(TRAIN, inventory, extra_vars=launch_vars(cluster, np=16, wait=False, ascend_train_env=crash), env=FORKS)
+    assert res.rc == 0, res  # launched and left: no watch, no controller from here on
+    wait_for(lambda: all(s.get("phase") == "exited" for s in rank_states(cluster).values()), 60, "every rank to end")
+    states = rank_states(cluster)
+    assert states[15]["rc"] == 1 and all(s["rc"] in (-15, -9) for r, s in states.items() if r != 15), states
+    assert_every_rank_ended_soon_after(states, 15, FAILFAST_S)
+    status = run_playbook(STATUS, inventory, extra_vars=launch_vars(cluster), env=FORKS)
+    assert status.rc == 0 and "1 failed, 15 stopped" in status.stdout, status
+
+
+def test_ctrl_c_beyond_forks_stops_every_rank_through_the_group(sim_cluster, tmp_path):
+    cluster, inventory = eight_servers(sim_cluster)
+    output = tmp_path / "train.out"
+    with open(output, "a") as out:
+        proc = start_playbook(TRAIN, inventory, launch_vars(cluster, np=16, ascend_job_id="c8", ascend_train_env=LONG_RUN), out)
+    try:
+        wait_for(
+            lambda: (
+                "TASK [ascend.cluster.launch_training : Follow the job through its group" in output.read_text()
+                and sum(s.get("phase") == "running" for s in rank_states(cluster, "c8").values()) == 16
+            ),
+            240,
+            "16 ranks running and watched",
+        )
+        sent = time.time()
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    text = output.read_text()
+    assert proc.returncode != 0, text
+    assert "[c8] Ctrl-C on the controller: job c8: 16 rank(s) on 8 server(s) stopped, their devices are free" in text, text
+    states = rank_states(cluster, "c8")
+    assert all(s["rc"] in (-15, -9) and "Ctrl-C on the controller (ansible-playbook of " in s["stopped_by"] for s in states.values()), (
+        states
+    )
+    # the 1 s window for a second Ctrl-C, then every rank of every server gone within a second
+    assert max(s["ended"] for s in states.values()) - sent < 1.0 + 1.0 + FAILFAST_S, states
+    assert not any(alive(p) for s in states.values() for p in (s["pid"], s["runner_pid"])), states

@@ -1,0 +1,149 @@
+"""training_ranks with ``group``: two servers' supervisors (real processes, on loopback) in one job's group.
+
+Each "server" is a directory of its own (job records, runs, locks) and a supervisor started by the module with
+``detach``, as the launch role starts it; the test plays the controller: it asks the coordinator for the gate and
+reads what the runners and the coordinator wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import time
+from pathlib import Path
+
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
+from tests.helpers.ansible_cli import run_module
+from tests.helpers.procs import alive, wait_for
+
+SECRET = "s3cret-of-this-job"
+# rank 3 fails a second after the start; every other rank would run a minute
+COMMAND = ["sh", "-c", 'if [ "$RANK_ID" = "${FAIL_RANK:-none}" ]; then sleep 1; exit 1; fi; exec sleep 60']
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Server:
+    def __init__(self, root: Path, name: str, ranks: list) -> None:
+        self.name, self.ranks = name, [{"rank_id": r, "device_id": i} for i, r in enumerate(ranks)]
+        self.jobs, self.run, self.locks = root / name / "jobs", root / "runs", root / name / "locks"
+
+    @property
+    def job_dir(self) -> Path:
+        return self.jobs / "j"
+
+    def states(self) -> dict:
+        job = control.load_job(str(self.jobs), "j")
+        return {r["rank_id"]: r for r in control.rank_states(str(self.jobs), job)}
+
+    def raw(self, rank: int) -> dict:
+        return json.loads((self.run / f"device_{rank}" / files.STATE_FILE).read_text())
+
+
+def launch(tmp_path, port: int, env: dict | None = None, lost_after: float = 1.0) -> tuple:
+    """Servers a (coordinator, ranks 0-1) and b (ranks 2-3), each started as the launch role starts it; the gate asked."""
+    a, b = Server(tmp_path, "a", [0, 1]), Server(tmp_path, "b", [2, 3])
+    results = {}
+    for server in (a, b):
+        control.record_job(str(server.jobs), {"job_id": "j", "run_dir": str(server.run), "ranks": server.ranks})
+        args = {
+            "job_id": "j",
+            "job_root": str(server.jobs),
+            "run_dir": str(server.run),
+            "lock_dir": str(server.locks),
+            "argv": COMMAND,
+            "ranks": server.ranks,
+            "local_count": 2,
+            "rank_size": 4,
+            "rank_table_path": "/x.json",
+            "set_env": str(tmp_path / "absent.sh"),
+            "kill_grace": 1.0,
+            "env": env or {},
+            "detach": True,
+            "stage_timeout": 30,
+            "group": {
+                "address": "127.0.0.1",
+                "port": port,
+                "host": server.name,
+                "server": f"10.0.0.{1 if server is a else 2}",
+                "coordinator": server is a,
+                "hosts": ["a", "b"] if server is a else [],
+                "lost_after": lost_after,
+            },
+            "group_secret": SECRET,
+        }
+        results[server.name] = run_module("training_ranks", args, timeout=60)
+        assert not results[server.name].get("failed"), results[server.name]
+        assert SECRET not in json.dumps(results[server.name])  # never returned
+    files.write_json(str(a.job_dir / group.GATE_REQUEST_FILE), {"margin": 0.3, "join_wait": 10})
+    wait_for(
+        lambda: all(s.get("phase") == "running" for srv in (a, b) for s in map(srv.raw, (r["rank_id"] for r in srv.ranks))),
+        30,
+        "4 ranks running",
+    )
+    return a, b, results
+
+
+def view(a: Server) -> dict:
+    return json.loads((a.job_dir / group.GROUP_FILE).read_text())
+
+
+def test_a_failure_on_one_server_stops_the_other_through_the_group(tmp_path):
+    a, b, _results = launch(tmp_path, free_port(), env={"FAIL_RANK": "3"})
+    wait_for(lambda: view(a)["status"] == group.ENDED, 30, "the group to end")
+    final = view(a)
+    assert final["outcome"] == group.FAILED and final["cause"]["rank_id"] == 3 and final["cause"]["host"] == "b", final
+    assert [(r["rank_id"], r["state"]) for r in final["ranks"]] == [(0, "stopped"), (1, "stopped"), (2, "stopped"), (3, "failed")]
+    crash = b.raw(3)["ended"]
+    assert all(srv.raw(r)["ended"] - crash < 1.0 for srv, r in ((a, 0), (a, 1), (b, 2))), "every rank ended within 1 s of the crash"
+    assert a.raw(0)["stopped_by"] == "stopped by the job's group: rank 3 failed (rc=1) on 10.0.0.2"
+    assert os.stat(a.job_dir / group.SECRET_FILE).st_mode & 0o777 == 0o600 and (b.job_dir / group.SECRET_FILE).read_text() == SECRET
+    assert json.loads((b.job_dir / group.MEMBER_FILE).read_text())["state"] == "left"
+
+
+def test_a_killed_supervisor_leaves_nothing_running_and_its_server_is_lost(tmp_path):
+    a, b, results = launch(tmp_path, free_port())
+    pids = [b.raw(r)["pid"] for r in (2, 3)]
+    os.kill(results["b"]["supervisor_pid"], signal.SIGKILL)
+    wait_for(lambda: not any(alive(p) for p in pids), 10, "b's ranks to end without their supervisor")
+    assert all(b.raw(r)["stopped_by"].startswith("the supervisor of job j on this server (pid ") for r in (2, 3))
+    wait_for(lambda: view(a)["status"] == group.ENDED, 30, "the group to end")
+    final = view(a)
+    assert final["cause"]["host"] == "b" and final["cause"]["lost"] == [2, 3] and final["members"]["b"]["state"] == "lost", final
+    assert [r["state"] for r in final["ranks"]] == ["stopped", "stopped", "lost", "lost"]
+    assert not any(alive(a.raw(r)["pid"]) for r in (0, 1))
+
+
+def test_a_taken_group_port_fails_the_coordinators_stage_before_any_rank_starts(tmp_path):
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen(1)
+        port = holder.getsockname()[1]
+        a = Server(tmp_path, "a", [0, 1])
+        control.record_job(str(a.jobs), {"job_id": "j", "run_dir": str(a.run), "ranks": a.ranks})
+        args = {
+            "job_id": "j",
+            "job_root": str(a.jobs),
+            "run_dir": str(a.run),
+            "lock_dir": str(a.locks),
+            "argv": COMMAND,
+            "ranks": a.ranks,
+            "local_count": 2,
+            "rank_size": 2,
+            "rank_table_path": "/x.json",
+            "detach": True,
+            "group": {"address": "127.0.0.1", "port": port, "host": "a", "coordinator": True, "hosts": ["a"]},
+            "group_secret": SECRET,
+        }
+        result = run_module("training_ranks", args, timeout=60)
+    assert result.get("failed") and f"cannot listen on 127.0.0.1 port {port} for the job's group" in result["msg"], result
+    assert not (a.run / "device_0").exists()  # no runner was forked
+    time.sleep(0.1)
