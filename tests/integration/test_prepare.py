@@ -79,13 +79,13 @@ def test_each_stage_has_its_tag(sim_cluster):
     assert result.rc == 0, result
     assert "ascend.cluster.net_health : Show the cluster's parameter plane" in result.stdout
     tasks = [line for line in result.stdout.splitlines() if line.startswith("TASK [") and "Validating arguments" not in line]
-    for other in (
-        "ascend.cluster.device_ip :",
-        "ascend.cluster.firewall :",
-        "ascend.cluster.rank_table :",
-        "Read every NPU's network state (stage facts)",
-    ):
+    for other in ("ascend.cluster.device_ip :", "ascend.cluster.firewall :", "ascend.cluster.rank_table :"):
         assert not [t for t in tasks if other in t], tasks  # (argument checks run with every tag)
+    # the facts are read with every tag (an unreachable server is refused before any stage), and only once
+    read = "TASK [Read every NPU's network state (a server that cannot be reached or read is found here)] ***"
+    again = "TASK [ascend.cluster.net_health : Read every NPU's network state from the devices (with the TLS switch)] ***"
+    results = {task: sorted(result.stdout.partition(task)[2].split("\n\n")[0].split()) for task in (read, again)}
+    assert results == {read: ["[server0]", "[server1]", "ok:", "ok:"], again: ["[server0]", "[server1]", "skipping:", "skipping:"]}, result
 
 
 def test_a_duplicate_ip_in_the_plan_fails_before_any_device_changed(sim_cluster):
@@ -193,7 +193,7 @@ def test_a_wrong_stage_input_fails_once_for_every_server_before_any_task(sim_clu
     assert result.rc != 0, result
     assert "firewall: value of ascend_firewall_mode must be one of: disable, open_ports, none, got: off (server0, server1)" in result.stdout
     prepare_play = result.stdout.partition("PLAY [Prepare the NPU servers")[2]
-    assert "Read every NPU's network state (stage facts)" not in prepare_play and "Validating arguments" not in prepare_play, result
+    assert "Read every NPU's network state" not in prepare_play and "Validating arguments" not in prepare_play, result
     assert result.changed() == 0 and state(cluster) == before
 
 
@@ -208,5 +208,22 @@ def test_a_plan_naming_a_device_one_server_lacks_changes_no_server(sim_cluster, 
         "the device IP plan has 1 problem(s), nothing was changed: server1: the plan sets device 9, which server1 does not "
         "have (its devices are 0-7, as hccn_facts read them); plan only the devices it has (its ascend_device_ips, or "
         "ascend_device_ip_device_count)"
+    )
+    assert_refused_unchanged(result, message, cluster, before)
+
+
+def test_a_server_that_cannot_be_reached_is_refused_before_any_server_changes(sim_cluster, unreachable_inventory):
+    """Issue 25 item 1: prepare went on without server1 and changed server0 (its device IPs, netdetect targets, rank table).
+
+    The test bed shows the rest (allow_partial=true over real SSH: tests/testbed/test_prepare.py).
+    """
+    cluster = sim_cluster(preset_ips=False)
+    before = (snapshot(cluster), state(cluster))
+    result = run_playbook(PREPARE, unreachable_inventory, extra_vars={**cluster.inventory_vars, **PLAN})
+    assert "UNREACHABLE!" in result.stdout, result
+    message = (
+        "server(s) server1 could not be reached or read (the error is above), and the others would be prepared around them "
+        "(netdetect targets, rank table): bring them back, leave them out with --limit, or prepare the others with "
+        "-e allow_partial=true. Nothing was changed or started."
     )
     assert_refused_unchanged(result, message, cluster, before)
