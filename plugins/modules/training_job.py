@@ -474,8 +474,9 @@ def do_preflight(module: AnsibleModule) -> dict:
         return dict(changed=False, busy=[], **found)
     if not p["kill_stale"] or module.check_mode:
         module.fail_json(
-            msg="devices in use, nothing was started: %s. Stop them (ascend.cluster.stop, or kill_stale=true to "
-            "let the launch stop them) and retry." % "; ".join("device %d: %s" % (b["device_id"], b["detail"]) for b in busy),
+            msg="devices in use, nothing was started: %s. Stop them (ascend.cluster.stop), or let the launch stop them "
+            "with kill_stale=true (role: ascend_launch_kill_stale=true), and retry."
+            % "; ".join("device %d: %s" % (b["device_id"], b["detail"]) for b in busy),
             busy=busy,
             **found,
         )

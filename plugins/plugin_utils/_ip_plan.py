@@ -143,9 +143,14 @@ def build_plan(
     if mode not in NETDETECT_MODES:
         raise ClusterSpecError(f"netdetect {netdetect!r} is unknown: use gateway, peer or none")
     if mode == "gateway" and gateway_host is None:
-        raise ClusterSpecError("netdetect=gateway needs gateway_host (the gateway's host number, such as 1)")
+        raise ClusterSpecError(
+            "netdetect=gateway (role: ascend_device_ip_netdetect=gateway) needs gateway_host, the gateway's host number such "
+            "as 1 (role: ascend_device_ip_gateway_host)"
+        )
     if mode == "peer" and len(names) < 2:
-        raise ClusterSpecError("netdetect=peer needs at least two servers (each probes the next server's device)")
+        raise ClusterSpecError(
+            "netdetect=peer (role: ascend_device_ip_netdetect=peer) needs at least two servers (each probes the next server's device)"
+        )
     if gateway_host is not None and (isinstance(gateway_host, bool) or not isinstance(gateway_host, int)):
         raise ClusterSpecError(f"gateway_host must be a whole number (1 for .1, -2 for the last one), got {gateway_host!r}")
 
