@@ -19,12 +19,13 @@ def net_health_report(
     check_mode: bool = False,
     all_rows: bool = False,
     ok_rows: int = 4,
+    left_out: Any = (),
 ) -> dict:
     # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
     from ansible_collections.ascend.cluster.plugins.plugin_utils._net_health import health_report, health_summary
 
     report = health_report(servers, chip=chip or None, layout=layout, check_tls=check_tls, check_conf=check_conf, check_mode=check_mode)
-    return health_summary(report, all_rows=all_rows, ok_rows=ok_rows, check_mode=check_mode)
+    return health_summary(report, all_rows=all_rows, ok_rows=ok_rows, check_mode=check_mode, left_out=left_out or ())
 
 
 class FilterModule:

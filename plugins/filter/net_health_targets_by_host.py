@@ -10,11 +10,11 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filt
 
 
 @filter_errors("net_health_targets_by_host")
-def net_health_targets_by_host(servers: Any, mode: str, changes_only: bool = False) -> dict:
+def net_health_targets_by_host(servers: Any, mode: str, changes_only: bool = False, ring: Any = None) -> dict:
     # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
     from ansible_collections.ascend.cluster.plugins.plugin_utils._net_health import netdetect_targets_by_host
 
-    return netdetect_targets_by_host(servers, mode, changes_only=bool(changes_only))
+    return netdetect_targets_by_host(servers, mode, changes_only=bool(changes_only), ring=ring)
 
 
 class FilterModule:

@@ -19,9 +19,16 @@ def preflight_verdict(
     allow_mixed_versions: bool = False,
 ) -> dict:
     # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
+    from ansible.utils.display import Display
+
     from ansible_collections.ascend.cluster.plugins.plugin_utils._launch_checks import preflight_verdict as _preflight_verdict
 
-    return _preflight_verdict(hosts, hostvars, result=result, aoe=aoe, use_library=use_library, allow_mixed_versions=allow_mixed_versions)
+    verdict = _preflight_verdict(
+        hosts, hostvars, result=result, aoe=aoe, use_library=use_library, allow_mixed_versions=allow_mixed_versions
+    )
+    for warning in verdict["warnings"]:  # each on its own line, naming its server
+        Display().warning(warning)
+    return verdict
 
 
 class FilterModule:

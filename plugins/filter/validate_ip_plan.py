@@ -11,12 +11,19 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filt
 
 @filter_errors("validate_ip_plan")
 def validate_ip_plan(
-    plan: Any, chip: str | None = None, layout: str | None = None, replaced_netdetect: str | None = None, servers: Any = None
+    plan: Any,
+    chip: str | None = None,
+    layout: str | None = None,
+    replaced_netdetect: str | None = None,
+    servers: Any = None,
+    facts: Any = None,
 ) -> dict:
     # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
     from ansible_collections.ascend.cluster.plugins.plugin_utils._ip_plan import validate_plan
 
-    return validate_plan(plan, chip=chip or None, layout=layout or None, replaced_netdetect=replaced_netdetect or None, servers=servers)
+    return validate_plan(
+        plan, chip=chip or None, layout=layout or None, replaced_netdetect=replaced_netdetect or None, servers=servers, facts=facts
+    )
 
 
 class FilterModule:

@@ -17,7 +17,8 @@ description:
     info) process list), by a live rank of a recorded job, or by another launch's device lock.
     With O(kill_stale) it stops those holders and waits up to O(stale_timeout) for the devices to free.
   - V(preflight) also reads the chip health of each of O(devices) from the same C(npu-smi info) table. C(Alarm) or
-    C(Critical) fails, naming the device (before anything is stopped or started); C(Warning) or C(UNKNOWN) warns.
+    C(Critical) fails, naming the device (before anything is stopped or started); C(Warning) or C(UNKNOWN) is returned in
+    RV(chip_health), and P(ascend.cluster.preflight_verdict#filter) warns of it on the controller, naming the server.
     It returns the driver version npu-smi prints in its header, for a cluster-wide comparison on the controller.
   - V(preflight) with O(bank_dir) also counts the AOE tuning repository's files (C(*_gradient_fusion.json)) there
     (RV(bank_files)), so that the controller can decide whether every server has it.
@@ -435,7 +436,7 @@ def npu_info(module: AnsibleModule) -> str | None:
 
 
 def chip_health(module: AnsibleModule, raw: str | None, devices: list) -> dict:
-    """The selected devices' health from ``raw``; fails on Alarm / Critical, warns on Warning / UNKNOWN."""
+    """The selected devices' health from ``raw``; fails on Alarm / Critical (Warning / UNKNOWN: the controller warns, naming the server)."""
     if raw is None:
         return {}
     try:
@@ -455,9 +456,6 @@ def chip_health(module: AnsibleModule, raw: str | None, devices: list) -> dict:
             npu_smi_version=npu_smi.parse_version(raw),
             busy=[],
         )
-    for device, state in sorted(health.items()):
-        if state != "OK":
-            module.warn("device %d (%s): npu-smi info shows Health %s; the launch goes on, but check the chip" % (device, name, state))
     return health
 
 
@@ -504,8 +502,8 @@ def do_preflight(module: AnsibleModule) -> dict:
         return dict(changed=False, busy=[], **found)
     if not p["kill_stale"] or module.check_mode:
         module.fail_json(
-            msg="devices in use, nothing was started: %s. Stop them (ascend.cluster.stop, or kill_stale=true to "
-            "let the launch stop them) and retry." % "; ".join(held),
+            msg="devices in use, nothing was started: %s. Stop them (ascend.cluster.stop), or let the launch stop them "
+            "with kill_stale=true (role: ascend_launch_kill_stale=true), and retry." % "; ".join(held),
             busy=busy,
             ports_in_use=taken,
             **found,

@@ -17,9 +17,28 @@ from typing import Any, Iterable, Sequence
 from ansible_collections.ascend.cluster.plugins.module_utils._chip import CHIPS, ChipProfile, get_chip
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
 
+# How the 910A refusals name the switch that lifts them: the select_devices / rank_table filters' own option.
+# A caller whose users set it under another name words the hint with PartialServersRefusal.naming.
+PARTIAL_SERVERS = "allow_partial_servers=true"
+
 # Without a chip we accept what any known chip accepts.
 ANY_CHIP_MAX_DEVICE_ID = max(profile.max_device_id for profile in CHIPS.values())
 SINGLE_SERVER_COUNTS_910A = (1, 2, 4, 8)
+
+
+class PartialServersRefusal(ClusterSpecError):
+    """A 910A refusal that ``allow_partial_servers`` would lift; its hint names the switch as the caller's users set it.
+
+    The message is ``before + setting + after``; ``str()`` names the filters' option (:data:`PARTIAL_SERVERS`).
+    """
+
+    def __init__(self, before: str, after: str = "", setting: str = PARTIAL_SERVERS) -> None:
+        self.before, self.after = before, after
+        super().__init__(before + setting + after)
+
+    def naming(self, setting: str) -> str:
+        """The message with ``setting`` (``ascend_rank_table_allow_partial_910a=true``) in the hint."""
+        return self.before + setting + self.after
 
 
 def is_decimal(text: str) -> bool:
@@ -88,10 +107,10 @@ def check_hccs_layout(
     if len(servers) > 1 and not allow_partial_servers:
         for server_id, ids in servers:
             if len(ids) != full:
-                raise ClusterSpecError(
+                raise PartialServersRefusal(
                     f"server {server_id}: {profile.name} clusters use all {full} devices of every server "
-                    f"(8 x N), got {len(ids)} {_format_ids(ids)}; use whole servers, or set "
-                    f"allow_partial_servers=true if your CANN allows 1/2/4 x N"
+                    f"(8 x N), got {len(ids)} {_format_ids(ids)}; use whole servers, or set ",
+                    " if your CANN allows 1/2/4 x N",
                 )
         return
     counts = {len(ids) for _server_id, ids in servers}

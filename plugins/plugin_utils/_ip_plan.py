@@ -36,6 +36,7 @@ except ImportError:  # the filters then fail with an install hint, like communit
 from ansible_collections.ascend.cluster.plugins.module_utils._ip_check import unicast_problem
 from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import device_id_of, resolve_chip
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
+from ansible_collections.ascend.cluster.plugins.plugin_utils._rank_table_model import device_ranges
 
 LAYOUTS = ("smp", "amp")
 NETDETECT_MODES = ("gateway", "peer", "none")
@@ -142,9 +143,14 @@ def build_plan(
     if mode not in NETDETECT_MODES:
         raise ClusterSpecError(f"netdetect {netdetect!r} is unknown: use gateway, peer or none")
     if mode == "gateway" and gateway_host is None:
-        raise ClusterSpecError("netdetect=gateway needs gateway_host (the gateway's host number, such as 1)")
+        raise ClusterSpecError(
+            "netdetect=gateway (role: ascend_device_ip_netdetect=gateway) needs gateway_host, the gateway's host number such "
+            "as 1 (role: ascend_device_ip_gateway_host)"
+        )
     if mode == "peer" and len(names) < 2:
-        raise ClusterSpecError("netdetect=peer needs at least two servers (each probes the next server's device)")
+        raise ClusterSpecError(
+            "netdetect=peer (role: ascend_device_ip_netdetect=peer) needs at least two servers (each probes the next server's device)"
+        )
     if gateway_host is not None and (isinstance(gateway_host, bool) or not isinstance(gateway_host, int)):
         raise ClusterSpecError(f"gateway_host must be a whole number (1 for .1, -2 for the last one), got {gateway_host!r}")
 
@@ -380,18 +386,67 @@ def replaced_netdetects(plan: dict[str, list[dict[str, Any]]], mode: str, server
     return problems
 
 
+def known_devices(facts: Any) -> dict[str, list[int]]:
+    """``{host: [device ids]}`` of the hosts whose ``ascend_npu`` facts are known.
+
+    ``facts`` is a list of hosts' variables (``ansible_play_hosts_all | map('extract', hostvars)``; a host without
+    ``ansible_facts.ascend_npu`` - not read, or left out of the run - is not in the result), or a mapping
+    host -> ``ascend_npu`` facts.
+    """
+    if isinstance(facts, Mapping):
+        items = list(facts.items())
+    elif isinstance(facts, Sequence) and not isinstance(facts, str):
+        items = []
+        for item in facts:
+            if not isinstance(item, Mapping) or not item.get("inventory_hostname"):
+                raise ClusterSpecError(f"facts: {item!r} is not a host's variables (ansible_play_hosts_all | map('extract', hostvars))")
+            found = item.get("ansible_facts")
+            items.append((item["inventory_hostname"], found.get("ascend_npu") if isinstance(found, Mapping) else None))
+    else:
+        raise ClusterSpecError("facts must be a list of hosts' variables or a mapping host -> ascend_npu facts")
+    known = {}
+    for host, npu in items:
+        if isinstance(npu, Mapping) and isinstance(npu.get("devices"), Sequence):
+            known[str(host)] = [
+                dev["device_id"] for dev in npu["devices"] if isinstance(dev, Mapping) and isinstance(dev.get("device_id"), int)
+            ]
+    return known
+
+
+def missing_devices(plan: Mapping[str, list[dict[str, Any]]], known: Mapping[str, Sequence[int]]) -> list[str]:
+    """One problem per host whose plan sets a device its facts do not list (hccn_config would refuse it on that host
+    only, after the others changed)."""
+    problems = []
+    for host, entries in plan.items():
+        if host not in known:
+            continue
+        absent = sorted({entry["device_id"] for entry in entries} - set(known[host]))
+        if absent:
+            has = f"its devices are {device_ranges(known[host])}" if known[host] else "its facts list no device"
+            problems.append(
+                f"{host}: the plan sets {'devices' if len(absent) > 1 else 'device'} {device_ranges(absent)}, which {host} does not "
+                f"have ({has}, as hccn_facts read them); plan only the devices it has (its ascend_device_ips, or "
+                f"ascend_device_ip_device_count)"
+            )
+    return problems
+
+
 def validate_plan(
     plan: Any,
     chip: str | None = None,
     layout: str | None = None,
     replaced_netdetect: str | None = None,
     servers: Sequence[Any] | None = None,
+    facts: Any = None,
 ) -> dict[str, list[dict[str, Any]]]:
     """Check a whole-cluster plan; return it normalized, or raise ClusterSpecError listing every problem.
 
     ``replaced_netdetect``: the netdetect mode (gateway, peer) of a later stage that points every device
     at its own target (prepare.yml's net_health stage); a planned target it would replace is a problem
     (:func:`replaced_netdetects`, peers in the order of ``servers``).
+    ``facts``: the hosts' facts (:func:`known_devices`); a host whose facts are known may be planned only the
+    devices they list (:func:`missing_devices`), so that no host's plan is refused on that host after the
+    others were changed.
     """
     require_netaddr()
     if not isinstance(plan, Mapping):
@@ -408,6 +463,8 @@ def validate_plan(
         checked = [checker.entry(str(host), i, raw, seen) for i, raw in enumerate(entries)]
         normalized[str(host)] = sorted((e for e in checked if e is not None), key=lambda e: e["device_id"])
     checker.cluster(normalized)
+    if facts is not None:
+        checker.problems += missing_devices(normalized, known_devices(facts))
     if replaced_netdetect:
         checker.problems += replaced_netdetects(normalized, replaced_netdetect, servers or list(normalized))
     if layout == "smp":

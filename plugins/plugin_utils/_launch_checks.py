@@ -41,6 +41,7 @@ BANK_PARTIAL = (
     "Re-run the tuning (aoe=true; it copies the repository to every selected server), or use_library=false to train without it. "
     "Nothing was started."
 )
+CHIP_WARNING = "{server}: device {device} ({chip}): npu-smi info shows Health {health}; the launch goes on, but check the chip"
 MIXED = (
     REFUSED + "{mixed}. Ranks on different drivers fail in HCCL or train differently: install one driver everywhere, "
     "or allow it with ascend_launch_allow_mixed_versions=true"
@@ -107,6 +108,29 @@ def _bank_where(hostvars: Mapping[str, Any], host: str) -> str:
     return f"{host} ({_host(hostvars, host).get('ascend_aoe_bank_dir', '')})"
 
 
+def _device_order(item: tuple[Any, Any]) -> tuple[int, str]:
+    device = str(item[0])
+    return (int(device), device) if device.isdigit() else (-1, device)
+
+
+def chip_warnings(results: Mapping[str, Mapping[str, Any]], hostvars: Mapping[str, Any]) -> list[str]:
+    """One warning per selected device whose chip is not healthy but does not refuse the launch (Warning, UNKNOWN),
+    naming its server: each server's pre-flight returns ``chip_health`` (``{device: health}``, Alarm and Critical
+    refused there), and a warning printed by a server's module names no server. The chip's name is the one the
+    server's facts read (``ansible_facts.ascend_npu.chip_name``)."""
+    warnings = []
+    for host, found in results.items():
+        health = found.get("chip_health")
+        if not isinstance(health, Mapping):
+            continue
+        facts = (_host(hostvars, host).get("ansible_facts") or {}).get("ascend_npu") or {}
+        chip = facts.get("chip_name") or "NPU"
+        for device, state in sorted(health.items(), key=_device_order):
+            if state != "OK":
+                warnings.append(CHIP_WARNING.format(server=host, device=device, chip=chip, health=state))
+    return warnings
+
+
 def preflight_verdict(
     hosts: Any,
     hostvars: Mapping[str, Any],
@@ -117,12 +141,13 @@ def preflight_verdict(
 ) -> dict[str, Any]:
     """The launch's decision from every server's pre-flight result (registered as ``result``).
 
-    ``{"refusal", "clocks", "tune_bank"}``: ``refusal`` the one message that refuses the launch ('' to go on) -
+    ``{"refusal", "clocks", "tune_bank", "warnings"}``: ``refusal`` the one message that refuses the launch ('' to go on) -
     the clocks refused, else the tuning repository (on some selected servers only, or missing with
     ``use_library=true``), else what a server's own checks refused (its message; ``host: message`` each when
     several did), else the servers' different drivers unless ``allow_mixed_versions``; ``clocks`` every
     clock reading (the table's rows); ``tune_bank`` whether every rank gets ``TUNE_BANK_PATH`` (a training
-    run that found the repository).
+    run that found the repository); ``warnings`` what the operator should know of a launch that goes on (a chip whose
+    health is Warning or UNKNOWN: :func:`chip_warnings`).
     """
     names = _hosts(hosts)
     results: dict[str, Mapping[str, Any]] = {}
@@ -135,7 +160,7 @@ def preflight_verdict(
         results[host] = found
     ran = {host: found for host, found in results.items() if not found.get("skipped")}
     clocks = [dict(found["clock"]) for found in ran.values() if isinstance(found.get("clock"), Mapping) and "offset" in found["clock"]]
-    verdict: dict[str, Any] = {"refusal": "", "clocks": clocks, "tune_bank": False}
+    verdict: dict[str, Any] = {"refusal": "", "clocks": clocks, "tune_bank": False, "warnings": []}
     refused = [str(clock.get("msg", "")) for clock in clocks if clock.get("status") == "refuse"]
     if refused:
         verdict["refusal"] = REFUSED + "; ".join(refused)
@@ -161,4 +186,6 @@ def preflight_verdict(
         mixed = mixed_versions(results)
         if mixed:
             verdict["refusal"] = MIXED.format(mixed=mixed)
+            return verdict
+    verdict["warnings"] = chip_warnings(ran, hostvars)
     return verdict

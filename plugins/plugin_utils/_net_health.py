@@ -261,29 +261,43 @@ def health_report(
 HEALTH_COLUMNS = ("server", "device", "ip", "link", "health", "netdetect", "tls", "status")
 
 
-def health_summary(report: Mapping[str, Any], all_rows: bool = False, ok_rows: int = 4, check_mode: bool = False) -> dict[str, Any]:
+LEFT_OUT = "left out of this run"
+
+
+def health_summary(
+    report: Mapping[str, Any], all_rows: bool = False, ok_rows: int = 4, check_mode: bool = False, left_out: Sequence[str] = ()
+) -> dict[str, Any]:
     """``report`` (:func:`health_report`) as the document of docs/summaries.md: plus ``schema``,
-    ``kind`` (``net_health``), ``check_mode``, ``line`` (printed last) and ``table`` (the devices
-    with a problem first; unless ``all_rows`` only ``ok_rows`` of the others)."""
+    ``kind`` (``net_health``), ``check_mode``, ``left_out``, ``line`` (printed last) and ``table`` (the
+    devices with a problem first; unless ``all_rows`` only ``ok_rows`` of the others).
+
+    ``left_out``: the play's servers that are not in ``report`` (not reached or read, or failed earlier in the
+    run): nothing of theirs was checked, and the line and the table say so (one row each, status ``left out
+    of this run``); they are no problem of the parameter plane.
+    """
     rows = list(report["rows"])
     problems = list(report["problems"])
+    left = [str(host) for host in left_out or ()]
     servers = len({r["server"] for r in rows})
     good = sum(1 for r in rows if r["status"] == "ok")
     if problems:
         line = f"FAILED: net_health: {len(problems)} problem(s) on the parameter plane: {' | '.join(problems)}"
     else:
         line = f"net_health: {good}/{len(rows)} devices OK on {servers} server(s)"
+    if left:
+        line += f"; not checked: {', '.join(left)} ({LEFT_OUT})"
     if check_mode:
         line += " (check mode: no target was set)"
+    shown = rows + [dict.fromkeys(HEALTH_COLUMNS, None) | {"server": host, "status": LEFT_OUT} for host in left]
     table = text_table(
-        rows,
+        shown,
         HEALTH_COLUMNS,
         ok_column="status",
         ok_values=["ok"],
         max_ok=None if all_rows else int(ok_rows),
         more_hint="-e ascend_report_all_rows=true lists them",
     )
-    return dict(report, schema=1, kind="net_health", check_mode=bool(check_mode), line=line, table=table)
+    return dict(report, schema=1, kind="net_health", check_mode=bool(check_mode), left_out=left, line=line, table=table)
 
 
 NETDETECT_MODES = ("gateway", "peer")
@@ -310,24 +324,40 @@ def netdetect_targets(devices: Sequence[Any], mode: str, peer_devices: Sequence[
     return targets
 
 
-def netdetect_targets_by_host(servers: Sequence[Any], mode: str, changes_only: bool = False) -> dict[str, list[dict[str, Any]]]:
+def netdetect_targets_by_host(
+    servers: Sequence[Any], mode: str, changes_only: bool = False, ring: Sequence[Any] | None = None
+) -> dict[str, list[dict[str, Any]]]:
     """``netdetect_targets`` for every server of the play at once: ``{host: entries}``.
 
     ``servers`` are the hosts' variables (or ``{host, ascend_npu}`` dicts) in play order; under
     ``peer`` each server probes the next one, the last the first (a ring, so that every device is
     probed by one peer). One pass on the controller instead of one task per host.
+    ``ring``: every server of the play in play order (``ansible_play_hosts_all``), those left out of
+    ``servers`` too (not reached, or failed earlier): each keeps its place, and a server whose next one
+    was left out gets no entries - its devices keep the targets they have instead of being pointed at
+    the server after (the ring is not closed around a server that is only missing from this run).
     ``changes_only`` leaves out the devices whose facts already show their target (facts read in
     the same run), so a host with nothing to set needs no ``hccn_config`` call at all.
     """
     if mode not in NETDETECT_MODES:
         raise ClusterSpecError(f"netdetect mode {mode!r} is unknown: use gateway or peer")
-    facts = [server_facts(item, index) for index, item in enumerate(servers or ())]
-    if mode == "peer" and len(facts) < 2:
+    facts = dict(server_facts(item, index) for index, item in enumerate(servers or ()))
+    order = [str(host) for host in ring] if ring else list(facts)
+    unknown = [host for host in facts if host not in order]
+    if unknown:
+        raise ClusterSpecError(f"ring must list every server of the input; it lacks {', '.join(unknown)}")
+    if mode == "peer" and len(order) < 2:
         raise ClusterSpecError("peer probing needs two servers or more: use gateway, or run on more servers")
-    by_host = {}
-    for index, (host, npu) in enumerate(facts):
-        peer = facts[(index + 1) % len(facts)][1].get("devices") if mode == "peer" else ()
-        entries = netdetect_targets(npu.get("devices") or (), mode, peer or ())
+    by_host: dict[str, list[dict[str, Any]]] = {}
+    for index, host in enumerate(order):
+        if host not in facts:
+            continue
+        npu = facts[host]
+        peer = facts.get(order[(index + 1) % len(order)]) if mode == "peer" else None
+        if mode == "peer" and peer is None:
+            by_host[host] = []
+            continue
+        entries = netdetect_targets(npu.get("devices") or (), mode, (peer or {}).get("devices") or ())
         if changes_only:
             current = {dev.get("device_id"): dev.get("netdetect") for dev in npu.get("devices") or () if isinstance(dev, Mapping)}
             entries = [entry for entry in entries if current.get(entry["device_id"]) != entry["netdetect"]]

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import PartialServersRefusal
 from ansible_collections.ascend.cluster.plugins.plugin_utils._device_spec import parse_npu_env
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
 from ansible_collections.ascend.cluster.plugins.plugin_utils._rank_layout import rank_layout
@@ -23,6 +24,14 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._select import sele
 from ansible_collections.ascend.cluster.plugins.plugin_utils._servers import ServersError, servers_from_hostvars
 
 NOT_WRITTEN = "No rank table was written."
+# The 910A refusals name the switch as the role's users set it (a playbook's -e, group_vars), not as the filters'
+# option allow_partial_servers, which every playbook refuses as a typo of its allow_partial.
+PARTIAL_SERVERS_VAR = "ascend_rank_table_allow_partial_910a=true"
+
+
+def _refusal(exc: ClusterSpecError) -> ClusterSpecError:
+    text = exc.naming(PARTIAL_SERVERS_VAR) if isinstance(exc, PartialServersRefusal) else str(exc)
+    return ClusterSpecError(f"{text}. {NOT_WRITTEN}")
 
 
 def _first_chip(servers: list) -> Any:
@@ -67,7 +76,8 @@ def rank_plan(
     """``{all_servers, job_servers, table, layout}`` for the play's hosts (their variables, in play order).
 
     ``version`` ``auto`` (or None) picks the chip's format. Raises :class:`ClusterSpecError` with the
-    operator's message at the first step that refuses (nothing is written by this function).
+    operator's message at the first step that refuses (nothing is written by this function); a 910A refusal
+    that ``allow_partial_servers`` would lift names the role's variable (:data:`PARTIAL_SERVERS_VAR`).
     """
     try:
         all_servers = servers_from_hostvars(hosts)
@@ -86,7 +96,7 @@ def rank_plan(
                 all_servers, np if np is not None else total, chip=chip, allow_partial_servers=allow_partial_servers, spread=spread
             )
     except ClusterSpecError as exc:
-        raise ClusterSpecError(f"{exc}. {NOT_WRITTEN}") from exc
+        raise _refusal(exc) from exc
     table_version = None if version in (None, "auto") else version
     missing_ids = missing_superpod_ids(job_servers, version=table_version, chip=chip)
     if missing_ids:
@@ -108,5 +118,5 @@ def rank_plan(
             **dict(template2 or {}),
         )
     except ClusterSpecError as exc:
-        raise ClusterSpecError(f"{exc}. {NOT_WRITTEN}") from exc
+        raise _refusal(exc) from exc
     return {"all_servers": all_servers, "job_servers": job_servers, "table": table, "layout": rank_layout(table, job_servers)}

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 from ansible_collections.ascend.cluster.plugins.module_utils._chip import ChipProfile
 from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import (
     SINGLE_SERVER_COUNTS_910A,
+    PartialServersRefusal,
     device_id_of,
     is_decimal,
     resolve_chip,
@@ -145,15 +146,10 @@ def select_devices(servers: Any, np: Any, chip: str | None = None, allow_partial
     shown = ", ".join(str(c) for c in counts[:_SHOWN_COUNTS]) + (f", ... {counts[-1]}" if len(counts) > _SHOWN_COUNTS else "")
     per_server = ", ".join(f"{c.server['server_id']}: {len(c.ids)}" for c in available) or "none"
     chip_text = f"{profile.name} " if profile else ""
-    hint = (
-        ""
-        if allow_partial_servers or not (profile and profile.hccs_rings)
-        else ("; 910A clusters need 8 devices per server unless allow_partial_servers=true")
-    )
-    raise ClusterSpecError(
-        f"np={wanted} is not possible with the available {chip_text}devices (per server: {per_server}): "
-        f"possible np values are {shown or 'none'}{hint}"
-    )
+    refusal = f"np={wanted} is not possible with the available {chip_text}devices (per server: {per_server}): possible np values are {shown or 'none'}"
+    if allow_partial_servers or not (profile and profile.hccs_rings):
+        raise ClusterSpecError(refusal)
+    raise PartialServersRefusal(f"{refusal}; 910A clusters need 8 devices per server unless ")
 
 
 def plain_copy(value: Any) -> Any:

@@ -132,3 +132,21 @@ def sim_cluster(tmp_path):
         return cluster
 
     return make
+
+
+@pytest.fixture
+def unreachable_inventory(tmp_path):
+    """The simulated cluster's inventory with server1 over SSH at 198.18.255.2, which this machine cannot route to.
+
+    The root route ``unreachable 198.18.0.0/15`` makes the connection fail at once (No route to host):
+    server1 is UNREACHABLE to Ansible, as a server whose network is down.
+    """
+    root = tmp_path / "unreachable"
+    (root / "group_vars").mkdir(parents=True)
+    shutil.copy(SIM_INVENTORY.parent / "group_vars" / "ascend.yml", root / "group_vars" / "ascend.yml")
+    text = SIM_INVENTORY.read_text()
+    old = "      ascend_server_id: 127.0.1.2\n"
+    assert old in text
+    down = old + "      ansible_connection: ssh\n      ansible_host: 198.18.255.2\n      ansible_ssh_common_args: -o ConnectTimeout=3\n"
+    (root / "hosts.yml").write_text(text.replace(old, down))
+    return root / "hosts.yml"

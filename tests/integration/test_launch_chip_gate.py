@@ -48,7 +48,9 @@ def test_mixed_driver_versions_are_refused_unless_allowed_and_a_warning_chip_war
         extra_vars=launch_vars(cluster, np=16, ascend_launch_allow_mixed_versions=True, ascend_train_env={"STEPS": "1"}),
     )
     assert allowed.rc == 0, allowed
-    assert "device 1 (910B3): npu-smi info shows Health Warning; the launch goes on, but check the chip" in allowed.output
+    # issue 25 item 4: the warning names its server on its own line
+    warning = "server0: device 1 (910B3): npu-smi info shows Health Warning; the launch goes on, but check the chip"
+    assert [line for line in allowed.output.splitlines() if "Health Warning" in line] == [f"[WARNING]: {warning}"], allowed
     assert sorted(rank_states(cluster)) == list(range(16))
 
 

@@ -175,24 +175,6 @@ def test_a_server_that_cannot_be_read_refuses_the_launch_unless_allow_partial(si
     assert (cluster.root / "server1" / "etc" / "rank_table.json").read_text() == OLD_TABLE
 
 
-@pytest.fixture
-def unreachable_inventory(tmp_path):
-    """The simulated cluster's inventory with server1 over SSH at 198.18.255.2, which this machine cannot route to.
-
-    The root route ``unreachable 198.18.0.0/15`` makes the connection fail at once (No route to host):
-    server1 is UNREACHABLE to Ansible, as a server whose network is down.
-    """
-    root = tmp_path / "unreachable"
-    (root / "group_vars").mkdir(parents=True)
-    shutil.copy(SIM_INVENTORY.parent / "group_vars" / "ascend.yml", root / "group_vars" / "ascend.yml")
-    text = SIM_INVENTORY.read_text()
-    old = "      ascend_server_id: 127.0.1.2\n"
-    assert old in text
-    down = old + "      ansible_connection: ssh\n      ansible_host: 198.18.255.2\n      ansible_ssh_common_args: -o ConnectTimeout=3\n"
-    (root / "hosts.yml").write_text(text.replace(old, down))
-    return root / "hosts.yml"
-
-
 @pytest.mark.parametrize("playbook", ["rank_table", "smoke", "train"])
 def test_an_unreachable_server_is_refused_naming_it(sim_cluster, unreachable_inventory, playbook):
     """Issue 13 item 1: rank_table and smoke refuse like train (the same task file), nothing changed or started."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from tests.helpers.ansible_cli import run_playbook
 
@@ -140,3 +141,18 @@ def test_a3_without_superpod_ids_fails_saying_what_to_set(sim_cluster):
     assert "needs ids that hccn_facts cannot read: set ascend_super_pod_id and ascend_super_device_ids" in result.stdout, result
     assert "for server0, server1" in result.stdout, result
     assert not (cluster.root / "rank_table.json").exists()
+
+
+def test_the_910a_refusal_names_a_variable_the_playbook_takes_and_following_it_works(sim_cluster):
+    """Issue 25 item 3: the hint was allow_partial_servers=true, which the playbooks refuse ("did you mean allow_partial?")."""
+    cluster = sim_cluster(chip="910A")
+    extra = {**cluster.inventory_vars, "npu_env": "127.0.1.1:4:0123,127.0.1.2:4:0123"}
+    refused = run_playbook("playbooks/rank_table.yml", SIM_INVENTORY, extra_vars=extra)
+    assert refused.rc != 0, refused
+    hint = re.search(r"use whole servers, or set (\w+)=true if your CANN allows 1/2/4 x N\. No rank table was written\.", refused.stdout)
+    assert hint, refused
+    assert not (cluster.root / "rank_table.json").exists()
+    followed = run_playbook("playbooks/rank_table.yml", SIM_INVENTORY, extra_vars={**extra, hint.group(1): True})
+    assert followed.rc == 0, followed
+    table = json.loads((cluster.root / "rank_table.json").read_text())
+    assert [[d["device_id"] for d in s["device"]] for s in table["server_list"]] == [["0", "1", "2", "3"]] * 2

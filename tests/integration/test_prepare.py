@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 import pytest
 
@@ -27,6 +28,14 @@ PLAN = {
 
 def state(cluster) -> dict:
     return {s.name: s.show() for s in cluster.servers}
+
+
+def assert_refused_unchanged(result, message: str, cluster, before) -> None:
+    """``result`` failed with ``message`` and left every server as ``before`` (``(snapshot, state)``) showed it."""
+    assert result.rc != 0, result
+    assert message in result.stdout, result
+    assert result.changed() == 0, result
+    assert (snapshot(cluster), state(cluster)) == before
 
 
 def test_a_fresh_cluster_is_prepared_in_one_run_and_the_second_changes_nothing(sim_cluster):
@@ -70,13 +79,13 @@ def test_each_stage_has_its_tag(sim_cluster):
     assert result.rc == 0, result
     assert "ascend.cluster.net_health : Show the cluster's parameter plane" in result.stdout
     tasks = [line for line in result.stdout.splitlines() if line.startswith("TASK [") and "Validating arguments" not in line]
-    for other in (
-        "ascend.cluster.device_ip :",
-        "ascend.cluster.firewall :",
-        "ascend.cluster.rank_table :",
-        "Read every NPU's network state (stage facts)",
-    ):
+    for other in ("ascend.cluster.device_ip :", "ascend.cluster.firewall :", "ascend.cluster.rank_table :"):
         assert not [t for t in tasks if other in t], tasks  # (argument checks run with every tag)
+    # the facts are read with every tag (an unreachable server is refused before any stage), and only once
+    read = "TASK [Read every NPU's network state (a server that cannot be reached or read is found here)] ***"
+    again = "TASK [ascend.cluster.net_health : Read every NPU's network state from the devices (with the TLS switch)] ***"
+    results = {task: sorted(result.stdout.partition(task)[2].split("\n\n")[0].split()) for task in (read, again)}
+    assert results == {read: ["[server0]", "[server1]", "ok:", "ok:"], again: ["[server0]", "[server1]", "skipping:", "skipping:"]}, result
 
 
 def test_a_duplicate_ip_in_the_plan_fails_before_any_device_changed(sim_cluster):
@@ -122,8 +131,11 @@ def test_the_stale_conf_hint_leads_to_a_fix_that_works(sim_cluster):
     assert again.rc == 0 and again.changed() == 0, again
 
 
-def explicit_inventory(tmp_path, server0_device0: dict) -> str:
-    """The simulated cluster's inventory with explicit ascend_device_ips per server (198.18.0.11-26/24, gateway .1)."""
+def explicit_inventory(tmp_path, server0_device0: dict, server1_more: Sequence[dict] = ()) -> str:
+    """The simulated cluster's inventory with explicit ascend_device_ips per server (198.18.0.11-26/24, gateway .1).
+
+    ``server0_device0`` changes server0's device 0; ``server1_more`` adds entries to server1's list.
+    """
     import shutil
 
     root = tmp_path / "explicit"
@@ -137,6 +149,8 @@ def explicit_inventory(tmp_path, server0_device0: dict) -> str:
         ]
         if index == 0:
             devices[0] = {**devices[0], **server0_device0}
+        else:
+            devices += list(server1_more)
         hosts[name] = {"ascend_server_id": f"127.0.1.{index + 1}", "ascend_device_ips": devices}
     (root / "hosts.yml").write_text(json.dumps({"ascend": {"hosts": hosts}}))
     return str(root / "hosts.yml")
@@ -168,10 +182,7 @@ def test_a_netdetect_the_plan_check_refuses_changes_nothing(sim_cluster, tmp_pat
     before = (snapshot(cluster), state(cluster))
     extra = {**cluster.inventory_vars, "ascend_firewall_mode": "none", "ascend_net_health_netdetect": health_mode}
     result = run_playbook(PREPARE, explicit_inventory(tmp_path, device0), extra_vars=extra)
-    assert result.rc != 0, result
-    assert "the device IP plan has 1 problem(s), nothing was changed: " + message in result.stdout, result
-    assert result.changed() == 0
-    assert (snapshot(cluster), state(cluster)) == before
+    assert_refused_unchanged(result, "the device IP plan has 1 problem(s), nothing was changed: " + message, cluster, before)
 
 
 def test_a_wrong_stage_input_fails_once_for_every_server_before_any_task(sim_cluster):
@@ -182,5 +193,37 @@ def test_a_wrong_stage_input_fails_once_for_every_server_before_any_task(sim_clu
     assert result.rc != 0, result
     assert "firewall: value of ascend_firewall_mode must be one of: disable, open_ports, none, got: off (server0, server1)" in result.stdout
     prepare_play = result.stdout.partition("PLAY [Prepare the NPU servers")[2]
-    assert "Read every NPU's network state (stage facts)" not in prepare_play and "Validating arguments" not in prepare_play, result
+    assert "Read every NPU's network state" not in prepare_play and "Validating arguments" not in prepare_play, result
     assert result.changed() == 0 and state(cluster) == before
+
+
+def test_a_plan_naming_a_device_one_server_lacks_changes_no_server(sim_cluster, tmp_path):
+    """Issue 25 item 2: server1 (8 devices) was refused "before any change" by its own hccn_config, after server0 changed."""
+    cluster = sim_cluster(preset_ips=False)
+    before = (snapshot(cluster), state(cluster))
+    device9 = {"device_id": 9, "address": "198.18.0.29", "netmask": "255.255.255.0", "gateway": "198.18.0.1"}
+    extra = {**cluster.inventory_vars, "ascend_firewall_mode": "none"}
+    result = run_playbook(PREPARE, explicit_inventory(tmp_path, {}, [device9]), extra_vars=extra)
+    message = (
+        "the device IP plan has 1 problem(s), nothing was changed: server1: the plan sets device 9, which server1 does not "
+        "have (its devices are 0-7, as hccn_facts read them); plan only the devices it has (its ascend_device_ips, or "
+        "ascend_device_ip_device_count)"
+    )
+    assert_refused_unchanged(result, message, cluster, before)
+
+
+def test_a_server_that_cannot_be_reached_is_refused_before_any_server_changes(sim_cluster, unreachable_inventory):
+    """Issue 25 item 1: prepare went on without server1 and changed server0 (its device IPs, netdetect targets, rank table).
+
+    The test bed shows the rest (allow_partial=true over real SSH: tests/testbed/test_prepare.py).
+    """
+    cluster = sim_cluster(preset_ips=False)
+    before = (snapshot(cluster), state(cluster))
+    result = run_playbook(PREPARE, unreachable_inventory, extra_vars={**cluster.inventory_vars, **PLAN})
+    assert "UNREACHABLE!" in result.stdout, result
+    message = (
+        "server(s) server1 could not be reached or read (the error is above), and the others would be prepared around them "
+        "(netdetect targets, rank table): bring them back, leave them out with --limit, or prepare the others with "
+        "-e allow_partial=true. Nothing was changed or started."
+    )
+    assert_refused_unchanged(result, message, cluster, before)

@@ -32,7 +32,12 @@ def write_bed(tmp_path, cluster, group_vars, host_vars=None):
     for server in cluster.servers:
         hosts[server.name] = dict(
             # the file this server's hccn_tool writes (hermetic: never this machine's /etc/hccn.conf)
-            {"ascend_device_ip_hccn_tool": str(server.bin_dir / "hccn_tool"), "ascend_device_ip_hccn_conf": str(server.hccn_conf)},
+            {
+                "ascend_device_ip_hccn_tool": str(server.bin_dir / "hccn_tool"),
+                "ascend_device_ip_hccn_conf": str(server.hccn_conf),
+                # the role reads each server's devices (npu-smi lists them) to check its plan against them
+                "ascend_npu_smi": str(server.bin_dir / "npu-smi"),
+            },
             **(host_vars or {}).get(server.name, {}),
         )
     inventory = {

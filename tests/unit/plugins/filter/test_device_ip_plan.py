@@ -76,7 +76,11 @@ BAD_BUILDS = [
     ((["s"], "smp", ["192.168.100.0"] + SEED_NETS[1:]), {}, "has no prefix length"),
     ((["s"], "smp", ["192.168.100.0/33"] + SEED_NETS[1:]), {}, "is not an IPv4 network"),
     ((["s", "t"], "smp", SEED_NETS), {"first_host": 250}, "host number 261 does not fit"),
-    ((["s"], "amp", ["198.18.0.0/24"]), {"netdetect": "gateway"}, "netdetect=gateway needs gateway_host"),
+    (
+        (["s"], "amp", ["198.18.0.0/24"]),
+        {"netdetect": "gateway"},
+        "netdetect=gateway (role: ascend_device_ip_netdetect=gateway) needs gateway_host",
+    ),
     ((["s"], "amp", ["198.18.0.0/24"]), {"netdetect": "peer"}, "needs at least two servers"),
     ((["s"], "amp", ["198.18.0.0/24"]), {"gateway_host": 300}, "gateway_host 300 is not a host of 198.18.0.0/24"),
     ((["s"], "amp", ["198.18.0.0/24"]), {"gateway_host": 101}, "gateway 198.18.0.101 is the address of s device 1"),

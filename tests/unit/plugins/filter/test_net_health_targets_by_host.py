@@ -92,3 +92,18 @@ def test_changes_only_leaves_out_the_targets_the_facts_already_show():
     }
     # without it every device with a target is listed (hccn_config then compares with the devices)
     assert [len(v) for v in net_health_targets_by_host(servers, "peer").values()] == [2, 2]
+
+
+def test_a_server_left_out_of_the_run_keeps_its_place_in_the_ring():
+    """Issue 25 item 1: h2 could not be reached (allow_partial=true); h1 kept probing h2 instead of being pointed at h3."""
+    servers = [host("h1", [dev(0, 1, netdetect="198.19.0.20")]), host("h3", [dev(0, 3, netdetect="198.19.0.20")])]
+    ring = ["h1", "h2", "h3"]
+    assert targets(net_health_targets_by_host(servers, "peer", ring=ring)) == {"h1": [], "h3": [(0, "198.19.0.10")]}
+    assert targets(net_health_targets_by_host(servers, "peer", changes_only=True, ring=ring)) == {"h1": [], "h3": [(0, "198.19.0.10")]}
+    # without the ring the ring closes around h2: what prepare did before
+    assert targets(net_health_targets_by_host(servers, "peer")) == {"h1": [(0, "198.19.0.30")], "h3": [(0, "198.19.0.10")]}
+    # gateway probing does not depend on the other servers; one server left with a peer left out: nothing to set
+    assert targets(net_health_targets_by_host(servers, "gateway", ring=ring)) == {"h1": [(0, "198.19.0.254")], "h3": [(0, "198.19.0.254")]}
+    assert targets(net_health_targets_by_host(servers[:1], "peer", ring=["h1", "h2"])) == {"h1": []}
+    with pytest.raises(AnsibleFilterError, match="ring must list every server of the input; it lacks h3"):
+        net_health_targets_by_host(servers, "peer", ring=["h1", "h2"])

@@ -92,3 +92,28 @@ def test_a_planned_netdetect_the_health_stage_would_replace_is_refused():
     assert _ip_plan.validate_plan(plan)["s0"][0]["netdetect"] == "198.18.0.99"
     with pytest.raises(ClusterSpecError, match="replaced_netdetect 'keep' is unknown"):
         _ip_plan.validate_plan(plan, replaced_netdetect="keep")
+
+
+def hostvars_of(host, devices):
+    return {"inventory_hostname": host, "ansible_facts": {"ascend_npu": {"devices": [{"device_id": d} for d in devices]}}}
+
+
+def test_a_device_a_server_does_not_have_is_a_problem_of_the_whole_plan():
+    """Issue 25 item 2: s1 has devices 0-7 and its plan names device 9; refused for the cluster, not by s1 alone after s0 changed."""
+    plan = {"s0": [dev(0, "198.18.0.10")], "s1": [dev(0, "198.18.0.20"), dev(9, "198.18.0.29"), dev(12, "198.18.0.32")]}
+    facts = [hostvars_of("s0", range(8)), hostvars_of("s1", range(8)), {"inventory_hostname": "s2"}]  # s2: not read (left out)
+    assert problems_of(plan, facts=facts) == (
+        "the device IP plan has 1 problem(s), nothing was changed: s1: the plan sets devices 9, 12, which s1 does not have "
+        "(its devices are 0-7, as hccn_facts read them); plan only the devices it has (its ascend_device_ips, or "
+        "ascend_device_ip_device_count)"
+    )
+    # the same facts as host -> ascend_npu; a server whose facts are not known is not checked so
+    assert "s1: the plan sets devices 9, 12" in problems_of(plan, facts={"s1": {"devices": [{"device_id": d} for d in (0, 1, 2, 3, 6)]}})
+    assert "its devices are 0-3, 6," in problems_of(plan, facts={"s1": {"devices": [{"device_id": d} for d in (0, 1, 2, 3, 6)]}})
+    assert _ip_plan.validate_plan(plan, facts=[hostvars_of("s0", range(8))])["s1"][1]["device_id"] == 9
+    assert _ip_plan.validate_plan(plan)["s1"][2]["device_id"] == 12  # no facts given: not checked
+
+
+def test_facts_that_are_not_hosts_variables_are_refused():
+    with pytest.raises(ClusterSpecError, match="facts: 'h1' is not a host's variables"):
+        _ip_plan.validate_plan({"s0": [dev(0, "198.18.0.10")]}, facts=["h1"])

@@ -184,3 +184,19 @@ def test_bad_input_is_refused_naming_it(hosts, hostvars, message):
 def test_aoe_refusal_bad_environment_is_refused():
     with pytest.raises(Exception, match="must be a list of inventory host names"):
         aoe_refusal({"h1": 1}, {"h1": host()})
+
+
+def test_a_chip_in_warning_or_unknown_is_a_warning_naming_its_server():
+    """Issue 25 item 4: the pre-flight's module warned "device 1 (910B3): ..." on a line of its own, naming no server."""
+    hostvars = {
+        "h1": host(_ascend_preflight={"chip_health": {"0": "OK", "1": "Warning"}}, ansible_facts={"ascend_npu": {"chip_name": "910B3"}}),
+        "h2": host(_ascend_preflight={"chip_health": {"10": "UNKNOWN", "2": "Warning"}}),
+    }
+    assert preflight_verdict(["h1", "h2"], hostvars)["warnings"] == [
+        "h1: device 1 (910B3): npu-smi info shows Health Warning; the launch goes on, but check the chip",
+        "h2: device 2 (NPU): npu-smi info shows Health Warning; the launch goes on, but check the chip",
+        "h2: device 10 (NPU): npu-smi info shows Health UNKNOWN; the launch goes on, but check the chip",
+    ]
+    # a refused launch does not go on: nothing to warn of
+    hostvars["h2"]["_ascend_preflight"]["failed"] = True
+    assert preflight_verdict(["h1", "h2"], hostvars)["warnings"] == []

@@ -127,3 +127,31 @@ def test_filter_is_registered_under_its_name():
 def test_filter_refuses_an_unknown_option_naming_itself():
     with pytest.raises(AnsibleFilterError, match=r"^rank_plan: .*unexpected keyword argument 'colour'"):
         rank_plan(TWO, colour="blue")
+
+
+@pytest.mark.parametrize(
+    "options, refusal",
+    [
+        (
+            {"npu_env": "10.0.0.1:4:0123,10.0.0.2:4:0123"},
+            "server 10.0.0.1: 910A clusters use all 8 devices of every server (8 x N), got 4 {0, 1, 2, 3}; use whole servers, "
+            "or set ascend_rank_table_allow_partial_910a=true if your CANN allows 1/2/4 x N. No rank table was written.",
+        ),
+        (
+            {"np": 3},
+            "np=3 is not possible with the available 910A devices (per server: 10.0.0.1: 8, 10.0.0.2: 8): possible np values "
+            "are 1, 2, 4, 8, 16; 910A clusters need 8 devices per server unless ascend_rank_table_allow_partial_910a=true. "
+            "No rank table was written.",
+        ),
+    ],
+    ids=["ring rule", "np"],
+)
+def test_a_910a_refusal_names_the_roles_variable_not_the_filters_option(options, refusal):
+    """Issue 25 item 3: the hint named allow_partial_servers=true, which every playbook refuses ("did you mean allow_partial?")."""
+    hosts = [host("h1", 1, chip="910A"), host("h2", 2, chip="910A")]
+    with pytest.raises(ClusterSpecError) as info:
+        _rank_plan.rank_plan(hosts, **options)
+    assert str(info.value) == refusal
+    # the switch it names lifts the ring rule
+    plan = _rank_plan.rank_plan(hosts, allow_partial_servers=True, npu_env="10.0.0.1:4:0123,10.0.0.2:4:0123")
+    assert plan["layout"]["rank_size"] == 8
