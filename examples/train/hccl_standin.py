@@ -3,7 +3,7 @@
 Run one process per device, as HCCL's users do (the launcher sets the environment):
 
     RANK_TABLE_FILE=/etc/ascend/rank_table.json RANK_ID=3 DEVICE_ID=3 \\
-        python3 hccl_standin.py [--size-mb 4] [--iters 1] [--chip auto]
+        python3 hccl_standin.py [--size-mb 4] [--iters 1] [--chip auto] [--step-log] [--hang-rank R --hang-step K]
 
 What it does, in HCCL's order (docs/hccl-standin.md has the details and the sources of every text):
 
@@ -723,12 +723,23 @@ def process_name() -> str:
         return os.path.basename(sys.executable)
 
 
+def hang() -> None:
+    """Stop here for good, holding the links open: the peers block in their next receive (``--hang-rank``)."""
+    while True:
+        time.sleep(3600)
+
+
 def parse_args(argv: list) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--size-mb", type=float, default=4.0, help="MiB each rank all-reduces (default 4)")
     parser.add_argument("--iters", type=int, default=1, help="all-reduces to run (default 1)")
     parser.add_argument("--chip", default="auto", help="910A, 910B, A3, A5, or auto (npu-smi info; unknown skips the version check)")
     parser.add_argument("--seed", type=int, default=2024, help=argparse.SUPPRESS)
+    parser.add_argument("--step-log", action="store_true", help="print one line per all-reduce done, as a training prints its steps")
+    # stand-in fault: a rank that stops inside a collective and never comes back (a driver hang, a peer stuck), so that
+    # every rank waits on it and prints nothing until HCCL_EXEC_TIMEOUT - what the launch's stall detection is for
+    parser.add_argument("--hang-rank", type=int, default=None, help="this rank stops inside the all-reduce of --hang-step")
+    parser.add_argument("--hang-step", type=int, default=1, help="the all-reduce (1-based) in which --hang-rank stops")
     return parser.parse_args(argv)
 
 
@@ -770,9 +781,14 @@ def run(args: argparse.Namespace, env: dict) -> int:
     transport = Transport(links, exec_timeout)
     expected = expected_result(len(ranks), size, args.seed)
     began = time.monotonic()
-    for _iteration in range(args.iters):
+    for iteration in range(1, args.iters + 1):
+        if args.hang_rank == rank_id and iteration >= args.hang_step:
+            hang()
+        step_began = time.monotonic()
         buf = bytearray(rank_data(rank_id, size, args.seed))
         allreduce(plan, rank_id, buf, transport.exchange)
+        if args.step_log:
+            print("hccl_standin: step %d all-reduce done in %.3fs" % (iteration, time.monotonic() - step_began), flush=True)
         if bytes(buf) != expected:
             raise HcclError(
                 "",

@@ -46,7 +46,7 @@ def unpack_logs(archive: str, dest: str) -> list:
 def collect(action: ActionBase, args: dict, task_vars: dict) -> dict:
     """Run the module on ``action``'s server with ``args`` (``dest``: where the logs go), copy and unpack the logs' archive.
 
-    Also used by ``training_watch``, which collects its server's results in the task that watched it.
+    The launch role runs it once per server after the job's watch (roles/launch_training/tasks/watch.yml).
     """
     args = dict(args)
     dest = args.pop("dest", None)

@@ -298,7 +298,10 @@ class ActionModule(ActionBase):
             time.sleep(opts["poll_interval"])
         found = watch.verdict(job_id, view) if view is not None and watch.ended(view) else None
         if found is None:
-            msg = f"{why}: job {job_id}: the stop was sent to its group, which did not confirm every rank ended within the wait; check with ascend.cluster.status"
+            msg = (
+                f"{why}: job {job_id}: the stop was sent to its group, which did not confirm every rank ended within the wait; "
+                "check with ascend.cluster.status"
+            )
             stopped: list = []
         else:
             stopped = [r["rank_id"] for r in found["ranks"] if r.get("state") == "stopped"]

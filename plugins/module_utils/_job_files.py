@@ -16,8 +16,8 @@ Layout on each server (see docs/launch.md):
   end ``stopped_by``: the abort reason that existed when the rank ended, None if none did);
 - ``<lock_dir>/device_<id>.lock``    per-device ``flock``, held by the rank for its lifetime.
 
-The controller's watcher reads the same files with one shell command (:func:`probe_command`,
-:func:`parse_probe`), so everything that knows how they look is here.
+The controller opens a gate and records a stop with one shell command each (:func:`gate_command`,
+:func:`abort_command`), so everything that knows how the files look is here.
 
 Runs on target hosts: Python 3.8+, stdlib only.
 """
@@ -62,10 +62,6 @@ FINAL_PHASES = (EXITED, REFUSED, ABORTED, GATE_TIMEOUT)
 JSON_SEPARATORS = (", ", ": ")
 
 _FAILED_LINE = re.compile(r"^rank (\d+) failed \(rc=(-?\d+)\)(?:: (.*))?$")
-_PROBE_ABORT = "ABORT "
-_PROBE_FINAL = "FINAL "
-_PROBE_GONE = "GONE"
-_PROBE_END = "ascend-probe-ok"
 _GATE_END = "ascend-gate-ok"
 _ABORT_END = "ascend-abort-ok"
 
@@ -202,45 +198,6 @@ def read_abort(job_dir_path: str) -> str | None:
             return handle.readline().strip()
     except OSError:
         return None
-
-
-def probe_command(job_dir_path: str, rank_dirs: list, runners: list | None = None) -> str:
-    """One POSIX shell command that reads the job's first abort reason and counts ranks in a final phase.
-
-    ``runners``: ``(rank_id, runner_pid, rank_dir)`` of the ranks last seen staged or running; the
-    command also lists those whose runner is gone (or a zombie) while their state file is still in no final phase
-    (a runner killed with SIGKILL never records its exit). It looks at ``/proc/<pid>`` first: a
-    runner writes its final phase before it exits, so a runner gone and a phase not final is a lost
-    rank, never one that just finished.
-
-    Paths are the server's (POSIX). The output is for :func:`parse_probe`.
-    """
-    abort = quote(posixpath.join(job_dir_path, ABORT_FILE))
-    command = "if test -e %s; then printf '%s%%s\\n' \"$(head -n 1 %s)\"; fi" % (abort, _PROBE_ABORT, abort)
-    patterns = " ".join("-e %s" % quote(phase_text(p)) for p in FINAL_PHASES)
-    if rank_dirs:
-        states = " ".join(quote(posixpath.join(d, STATE_FILE)) for d in rank_dirs)
-        command += "; echo %s$(grep -lF %s %s 2>/dev/null | wc -l)" % (_PROBE_FINAL, patterns, states)
-    if runners:
-        command += "; printf %s" % _PROBE_GONE
-        for rank_id, pid, directory in runners:
-            state = quote(posixpath.join(directory, STATE_FILE))
-            alive = "{ test -d /proc/%d && ! grep -qs '^State:.Z' /proc/%d/status; }" % (int(pid), int(pid))  # a zombie is gone
-            command += "; %s || grep -qF %s %s 2>/dev/null || printf ' %d'" % (alive, patterns, state, int(rank_id))
-        command += "; echo"
-    return command + "; echo %s" % _PROBE_END
-
-
-def parse_probe(stdout: str) -> dict | None:
-    """``{"abort": first abort reason or None, "final": ranks in a final phase, "gone": ranks whose runner is gone}``;
-    None if the probe did not run through."""
-    lines = stdout.splitlines()
-    if _PROBE_END not in (line.strip() for line in lines):
-        return None
-    abort = next((line[len(_PROBE_ABORT) :].strip() for line in lines if line.startswith(_PROBE_ABORT)), None)
-    final = next((line[len(_PROBE_FINAL) :].strip() for line in lines if line.startswith(_PROBE_FINAL)), "0")
-    gone = next((line.split()[1:] for line in lines if line.split()[:1] == [_PROBE_GONE]), [])
-    return {"abort": abort, "final": int(final) if final.isdigit() else 0, "gone": [int(r) for r in gone if r.isdigit()]}
 
 
 def gate_text(start_at: float) -> str:

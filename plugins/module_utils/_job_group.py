@@ -115,7 +115,7 @@ def gate_request_command(job_dir: str, margin: float, join_wait: float, wait: fl
         "test -f %s || { echo %s; exit 3; }; "
         % (quote(posixpath.join(job_dir, files.JOB_FILE)), quote("no job recorded in %s on this host" % job_dir))
         + "printf '%%s' %s > %s.tmp && mv -f %s.tmp %s || exit 4; " % (quote(text), quote(request), quote(request), quote(request))
-        + "i=0; while [ $i -lt %d ] && ! grep -qE %s %s 2>/dev/null; do sleep %s; i=$((i+1)); done; "
+        + "N=0; while [ $N -lt %d ] && ! grep -qE %s %s 2>/dev/null; do sleep %s; N=$((N+1)); done; "
         % (rounds, quote(answered), quote(group_file), GATE_WAIT_S)
         + read_command(job_dir)
     )
@@ -642,6 +642,7 @@ class Coordinator:
             "gate_at": self.gate_at,
             "cause": self.cause,
             "stop_reason": self.stop_reason,
+            "stopped_at": self.stopped_at or None,
             "counts": counts,
             "rank0_line": self.rank0_line,
             "refused_connections": self.refused,
@@ -699,8 +700,8 @@ class Member:
 
     ``cfg``: ``job_id``, ``secret``, ``address``, ``port`` (the coordinator's), ``host``, ``server`` (this server's
     inventory name and address), ``lost_after``, ``join_timeout``, ``clock_offset``. ``job_dir``: the job's directory
-    here; ``ranks``: this server's ranks (``rank_id``, ``device_id``). ``on_gate(start_at)`` opens the gate here (``start_at`` in this server's clock), ``on_stop(reason)`` stops
-    the local ranks.
+    here; ``ranks``: this server's ranks (``rank_id``, ``device_id``). ``on_gate(start_at)`` opens the gate here
+    (``start_at`` in this server's clock), ``on_stop(reason)`` stops the local ranks.
     """
 
     def __init__(self, cfg: dict, job_dir: str, ranks: list, on_gate, on_stop, clock=time.time) -> None:

@@ -269,6 +269,21 @@ staged:
   description: V(stage) - as RV(ascend.cluster.training_ranks#module:staged).
   returned: with stage and O(ascend.cluster.training_ranks#module:stage_timeout)
   type: dict
+start_at:
+  description:
+    - V(gate) - the common start time; with O(margin) the one the job's coordinator picked once every server had joined,
+      in the controller's clock (each server's gate is that plus its own clock offset).
+  returned: with gate
+  type: float
+group:
+  description: V(gate) with O(margin) - the job's group as its coordinator saw it then (the view in C(group.json)).
+  returned: with gate and margin
+  type: dict
+missing:
+  description: V(gate) with O(margin) - the servers that had not joined the job's group when the gate could not open.
+  returned: with gate and margin, when the gate could not open
+  type: list
+  elements: str
 runner:
   description: V(results) - as RV(ascend.cluster.training_results#module:runner).
   returned: with results

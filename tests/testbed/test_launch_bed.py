@@ -495,3 +495,33 @@ def test_smoke_collective_reports_each_link_and_refuses_one_below_the_floor(laun
     ), rows[3]
     assert "collective h2 device 3 rank 11: link 198.19.3.2 -> rank 12 198.19.4.2 (server ring)" in res.stdout, str(res)
     assert not _standin_processes(root / "runs")
+
+
+def test_a_rank_hung_inside_a_collective_fails_the_job_as_a_stall_and_nothing_is_left(launch_bed):
+    """Issue 24 item 4 over real SSH: the HCCL stand-in's rank 5 (h2) stops inside its third all-reduce and never comes
+    back, as a rank stuck on a driver hang does. Every rank then waits on it and prints nothing - until HCCL's own
+    HCCL_EXEC_TIMEOUT (1836 s) without the launch's stall detection. With -e stall_timeout_s=4 the job fails within
+    seconds naming a stalled rank (its server, device, silence and last line), and every rank of both servers ends. (Every
+    rank waits on rank 5, so every rank goes silent within milliseconds of the others: the rank named is the one whose
+    runner noticed first, as on hardware; its stacks, with py-spy on the server, show where each waits.)"""
+    standin = {
+        "np": 8,  # 4 + 4: a hierarchical ring across the servers, every rank waiting on rank 5 once it hangs
+        "train_command": f"python3 {HCCL_STAND_IN} --size-mb 0.25 --iters 100000 --step-log --hang-rank 5 --hang-step 3",
+        "ascend_hccl_connect_timeout": 20,
+        "ascend_train_env": {"HCCL_STANDIN_ALLOW_SHORT_TIMEOUT": "1"},
+        "stall_timeout_s": 4,
+    }
+    res = run_playbook(TRAIN, launch_bed[0].inventory, extra_vars=bed_vars(launch_bed, "hccl-hang", **standin))
+    assert res.rc != 0, str(res)
+    stalled = re.search(
+        r"rank (\d) \(server 198\.18\.\d+\.1[12], device \d\) failed first: stalled: no progress for [45] s; "
+        r'last line: \\?"hccl_standin: (step 2 all-reduce done in [0-9.]+s|\d+ links up in [0-9.]+s \(HCCL_CONNECT_TIMEOUT 20s\))\\?"; '
+        r"every rank was stopped",
+        res.stdout,
+    )
+    assert stalled, str(res)
+    ranks = states(launch_bed, "hccl-hang")
+    assert sorted(ranks) == list(range(8)) and ranks[int(stalled.group(1))]["stalled"]["silent_s"] >= 4, ranks
+    assert all(s["phase"] == "exited" and not alive(s["pid"]) and not group_alive(s["pid"]) for s in ranks.values()), ranks
+    # noticed about stall_timeout_s after the hang, not after HCCL_EXEC_TIMEOUT: every rank ended within 15 s of its start
+    assert max(s["ended"] for s in ranks.values()) - min(s["started"] for s in ranks.values()) < 20, ranks

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import time
 from typing import Any
 
@@ -85,57 +84,6 @@ def test_a_stop_that_loses_the_race_appends(tmp_path, monkeypatch):
     files.record_abort(str(tmp_path), "stop requested")
     assert (tmp_path / files.ABORT_FILE).read_text() == "another server failed\nstop requested\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == [files.ABORT_FILE]
-
-
-def run_probe(job_dir, rank_dirs):
-    command = files.probe_command(str(job_dir), [str(d) for d in rank_dirs])
-    return files.parse_probe(subprocess.run(["sh", "-c", command], capture_output=True, text=True, check=True).stdout)
-
-
-def test_probe_reads_the_abort_reason_and_counts_ranks_in_a_final_phase(tmp_path):
-    job_dir, rank_dirs = tmp_path / "job", [tmp_path / f"device_{r}" for r in range(6)]
-    job_dir.mkdir()
-    for rank_dir, phase in zip(rank_dirs, files.PHASES):  # staging, staged, running, exited, refused, aborted
-        rank_dir.mkdir()
-        files.write_json(str(rank_dir / files.STATE_FILE), {"phase": phase, "error": '"phase": "exited"'})
-    missing = tmp_path / "device_9"
-    assert run_probe(job_dir, rank_dirs + [missing]) == {"abort": None, "final": 3, "gone": []}
-    files.record_abort(str(job_dir), "it's stopped: $(touch pwned) `x`")
-    assert run_probe(job_dir, rank_dirs) == {"abort": "it's stopped: $(touch pwned) `x`", "final": 3, "gone": []}
-    assert not os.path.exists("pwned")
-    assert run_probe(job_dir, []) == {"abort": "it's stopped: $(touch pwned) `x`", "final": 0, "gone": []}
-
-
-def test_probe_lists_ranks_whose_runner_is_gone_before_a_final_phase(tmp_path):
-    job_dir = tmp_path / "job"
-    job_dir.mkdir()
-    phases = {8: "running", 9: "staged", 10: "exited", 11: "running", 12: "running"}
-    for rank, phase in phases.items():
-        (tmp_path / f"device_{rank}").mkdir()
-        files.write_json(str(tmp_path / f"device_{rank}" / files.STATE_FILE), {"phase": phase})
-    zombie = subprocess.Popen(["true"])  # exited, not reaped yet: gone, though /proc still lists it
-    wait_zombie = time.time() + 10
-    while "Z" not in open(f"/proc/{zombie.pid}/stat").read().split(")")[-1].split()[0] and time.time() < wait_zombie:
-        time.sleep(0.01)
-    try:
-        runners = [
-            (8, GONE, str(tmp_path / "device_8")),  # killed -9 while running: lost
-            (9, GONE, str(tmp_path / "device_9")),  # killed at the gate: lost
-            (10, GONE, str(tmp_path / "device_10")),  # finished and recorded its exit: not lost
-            (11, os.getpid(), str(tmp_path / "device_11")),  # alive
-            (12, zombie.pid, str(tmp_path / "device_12")),  # a zombie runner is a dead one
-        ]
-        command = files.probe_command(str(job_dir), [d for _r, _p, d in runners], runners)
-        found = files.parse_probe(subprocess.run(["sh", "-c", command], capture_output=True, text=True, check=True).stdout)
-    finally:
-        zombie.wait()
-    assert found == {"abort": None, "final": 1, "gone": [8, 9, 12]}
-    assert run_probe(job_dir, [])["gone"] == []  # no runners to look at
-
-
-@pytest.mark.parametrize("stdout", ["", "FINAL 3\n", "ABORT x\n"])
-def test_a_probe_that_did_not_run_through_is_none(stdout):
-    assert files.parse_probe(stdout) is None
 
 
 STOP = "stopped by ascend.cluster.stop"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import types
 
@@ -9,6 +10,7 @@ import pytest
 from ansible.errors import AnsibleConnectionFailure
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
 from ansible_collections.ascend.cluster.plugins.plugin_utils import _shell_session as shell_session
 
 
@@ -37,15 +39,13 @@ def test_a_command_that_exits_or_fails_does_not_end_the_session(session):
     assert session.run("echo still") == "still\n"
 
 
-def test_the_probe_command_answers_through_the_session_as_through_ssh(session, tmp_path):
+def test_the_watchs_read_answers_through_the_session_as_through_ssh(session, tmp_path):
     job_dir = tmp_path / "jobs" / "j"
-    rank_dir = tmp_path / "run" / "device_0"
-    rank_dir.mkdir(parents=True)
     job_dir.mkdir(parents=True)
-    (rank_dir / files.STATE_FILE).write_text('{"phase": "exited", "rc": 0}')
-    (job_dir / files.ABORT_FILE).write_text("rank 3 exit 1\n")
-    probe = files.parse_probe(session.run(files.probe_command(str(job_dir), [str(rank_dir)], [])))
-    assert probe is not None and probe["final"] == 1 and probe["abort"], probe
+    (job_dir / files.JOB_FILE).write_text("{}")
+    files.write_json(str(job_dir / group.GROUP_FILE), {"status": group.RUNNING, "counts": {"running": 8}})
+    ran, text = group.parse_read(session.run(group.read_command(str(job_dir))))
+    assert ran and json.loads(text)["counts"] == {"running": 8}
 
 
 def test_a_shell_that_has_gone_raises_a_connection_failure_and_close_is_quiet(session):

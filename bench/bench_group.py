@@ -1,0 +1,161 @@
+"""The job's group at more servers than forks, on the simulated local cluster (issue 24's figures).
+
+Each figure is printed as one JSON line ``{"figure", "value", "unit", ...}``; every time is read from what the ranks
+themselves wrote (their ``state.json``: ``ended``), so nothing the controller believes is taken as fact.
+
+- ``failfast_s_<servers>x<devices>_forks<F>``: the last rank exits 1 at step ``--fail-step``; from its recorded end to
+  the last other rank's recorded end, ``train.yml`` watched with ``forks=F``.
+- ``failfast_s_detached_<servers>x<devices>``: the same with ``-e wait=false`` (no controller once the gate opened).
+- ``stall_detect_s``: rank 0 stops printing (``STALL_RANK``) with ``-e stall_timeout_s=<--stall-timeout>``; from its
+  last line (its start + (STALL_STEP - 1) x STEP_S) to the last rank's end.
+- ``watch_controller_cpu_per_s_<servers>x<devices>``: the controller's CPU (``ansible-playbook`` and every process it
+  waited for) per second of a watched job: a short and a long job (``--short``, ``--long`` s), in turn; the difference
+  of their CPU over the difference of their jobs' wall time (first rank start to last rank end). On the simulated
+  cluster the modules run on the controller and count; the ranks and their supervisors are daemons and do not.
+
+    .venv/bin/python bench/bench_group.py [--servers 8] [--devices 2] [--forks 5] [--figures failfast,detached,stall,watch]
+        [--watch-sizes 2,8,32] [--repeat 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench._cpu import children_cpu  # noqa: E402
+from tests.helpers.ansible_cli import run_playbook  # noqa: E402
+
+TRAIN = REPO / "playbooks" / "train.yml"
+STOP = REPO / "playbooks" / "stop.yml"
+STAND_IN = REPO / "examples" / "train" / "train_1p.sh"
+SIM = REPO / "simulator" / "bin" / "ascend-sim"
+GROUP_VARS = REPO / "examples" / "sim" / "group_vars" / "ascend.yml"
+STEP_S = 0.2
+
+
+def emit(figure: str, value: float, unit: str = "s", **more: object) -> None:
+    print(json.dumps(dict(figure=figure, value=round(value, 3), unit=unit, where="sim", **more)), flush=True)
+
+
+class Cluster:
+    """A simulated cluster of ``servers`` x ``devices`` under ``root``, with an inventory of its own."""
+
+    def __init__(self, root: Path, servers: int, devices: int) -> None:
+        self.root, self.servers, self.devices = root, servers, devices
+        args = ["cluster", "--root", str(root), "--servers", str(servers), "--devices", str(devices), "--preset-ips", "--settle", "0"]
+        subprocess.run([sys.executable, str(SIM), "-q", *args, "--force"], check=True, capture_output=True)
+        self.inventory = root / "inventory" / "hosts.yml"
+        (self.inventory.parent / "group_vars").mkdir(parents=True, exist_ok=True)
+        (self.inventory.parent / "group_vars" / "ascend.yml").write_text(GROUP_VARS.read_text())
+        hosts = {f"server{i}": {"ascend_server_id": f"127.0.1.{i + 1}"} for i in range(servers)}
+        self.inventory.write_text(json.dumps({"ascend": {"vars": {"ascend_sim_root": str(root)}, "hosts": hosts}}))
+
+    @property
+    def ranks(self) -> int:
+        return self.servers * self.devices
+
+    def train(self, job_id: str, env: dict, forks: int = 5, **extra: object) -> tuple[object, dict, float, float]:
+        """``(result, states by rank, wall s, controller CPU s)`` of one train.yml."""
+        extra_vars = {
+            "ascend_sim_root": str(self.root),
+            "np": self.ranks,
+            "ascend_job_id": job_id,
+            "train_command": f"bash {STAND_IN}",
+            "ascend_train_env": env,
+            "ascend_launch_progress_interval_s": 5,
+            **extra,
+        }
+        wall, cpu = time.monotonic(), children_cpu()
+        res = run_playbook(TRAIN, self.inventory, extra_vars=extra_vars, env={"ANSIBLE_FORKS": str(forks)}, timeout=1800)
+        return res, self.states(job_id), time.monotonic() - wall, children_cpu() - cpu
+
+    def states(self, job_id: str) -> dict:
+        found = {}
+        for path in (self.root / "runs" / job_id).glob("device_*/state.json"):
+            state = json.loads(path.read_text())
+            found[state["rank_id"]] = state
+        return found
+
+    def wait_ended(self, job_id: str, timeout: float) -> dict:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            states = self.states(job_id)
+            if len(states) == self.ranks and all(s.get("phase") == "exited" for s in states.values()):
+                return states
+            time.sleep(0.5)
+        raise SystemExit(f"{job_id}: not every rank ended within {timeout} s")
+
+
+def failfast(states: dict, failing: int) -> float:
+    if states[failing].get("rc") != 1:
+        raise SystemExit(f"rank {failing} did not fail as asked: {states[failing]}")
+    return max(s["ended"] for s in states.values()) - states[failing]["ended"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--servers", type=int, default=8)
+    parser.add_argument("--devices", type=int, default=2)
+    parser.add_argument("--forks", type=int, default=5)
+    parser.add_argument("--fail-step", type=int, default=10)
+    parser.add_argument("--stall-timeout", type=float, default=20.0)
+    parser.add_argument("--figures", default="failfast,detached,stall,watch")
+    parser.add_argument("--watch-sizes", default="2,8")
+    parser.add_argument("--short", type=float, default=3.0)
+    parser.add_argument("--long", type=float, default=18.0)
+    parser.add_argument("--repeat", type=int, default=1)
+    args = parser.parse_args()
+    figures = set(args.figures.split(","))
+    with tempfile.TemporaryDirectory(prefix="bench-group-") as tmp:
+        cluster = Cluster(Path(tmp) / "c", args.servers, args.devices)
+        shape = f"{args.servers}x{args.devices}"
+        last = cluster.ranks - 1
+        crash = {"STEPS": "400", "STEP_S": str(STEP_S), "FAIL_RANK": str(last), "FAIL_STEP": str(args.fail_step)}
+        for run in range(args.repeat):
+            if "failfast" in figures:
+                _res, states, wall, cpu = cluster.train(f"ff{run}", crash, forks=args.forks)
+                emit(f"failfast_s_{shape}_forks{args.forks}", failfast(states, last), play_wall_s=round(wall, 1), play_cpu_s=round(cpu, 1))
+            if "detached" in figures:
+                _res, _states, _wall, _cpu = cluster.train(f"dt{run}", crash, forks=args.forks, wait=False)
+                states = cluster.wait_ended(f"dt{run}", 120)
+                emit(f"failfast_s_detached_{shape}", failfast(states, last))
+            if "stall" in figures:
+                stall_step = 5
+                env = {"STEPS": "2000", "STEP_S": str(STEP_S), "STALL_RANK": "0", "STALL_STEP": str(stall_step)}
+                _res, states, _wall, _cpu = cluster.train(f"st{run}", env, forks=args.forks, stall_timeout_s=args.stall_timeout)
+                silent_from = states[0]["started"] + (stall_step - 1) * STEP_S
+                emit("stall_detect_s", max(s["ended"] for s in states.values()) - silent_from, stall_timeout_s=args.stall_timeout)
+        if "watch" in figures:
+            for size in (int(n) for n in args.watch_sizes.split(",")):
+                sized = Cluster(Path(tmp) / f"w{size}", size, args.devices)
+                rounds = []
+                for run in range(args.repeat):
+                    measured = {}
+                    for name, seconds in (("short", args.short), ("long", args.long)):
+                        steps = max(1, int(seconds / STEP_S))
+                        _res, states, _wall, cpu = sized.train(
+                            f"w{name}{run}", {"STEPS": str(steps), "STEP_S": str(STEP_S)}, forks=args.forks
+                        )
+                        job_s = max(s["ended"] for s in states.values()) - min(s["started"] for s in states.values())
+                        measured[name] = (cpu, job_s)
+                    (cpu_s, job_s), (cpu_l, job_l) = measured["short"], measured["long"]
+                    rounds.append((cpu_l - cpu_s) / (job_l - job_s))
+                    print(
+                        json.dumps({"figure": "watch_round", "servers": size, "short": measured["short"], "long": measured["long"]}),
+                        flush=True,
+                    )
+                emit(f"watch_controller_cpu_per_s_{size}x{args.devices}", statistics.median(rounds), unit="CPU-s/s", forks=args.forks)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
