@@ -8,10 +8,10 @@ themselves wrote (their ``state.json``: ``ended``), so nothing the controller be
 - ``failfast_s_detached_<servers>x<devices>``: the same with ``-e wait=false`` (no controller once the gate opened).
 - ``stall_detect_s``: rank 0 stops printing (``STALL_RANK``) with ``-e stall_timeout_s=<--stall-timeout>``; from its
   last line (its start + (STALL_STEP - 1) x STEP_S) to the last rank's end.
-- ``watch_controller_cpu_per_s_<servers>x<devices>``: the controller's CPU (``ansible-playbook`` and every process it
-  waited for) per second of a watched job: a short and a long job (``--short``, ``--long`` s), in turn; the difference
-  of their CPU over the difference of their jobs' wall time (first rank start to last rank end). On the simulated
-  cluster the modules run on the controller and count; the ranks and their supervisors are daemons and do not.
+- ``watch_controller_cpu_per_s_<servers>x<devices>``: the controller's CPU per second while it watches a running job:
+  ``ansible-playbook``'s process tree (its workers, their shells) read from /proc twice, ``--long / 2`` seconds apart,
+  once every rank runs. The job's supervisors, coordinator and ranks are daemons of their own sessions and do not
+  count (on a real cluster they run on the servers).
 
     .venv/bin/python bench/bench_group.py [--servers 8] [--devices 2] [--forks 5] [--figures failfast,detached,stall,watch]
         [--watch-sizes 2,8,32] [--repeat 1]
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -32,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench._cpu import children_cpu  # noqa: E402
-from tests.helpers.ansible_cli import run_playbook  # noqa: E402
+from tests.helpers.ansible_cli import run_playbook, start_playbook  # noqa: E402
 
 TRAIN = REPO / "playbooks" / "train.yml"
 STOP = REPO / "playbooks" / "stop.yml"
@@ -51,7 +52,20 @@ class Cluster:
 
     def __init__(self, root: Path, servers: int, devices: int) -> None:
         self.root, self.servers, self.devices = root, servers, devices
-        args = ["cluster", "--root", str(root), "--servers", str(servers), "--devices", str(devices), "--preset-ips", "--settle", "0"]
+        args = [
+            "cluster",
+            "--root",
+            str(root),
+            "--servers",
+            str(servers),
+            "--chip",
+            "910B",
+            "--devices",
+            str(devices),
+            "--preset-ips",
+            "--settle",
+            "0",
+        ]
         subprocess.run([sys.executable, str(SIM), "-q", *args, "--force"], check=True, capture_output=True)
         self.inventory = root / "inventory" / "hosts.yml"
         (self.inventory.parent / "group_vars").mkdir(parents=True, exist_ok=True)
@@ -95,6 +109,54 @@ class Cluster:
         raise SystemExit(f"{job_id}: not every rank ended within {timeout} s")
 
 
+def tree_cpu(root: int) -> float:
+    """User + system seconds of process ``root`` and every descendant alive now (from /proc): the controller's
+    ``ansible-playbook``, its workers and their shells. The job's supervisors and ranks are daemons of their own
+    sessions, nobody's descendants: not counted."""
+    children: dict = {}
+    ticks: dict = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+        ticks[int(entry.name)] = int(fields[11]) + int(fields[12])
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += ticks.get(pid, 0)
+        todo.extend(children.get(pid, []))
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def watch_cost(cluster: Cluster, job_id: str, seconds: float, forks: int) -> float:
+    """The controller's CPU per second while it watches a running job: ``ansible-playbook``'s process tree, read twice
+    ``seconds / 2`` apart once every rank runs (the launch before and the report after are left out)."""
+    steps = int((seconds + 20) / STEP_S)
+    extra = {"ascend_sim_root": str(cluster.root), "np": cluster.ranks, "ascend_job_id": job_id, "train_command": f"bash {STAND_IN}"}
+    extra.update(ascend_train_env={"STEPS": str(steps), "STEP_S": str(STEP_S)}, ascend_launch_progress_interval_s=10)
+    play = start_playbook(TRAIN, cluster.inventory, extra, subprocess.DEVNULL, env={"ANSIBLE_FORKS": str(forks)})
+    try:
+        deadline = time.time() + 900
+        while sum(s.get("phase") == "running" for s in cluster.states(job_id).values()) < cluster.ranks:
+            if time.time() > deadline or play.poll() is not None:
+                raise SystemExit(f"{job_id}: the job did not get every rank running")
+            time.sleep(0.5)
+        time.sleep(3.0)  # the watch task under way
+        first, began = tree_cpu(play.pid), time.monotonic()
+        time.sleep(seconds / 2)
+        cost = (tree_cpu(play.pid) - first) / (time.monotonic() - began)
+        play.wait(timeout=seconds + 600)
+    finally:
+        if play.poll() is None:
+            play.kill()
+            play.wait()
+    return round(cost, 4)
+
+
 def failfast(states: dict, failing: int) -> float:
     if states[failing].get("rc") != 1:
         raise SystemExit(f"rank {failing} did not fail as asked: {states[failing]}")
@@ -107,11 +169,10 @@ def main() -> int:
     parser.add_argument("--devices", type=int, default=2)
     parser.add_argument("--forks", type=int, default=5)
     parser.add_argument("--fail-step", type=int, default=10)
-    parser.add_argument("--stall-timeout", type=float, default=20.0)
+    parser.add_argument("--stall-timeout", type=int, default=20)
     parser.add_argument("--figures", default="failfast,detached,stall,watch")
     parser.add_argument("--watch-sizes", default="2,8")
-    parser.add_argument("--short", type=float, default=3.0)
-    parser.add_argument("--long", type=float, default=18.0)
+    parser.add_argument("--long", type=float, default=40.0)
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
     figures = set(args.figures.split(","))
@@ -137,23 +198,14 @@ def main() -> int:
         if "watch" in figures:
             for size in (int(n) for n in args.watch_sizes.split(",")):
                 sized = Cluster(Path(tmp) / f"w{size}", size, args.devices)
-                rounds = []
-                for run in range(args.repeat):
-                    measured = {}
-                    for name, seconds in (("short", args.short), ("long", args.long)):
-                        steps = max(1, int(seconds / STEP_S))
-                        _res, states, _wall, cpu = sized.train(
-                            f"w{name}{run}", {"STEPS": str(steps), "STEP_S": str(STEP_S)}, forks=args.forks
-                        )
-                        job_s = max(s["ended"] for s in states.values()) - min(s["started"] for s in states.values())
-                        measured[name] = (cpu, job_s)
-                    (cpu_s, job_s), (cpu_l, job_l) = measured["short"], measured["long"]
-                    rounds.append((cpu_l - cpu_s) / (job_l - job_s))
-                    print(
-                        json.dumps({"figure": "watch_round", "servers": size, "short": measured["short"], "long": measured["long"]}),
-                        flush=True,
-                    )
-                emit(f"watch_controller_cpu_per_s_{size}x{args.devices}", statistics.median(rounds), unit="CPU-s/s", forks=args.forks)
+                rounds = [watch_cost(sized, f"w{run}", args.long, args.forks) for run in range(args.repeat)]
+                emit(
+                    f"watch_controller_cpu_per_s_{size}x{args.devices}",
+                    statistics.median(rounds),
+                    unit="CPU-s/s",
+                    forks=args.forks,
+                    rounds=rounds,
+                )
     return 0
 
 

@@ -61,8 +61,8 @@ def one_interrupt(inventory: Path, extra: dict, runs: Path, controller: Path, jo
         deadline = time.monotonic() + 600
         while True:
             now = states(runs, job_id)
-            hosts = controller / job_id / "hosts"
-            if len(now) == 16 and all(s.get("phase") == "running" for s in now.values()) and len(list(hosts.glob("*.json"))) == 2:
+            watched = (controller / job_id / "group.json").exists()  # the watch keeps the group's view once it read it
+            if len(now) == 16 and all(s.get("phase") == "running" for s in now.values()) and watched:
                 break
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"the job did not start and get watched; see {runs.parent / f'{job_id}.out'}")

@@ -169,14 +169,17 @@ def run_playbook(
     return PlaybookResult(proc.returncode, proc.stdout, proc.stderr, parse_recap(proc.stdout))
 
 
-def start_playbook(playbook: str | Path, inventory: str | Path, extra_vars: Mapping[str, Any], output: Any) -> subprocess.Popen:
+def start_playbook(
+    playbook: str | Path, inventory: str | Path, extra_vars: Mapping[str, Any], output: Any, env: Mapping[str, str] | None = None
+) -> subprocess.Popen:
     """Start ``ansible-playbook`` in the background, in its own session (a terminal's Ctrl-C reaches its group).
 
-    ``output``: an open file (or ``subprocess.DEVNULL``) for stdout and stderr. The caller waits for or signals it.
+    ``output``: an open file (or ``subprocess.DEVNULL``) for stdout and stderr; ``env``: more environment (ANSIBLE_FORKS).
+    The caller waits for or signals it.
     """
     cmd = [str(BIN_DIR / "ansible-playbook"), str(playbook), "-i", str(inventory), *_extra_vars_args(extra_vars)]
     return subprocess.Popen(  # pylint: disable=consider-using-with
-        cmd, cwd=REPO_ROOT, env=ansible_env(), stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+        cmd, cwd=REPO_ROOT, env=dict(ansible_env(), **(env or {})), stdout=output, stderr=subprocess.STDOUT, start_new_session=True
     )
 
 

@@ -66,7 +66,7 @@ def test_ctrl_c_beyond_forks_stops_every_rank_through_the_group(sim_cluster, tmp
     cluster, inventory = eight_servers(sim_cluster)
     output = tmp_path / "train.out"
     with open(output, "a") as out:
-        proc = start_playbook(TRAIN, inventory, launch_vars(cluster, np=16, ascend_job_id="c8", ascend_train_env=LONG_RUN), out)
+        proc = start_playbook(TRAIN, inventory, launch_vars(cluster, np=16, ascend_job_id="c8", ascend_train_env=LONG_RUN), out, env=FORKS)
     try:
         wait_for(
             lambda: (
