@@ -35,7 +35,7 @@ description:
   - V(results) does what M(ascend.cluster.training_results) does, with that module's options given as O(results) (its
     action, and the watch once every local rank has ended, send their calls here for the same reason).
   - V(gate) opens the gate, so that every rank starts its command at O(start_at), and makes the job the
-    latest one (V(latest) never names a job refused or interrupted before it started).
+    latest one (a job refused or interrupted before it started never becomes it).
   - For a named O(job_id) the action opens the gate with one shell command over the task's connection (the same two
     files, each renamed into place), without sending the module.
   - A Ctrl-C (or SIGTERM) to C(ansible-playbook) during V(staged) or V(gate) stops the job on the server at
@@ -83,7 +83,11 @@ options:
     type: float
     default: 30.0
   job_id:
-    description: The job; V(latest) is the newest job started on this host, V(all) (with V(stop) only) every job.
+    description:
+      - The job; V(all) (with V(stop) only) every job.
+      - V(latest) is the newest job started on this host, or a job recorded after it whose ranks still wait at its gate
+        (its launch was interrupted or killed before the gate opened, or is under way) - V(status) shows it, V(stop)
+        releases it, V(diagnose) reads it.
     type: str
     default: latest
   run_dir:
@@ -558,7 +562,10 @@ def do_record(module: AnsibleModule) -> dict:
 
 def do_stop(module: AnsibleModule) -> dict:
     p = module.params
-    if p["job_id"] == "latest" and files.resolve_job_id(p["job_root"], "latest") is None:
+    # latest: the newest started job, or a newer one still staged at its gate (also one this stop, passed on by the job's
+    # group from another server, has just released)
+    resolved = control.resolve_job_id(p["job_root"], p["job_id"], stopped_by=p["reason"])
+    if resolved is None:
         return dict(
             changed=False,
             job_id=None,
@@ -567,7 +574,7 @@ def do_stop(module: AnsibleModule) -> dict:
             killed=[],
             msg="no training job recorded under %s: nothing to stop" % p["job_root"],
         )
-    ids = files.list_jobs(p["job_root"]) if p["job_id"] == "all" else [p["job_id"]]
+    ids = files.list_jobs(p["job_root"]) if p["job_id"] == "all" else [resolved]
     results = []
     for job_id in ids:
         job = control.load_job(p["job_root"], job_id)

@@ -61,6 +61,8 @@ SUMMARY_COLUMNS = ("server", "device_id", "rank_id", "state", "outcome", "durati
 OK_STATES = ("done", "running")
 OK_ROWS = 4
 MORE_HINT = "-e ascend_report_all_rows=true lists them"
+# A job whose ranks still wait at its gate (status.yml finds one whose launch was interrupted or killed while staging).
+STAGED_HINT = "waiting at a gate that has not opened: unless their launch is still under way, ascend.cluster.stop releases them"
 
 
 def seconds(value: Any) -> float | None:
@@ -135,7 +137,8 @@ def _line(kind: str, job_id: str, ranks: list[dict[str, Any]], failure: dict | N
             return f"{name}: {len(ranks)}/{len(ranks)} ranks done{took}"
         if not ranks:
             return f"{name}: no ranks found"
-        return f"{name}: " + ", ".join(f"{counts[state]} {state}" for state in sorted(counts))
+        line = f"{name}: " + ", ".join(f"{counts[state]} {state}" for state in sorted(counts))
+        return f"{line} ({STAGED_HINT})" if counts.get("staged") else line
     if "stopped_by" in failure:
         return f"STOPPED: {name}: {failure['stopped_by']}; {stopped} of {len(ranks)} ranks stopped"
     if "lost" in failure:  # a server stopped answering, or its runners died without recording an exit

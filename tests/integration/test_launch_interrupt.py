@@ -181,3 +181,41 @@ def test_ctrl_c_during_staging_releases_the_staged_runners_at_once_and_latest_st
         latest = cluster.root / server / "jobs" / "latest"
         assert not latest.exists() or latest.read_text().strip() != "s1"
     assert not (cluster.root / "controller" / "latest").exists()
+
+
+def test_a_controller_killed_while_the_launch_stages_leaves_a_job_that_status_shows_and_stop_releases(sim_cluster, tmp_path):
+    """Issue 25 item 1: the controller killed -9 while the launch stages leaves 16 runners waiting at a gate that never
+    opens. The job never became latest, yet status and stop with the default job_id find it: status shows its ranks
+    staged, stop releases them (and their devices) at once instead of saying there is nothing to stop."""
+    cluster = sim_cluster()
+    rank3 = cluster.root / "runs" / "k9" / "device_3"  # rank 3 stays in staging (a FIFO env.log) until the controller is gone
+    rank3.mkdir(parents=True)
+    os.mkfifo(rank3 / "env.log")
+    played = Played(tmp_path, launch_vars(cluster, np=16, ascend_job_id="k9", ascend_train_env=LONG_RUN))
+    reader = None
+    try:
+        wait_for(
+            lambda: (
+                sum(s.get("phase") == "staged" for s in rank_states(cluster, "k9").values()) == 15
+                and "Wait until every rank on every server is staged" in played.text()
+            ),
+            240,
+            "15 ranks at the gate, the launch waiting for the 16th",
+        )
+        os.kill(played.proc.pid, signal.SIGKILL)  # ansible-playbook itself, as the OOM killer or a scheduler would
+        played.proc.wait(timeout=30)
+        reader = os.open(rank3 / "env.log", os.O_RDONLY | os.O_NONBLOCK)  # rank 3 stages too: 16 runners at the gate
+        wait_for(lambda: [s.get("phase") for s in rank_states(cluster, "k9").values()] == ["staged"] * 16, 60, "16 ranks at the gate")
+    finally:
+        played.finish()
+    for server in ("server0", "server1"):
+        assert not (cluster.root / server / "jobs" / "latest").exists()  # the gate never opened: not latest
+    status = run_playbook(STATUS, SIM_INVENTORY, extra_vars=launch_vars(cluster))
+    assert status.rc == 0 and "status k9: 16 staged (waiting at a gate that has not opened: " in status.stdout, status
+    stop = run_playbook(STOP, SIM_INVENTORY, extra_vars=launch_vars(cluster))
+    os.close(reader)
+    assert stop.rc == 0 and "stop: job k9: stopped 16 rank(s) on 2 server(s)" in stop.stdout, stop
+    states = rank_states(cluster, "k9")
+    assert all(s["phase"] == "aborted" and "stopped by ascend.cluster.stop" in s["stopped_by"] for s in states.values()), states
+    assert not any(alive(s["runner_pid"]) for s in states.values())
+    locks_free(cluster)  # every device free, without waiting for the gate time-out

@@ -181,6 +181,15 @@ def test_a_running_job_counts_its_states():
     assert summary["duration_s"] is None and summary["ok"] is False
 
 
+def test_a_job_staged_at_a_gate_that_never_opened_says_how_to_release_it():
+    ranks = [rank(0, 0, state="staged", rc=None), rank(1, 1, state="staged", rc=None)]
+    summary = job_summary(["h"], {"h": {"_ascend_status": {"ranks": ranks}}}, "_ascend_status", job_id="j", kind="status")
+    assert summary["line"] == (
+        "status j: 2 staged (waiting at a gate that has not opened: unless their launch is still under way, "
+        "ascend.cluster.stop releases them)"
+    )
+
+
 @pytest.mark.parametrize("value, rounded", [(3.121, 3.1), (0.0412, 0.04), (95.7, 96.0), (None, None), ("x", None), (True, None)])
 def test_seconds_are_rounded_for_people(value, rounded):
     assert seconds(value) == rounded
