@@ -185,6 +185,7 @@ def rank_states(job_root: str, job: dict, tail_lines: int = 0, tail_failed: int 
             "log": os.path.join(rdir, files.TRAIN_LOG),
             "error": (state or {}).get("error"),
             "stopped_by": (state or {}).get("stopped_by"),
+            "clock_offset": (state or {}).get("clock_offset"),
         }
         summary["error"] = failure_cause(state, summary["state"]) or summary["error"]
         if summary["started"] and summary["ended"]:
@@ -322,6 +323,21 @@ def stop_job(job_root: str, job: dict, grace: float, reason: str = "stop request
         "stopped": sorted([r["rank_id"] for r in alive if r["state"] != "pending"] + through_group),
         "killed": sorted(by_pgid[g] for g in result["killed"]),
     }
+
+
+def controller_time(rank: dict, key: str) -> float | None:
+    """``rank[key]`` - a time its runner recorded in its server's clock (``started``, ``ended``) - in the controller's
+    clock: less the server's ``clock_offset`` recorded beside it (none recorded: as it is). None when there is no time.
+
+    The one way to compare times across servers (a job's start spread, its duration, which rank failed first), or to
+    show one beside the controller's: a server whose clock is 20 s ahead would otherwise start its ranks "20 s late".
+    """
+    value, offset = rank.get(key), rank.get("clock_offset")
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    if not isinstance(offset, (int, float)) or isinstance(offset, bool):
+        offset = 0.0
+    return float(value) - float(offset)
 
 
 def first_failure(ranks: list) -> dict | None:

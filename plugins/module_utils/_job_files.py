@@ -13,8 +13,9 @@ Layout on each server (see docs/launch.md):
   interrupted while staging never becomes ``latest``; status, stop and diagnose default to it, or to a
   newer job still staged at its gate: ``_job_control.resolve_job_id``);
 - ``<run_dir>/device_<rank>/``       the rank's working directory: ``env.log``, ``train.log``,
-  ``state.json`` (``phase`` - one of :data:`PHASES` -, pids, start/end time, exit code, and at the
-  end ``stopped_by``: the abort reason that existed when the rank ended, None if none did);
+  ``state.json`` (``phase`` - one of :data:`PHASES` -, pids, start/end time in the server's clock and
+  ``clock_offset``, that clock's offset against the controller's, exit code, and at the end ``stopped_by``:
+  the abort reason that existed when the rank ended, None if none did);
 - ``<lock_dir>/device_<id>.lock``    per-device ``flock``, held by the rank for its lifetime.
 
 The controller opens a gate and records a stop with one shell command each (:func:`gate_command`,

@@ -298,7 +298,9 @@ runner_finished:
   type: bool
 ranks:
   description:
-    - One entry per local rank (rank_id, device_id, state, phase, rc, started, ended, duration, pid, log, tail, error).
+    - One entry per local rank (rank_id, device_id, state, phase, rc, started, ended, duration, pid, log, tail, error,
+      clock_offset - this server's clock offset against the controller's, by which C(started) and C(ended), in this
+      server's clock, are read in the controller's).
     - With V(diagnose), a failed or stopped rank also has C(plog), C({pid, files, lines}) - its process's plog files
       and their first O(plog_lines) ERROR and WARNING lines.
   returned: with staged, poll, status, stop and diagnose
