@@ -306,6 +306,13 @@ ranks:
   returned: with staged, poll, status, stop and diagnose
   type: list
   elements: dict
+group_cause:
+  description:
+    - V(diagnose) - on the server that ran the job's coordinator (rank 0's), the job's first failure as its group decided
+      it (the C(cause) in C(<job_root>/<job_id>/group.json) - C(rank_id), C(server), C(host), C(rc), C(error), ...); null
+      elsewhere, or when the group named none.
+  returned: with diagnose
+  type: dict
 busy:
   description: What holds the devices (V(preflight)); what holds the job's devices now (V(diagnose)).
   returned: with preflight and diagnose
@@ -608,6 +615,8 @@ def do_diagnose(module: AnsibleModule, job: dict) -> dict:
     devices = sorted(set(r["device_id"] for r in ranks))
     busy = preflight.find_busy(devices, p["lock_dir"], p["job_root"], processes)
     taken = listen_ports.ports_in_use(p["ports"])
+    # on rank 0's server: the job's group's first failure, as its coordinator decided it (what the FAILED line names)
+    view = files.read_json(os.path.join(files.job_dir(p["job_root"], job["job_id"]), group.GROUP_FILE))
     return dict(
         changed=False,
         job_id=job["job_id"],
@@ -616,6 +625,7 @@ def do_diagnose(module: AnsibleModule, job: dict) -> dict:
         abort=files.read_abort(files.job_dir(p["job_root"], job["job_id"])),
         busy=busy,
         ports_in_use=taken,
+        group_cause=view.get("cause") if isinstance(view, dict) else None,
     )
 
 
