@@ -239,20 +239,15 @@ def test_latest_without_a_started_job_is_a_staged_one(tmp_path):
     assert control.resolve_job_id(root, "latest") == "staged"
 
 
-def test_status_and_stop_of_latest_find_a_job_staged_at_its_gate_and_stop_releases_it(tmp_path):
-    """training_job status / stop with the default job_id, while a real runner waits at the gate of a job that never opened."""
-    import threading
-
-    from tests.helpers.ansible_cli import run_module
-
-    job_root, run_dir, locks = tmp_path / "jobs", tmp_path / "run", str(tmp_path / "locks")
-    control.record_job(str(job_root), {"job_id": "j", "run_dir": str(run_dir), "ranks": [{"rank_id": 5, "device_id": 2}]})
+def one_rank_job(tmp_path, argv: list, **extra: Any) -> dict:
+    """Job ``j`` recorded under ``tmp_path/jobs`` with rank 5 on device 2; the ``training_rank`` arguments that run it."""
+    control.record_job(str(tmp_path / "jobs"), {"job_id": "j", "run_dir": str(tmp_path / "run"), "ranks": [{"rank_id": 5, "device_id": 2}]})
     args = {
         "job_id": "j",
-        "job_root": str(job_root),
-        "run_dir": str(run_dir),
-        "lock_dir": locks,
-        "argv": ["sleep", "60"],
+        "job_root": str(tmp_path / "jobs"),
+        "run_dir": str(tmp_path / "run"),
+        "lock_dir": str(tmp_path / "locks"),
+        "argv": argv,
         "rank_id": 5,
         "device_id": 2,
         "rank_size": 8,
@@ -261,6 +256,17 @@ def test_status_and_stop_of_latest_find_a_job_staged_at_its_gate_and_stop_releas
         "rank_table_path": "/x.json",
         "set_env": str(tmp_path / "absent.sh"),
     }
+    return dict(args, **extra)
+
+
+def test_status_and_stop_of_latest_find_a_job_staged_at_its_gate_and_stop_releases_it(tmp_path):
+    """training_job status / stop with the default job_id, while a real runner waits at the gate of a job that never opened."""
+    import threading
+
+    from tests.helpers.ansible_cli import run_module
+
+    job_root, locks = tmp_path / "jobs", str(tmp_path / "locks")
+    args = one_rank_job(tmp_path, ["sleep", "60"])
     runner = threading.Thread(target=lambda: run_module("training_rank", args))
     runner.start()
     try:
@@ -304,22 +310,7 @@ def test_runner_stages_waits_at_the_gate_and_records_the_exit(tmp_path):
     from tests.helpers.ansible_cli import run_module
 
     job_root, run_dir = tmp_path / "jobs", tmp_path / "run"
-    control.record_job(str(job_root), {"job_id": "j", "run_dir": str(run_dir), "ranks": [{"rank_id": 5, "device_id": 2}]})
-    args = {
-        "job_id": "j",
-        "job_root": str(job_root),
-        "run_dir": str(run_dir),
-        "lock_dir": str(tmp_path / "locks"),
-        "argv": ["sh", "-c", "echo $RANK_ID $DEVICE_ID $DEVICE_NUM; exit 3"],
-        "rank_id": 5,
-        "device_id": 2,
-        "rank_size": 8,
-        "local_rank": 0,
-        "local_count": 1,
-        "rank_table_path": "/x.json",
-        "set_env": str(tmp_path / "absent.sh"),
-        "umask": "027",
-    }
+    args = one_rank_job(tmp_path, ["sh", "-c", "echo $RANK_ID $DEVICE_ID $DEVICE_NUM; exit 3"], umask="027")
     result = {}
     runner = threading.Thread(target=lambda: result.update(run_module("training_rank", args)))
     runner.start()
