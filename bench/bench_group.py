@@ -102,7 +102,7 @@ def failfast(states: dict, failing: int) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--servers", type=int, default=8)
     parser.add_argument("--devices", type=int, default=2)
     parser.add_argument("--forks", type=int, default=5)

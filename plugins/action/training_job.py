@@ -93,14 +93,14 @@ class ActionModule(ActionBase):
     @staticmethod
     def _gate_by_shell(args: dict) -> bool:
         """The gate of a named job is opened with one shell command (``_job_files.gate_command``, or through the group
-        ``_job_group.gate_request_command``), not a module."""
-        given = args.get("start_at") is not None or args.get("margin") is not None
+        ``_job_group.gate_wait_command``), not a module."""
+        given = args.get("start_at") is not None or args.get("group_wait") is not None
         return args.get("state") == "gate" and args.get("job_id") not in (None, "latest") and given
 
     def _gate(self, args: dict) -> dict:
         """Open the gate (and move ``latest``) with one shell command: what the module does, without its round trip."""
         job_id, job_root = str(args["job_id"]), str(args.get("job_root") or options.DEFAULT_JOB_ROOT)
-        if args.get("margin") is not None:
+        if args.get("group_wait") is not None:
             return self._group_gate(job_id, job_root, args)
         try:
             start_at = float(args["start_at"])
@@ -116,20 +116,22 @@ class ActionModule(ActionBase):
         return {"changed": True, "job_id": job_id, "start_at": start_at}
 
     def _group_gate(self, job_id: str, job_root: str, args: dict) -> dict:
-        """Ask the job's coordinator (on this task's server) to open the gate, and wait for its answer: one shell command."""
+        """Wait for the job's coordinator (on this task's server) to open the gate: one shell command; when it is still
+        shut after ``group_wait``, a second one stops the job there (the group releases every staged rank)."""
         try:
-            margin = float(args["margin"])
-            join_wait = float(args["join_wait"]) if args.get("join_wait") is not None else 30.0
+            wait = float(args["group_wait"])
         except (TypeError, ValueError):
-            return {"failed": True, "msg": f"margin / join_wait: {args.get('margin')!r} / {args.get('join_wait')!r} are not seconds"}
-        command = group.gate_request_command(files.job_dir(job_root, job_id), margin, join_wait, join_wait + 10.0)
-        answer = self._low_level_execute_command(command, sudoable=True)
+            return {"failed": True, "msg": f"group_wait: {args.get('group_wait')!r} is not seconds"}
+        job_dir = files.job_dir(job_root, job_id)
+        answer = self._low_level_execute_command(group.gate_wait_command(job_dir, wait), sudoable=True)
         ran, text = group.parse_read(str(answer.get("stdout") or ""))
         if not ran:
             why = " ".join(str(answer.get(k) or "").strip() for k in ("stdout", "stderr")).strip() or "no answer"
             return {"failed": True, "msg": f"cannot open the gate of job {job_id} through its group: {why}"}
-        view = parse_group(text) if text else None
-        return dict(group.gate_answer(view, join_wait), job_id=job_id)
+        found = dict(group.gate_answer(parse_group(text) if text else None, wait), job_id=job_id)
+        if found.get("failed") and (found.get("group") or {}).get("status") == group.FORMING:
+            self._low_level_execute_command(files.abort_command(job_dir, str(found["msg"])), sudoable=True)
+        return found
 
     def _preflight(self, result: dict, args: dict, task_vars: dict) -> dict:
         """The clock (when asked), then the module's checks unless the clock is refused."""

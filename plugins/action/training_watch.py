@@ -204,7 +204,8 @@ class ActionModule(ActionBase):
                 self._end_session()
 
     def _record(self, opts: dict, view: dict) -> None:
-        """The group's last view, kept on the controller beside the job's other files."""
+        """The group's view, kept on the controller beside the job's other files (written when its status changes, and the
+        last one at the end)."""
         directory = os.path.join(opts["controller_dir"], opts["job_id"])
         try:
             os.makedirs(directory, exist_ok=True)
@@ -230,7 +231,10 @@ class ActionModule(ActionBase):
                 return {"failed": True, "changed": False, "group": True, "job_id": job_id, "msg": msg, "ranks": [], "lost_hosts": []}
             misses = watch.count_miss(misses, text is not None, sent)
             if text:
-                view = watch.parse_group(text) or view
+                read = watch.parse_group(text)
+                if read is not None and (view is None or read.get("status") != view.get("status")):
+                    self._record(opts, read)  # the controller's copy follows the group's status (and says the watch runs)
+                view = read or view
             if watch.ended(view):
                 self._record(opts, view or {})
                 return watch.verdict(job_id, view or {})

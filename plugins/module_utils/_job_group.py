@@ -62,7 +62,6 @@ DONE_FLUSH_S = 2.0  # how long a leaving member tries to deliver its done messag
 
 GROUP_FILE = "group.json"  # the coordinator's view, on its server, in the job's directory (the controller reads it)
 MEMBER_FILE = "member.json"  # each member's own view, in the job's directory on its server
-GATE_REQUEST_FILE = "gate_request"  # written by the controller on the coordinator's server: open the gate
 SECRET_FILE = "group.key"  # the job's secret, mode 0600, in the job's directory on every server
 
 # group.json "status"
@@ -102,28 +101,24 @@ def parse_read(stdout: str) -> tuple:
     return bool(sep), head.strip()
 
 
-def gate_request_command(job_dir: str, margin: float, join_wait: float, wait: float) -> str:
-    """One POSIX shell command that asks the coordinator on this server to open the gate ``margin`` seconds after every
-    member has joined (giving up on the missing ones after ``join_wait``), then waits up to ``wait`` seconds for its
-    answer in ``group.json`` and prints that file (:func:`parse_read`); refuses a job not recorded in ``job_dir``."""
-    request = posixpath.join(job_dir, GATE_REQUEST_FILE)
+def gate_wait_command(job_dir: str, wait: float) -> str:
+    """One POSIX shell command that waits up to ``wait`` seconds for the coordinator on this server to open the gate (or
+    stop the job before it) and prints its ``group.json`` (:func:`parse_read`); refuses a job not recorded in ``job_dir``."""
     group_file = posixpath.join(job_dir, GROUP_FILE)
-    text = json.dumps({"margin": float(margin), "join_wait": float(join_wait)}, sort_keys=True)
     rounds = max(1, int(wait / GATE_WAIT_S))
     answered = "|".join('"status": "%s"' % s for s in (RUNNING, STOPPING, ENDED))
     return (
         "test -f %s || { echo %s; exit 3; }; "
         % (quote(posixpath.join(job_dir, files.JOB_FILE)), quote("no job recorded in %s on this host" % job_dir))
-        + "printf '%%s' %s > %s.tmp && mv -f %s.tmp %s || exit 4; " % (quote(text), quote(request), quote(request), quote(request))
         + "N=0; while [ $N -lt %d ] && ! grep -qE %s %s 2>/dev/null; do sleep %s; N=$((N+1)); done; "
         % (rounds, quote(answered), quote(group_file), GATE_WAIT_S)
         + read_command(job_dir)
     )
 
 
-def request_gate(job_dir: str, margin: float, join_wait: float, wait: float) -> dict | None:
-    """What :func:`gate_request_command` does, in Python (the module's way): ask, wait, the coordinator's view."""
-    files.write_json(os.path.join(job_dir, GATE_REQUEST_FILE), {"margin": float(margin), "join_wait": float(join_wait)})
+def wait_gate(job_dir: str, wait: float) -> dict | None:
+    """What :func:`gate_wait_command` does, in Python (the module's way): the coordinator's view once the gate opened or
+    the job was stopped, or as it is after ``wait`` seconds."""
     deadline = time.time() + wait
     while True:
         view = files.read_json(os.path.join(job_dir, GROUP_FILE))
@@ -132,23 +127,33 @@ def request_gate(job_dir: str, margin: float, join_wait: float, wait: float) -> 
         time.sleep(GATE_WAIT_S)
 
 
-def gate_answer(view: dict | None, join_wait: float) -> dict:
-    """The gate's result from the coordinator's view after the request: ``start_at`` (the controller's clock) once the
-    gate opened, else ``failed`` with the reason (the servers that did not join, or the stop that came first)."""
+def not_started(view: dict) -> list:
+    """``host: what it lacks`` for every member that keeps the gate shut: not joined, or ranks not staged yet."""
+    found = []
+    for host, member in sorted((view.get("members") or {}).items()):
+        if not isinstance(member, dict):
+            continue
+        if member.get("state") != "joined":
+            found.append("%s (not joined: %s)" % (host, member.get("state")))
+        elif member.get("unstaged"):
+            found.append("%s (ranks not staged: %s)" % (host, ", ".join(str(r) for r in member["unstaged"])))
+    return found
+
+
+def gate_answer(view: dict | None, wait: float) -> dict:
+    """The gate's result from the coordinator's view: ``start_at`` (the controller's clock) once the gate opened, else
+    ``failed`` with the reason - the stop that came first, or (``missing``) the servers that kept it shut ``wait`` s."""
     if not isinstance(view, dict):
         return {"failed": True, "msg": "the job's coordinator wrote no group view (%s): its supervisor did not start?" % GROUP_FILE}
     if view.get("gate_at") is not None:
         return {"changed": True, "start_at": float(view["gate_at"]), "group": view}
     cause = view.get("cause") or {}
     if view.get("status") == FORMING:
-        missing = sorted(h for h, m in (view.get("members") or {}).items() if isinstance(m, dict) and m.get("state") != "joined")
-        why = "servers %s had not joined the job's group at %s" % (", ".join(missing), view.get("endpoint")) if missing else "no answer"
-        return {
-            "failed": True,
-            "msg": "the gate was not opened within %g s: %s" % (join_wait + 10.0, why),
-            "missing": missing,
-            "group": view,
-        }
+        missing = not_started(view)
+        why = "; ".join(missing) if missing else "no answer"
+        msg = "the job's group at %s did not open the gate within %g s: %s" % (view.get("endpoint"), wait, why)
+        hosts = sorted(h.split(" ", 1)[0] for h in missing)
+        return {"failed": True, "msg": msg, "missing": hosts, "group": view}
     msg = str(cause.get("error") or view.get("stop_reason") or "the job was stopped before its gate opened")
     return {"failed": True, "msg": msg, "missing": cause.get("missing") or [], "group": view}
 
@@ -341,7 +346,8 @@ class Coordinator:
     ``cfg``: ``job_id``, ``secret``, ``hosts`` (the inventory names of every member it waits for), ``lost_after``,
     ``join_timeout`` (how long to wait for members before the gate is asked for), ``clock_offset`` (this server's
     clock minus the controller's, as the pre-flight measured it), ``servers`` (optional: host -> address, for
-    messages). ``job_dir``: the job's directory on this server (``group.json``, ``gate_request``).
+    messages), ``gate_margin`` (seconds from the moment every rank is staged to the common start). ``job_dir``: the
+    job's directory on this server (``group.json``).
     """
 
     def __init__(self, cfg: dict, job_dir: str, listener: socket.socket, clock=time.time) -> None:
@@ -366,7 +372,7 @@ class Coordinator:
         self.stop_reason: str | None = None
         self.stopped_at = 0.0
         self.gate_at: float | None = None
-        self.gate_requested: float | None = None
+        self.margin = float(cfg["gate_margin"]) if cfg.get("gate_margin") is not None else 0.5
         self.rank0_line = ""
         self.refused = 0  # connections closed for a bad handshake or MAC
         self.dirty = True
@@ -491,7 +497,7 @@ class Coordinator:
             server=str(message.get("server") or member["server"]),
             pid=message.get("pid"),
             heard=now,
-            ranks=member["ranks"] or dict((str(r[0]), "staged") for r in _pairs(message.get("ranks"))),
+            ranks=member["ranks"] or dict((str(r[0]), "pending") for r in _pairs(message.get("ranks"))),
             devices=dict((str(r[0]), r[1]) for r in _pairs(message.get("ranks"))),
         )
         if member["state"] != "done":  # a member found lost that speaks again counts again (its final states are wanted)
@@ -581,10 +587,12 @@ class Coordinator:
             self.write(now)
 
     def _refuse_start(self, why: str) -> None:
-        """The job cannot start: stop every member that joined (their runners wait at the gate), naming who is missing."""
-        missing = [m["host"] for m in self.members.values() if m["state"] != "joined"]
-        if missing:
-            why = "servers %s did not join the job's group at %s: %s" % (", ".join(missing), self.endpoint(), why)
+        """The job cannot start: stop every member that joined (their runners wait at the gate), naming what kept the
+        gate shut (servers not joined, ranks not staged)."""
+        shut = not_started(self.snapshot())
+        missing = sorted(item.split(" ", 1)[0] for item in shut)
+        if shut:
+            why = "%s: the job's group at %s: %s" % (why, self.endpoint(), "; ".join(shut))
         self._stop_for(None, why, cause={"host": None, "server": None, "rank_id": -1, "error": why, "missing": missing})
 
     def _lose(self, member: dict, since: float) -> None:
@@ -600,19 +608,12 @@ class Coordinator:
             self._stop_for(None, "server %s %s" % (member["server"], silent), cause=cause)
 
     def _gate(self, now: float) -> None:
-        request = files.read_json(os.path.join(self.job_dir, GATE_REQUEST_FILE))
-        if not isinstance(request, dict):
-            return
-        if self.gate_requested is None:
-            self.gate_requested = now
-            self.dirty = True
-        if any(m["state"] != "joined" for m in self.members.values()):
-            wait = float(request.get("join_wait", 30.0))
-            if now - self.gate_requested > wait:
-                self._refuse_start("not within %g s of the gate" % wait)
-            return
-        margin = float(request.get("margin", 0.5))
-        self.gate_at = now - self.offset + margin  # in the controller's clock: each member adds its own offset
+        """Open the gate once every member has joined and reported every rank staged: ``gate_margin`` seconds from now,
+        in the controller's clock (each member adds its own offset to it)."""
+        for member in self.members.values():
+            if member["state"] != "joined" or any(state != "staged" for state in member["ranks"].values()) or not member["ranks"]:
+                return
+        self.gate_at = now - self.offset + self.margin
         self.status = RUNNING
         for peer in list(self.by_host.values()):
             peer.channel.send({"t": "gate", "start_at": self.gate_at})
@@ -647,14 +648,20 @@ class Coordinator:
             "rank0_line": self.rank0_line,
             "refused_connections": self.refused,
             "updated": self.clock(),
-            "members": dict(
-                (h, dict((k, v) for k, v in m.items() if k not in ("ranks", "final", "devices"))) for h, m in sorted(self.members.items())
-            ),
+            "members": dict((h, self._member_view(m, status)) for h, m in sorted(self.members.items())),
         }
         if ranks is not None:
             data["outcome"] = self.outcome()
             data["ranks"] = ranks
         return data
+
+    @staticmethod
+    def _member_view(member: dict, status: str) -> dict:
+        """A member as group.json shows it; while the group forms, with the ranks that keep the gate shut (``unstaged``)."""
+        view = dict((k, v) for k, v in member.items() if k not in ("ranks", "final", "devices"))
+        if status == FORMING:
+            view["unstaged"] = sorted(int(r) for r, state in member["ranks"].items() if state != "staged")
+        return view
 
     def outcome(self) -> str:
         if self.cause is None and all(m["state"] == "done" for m in self.members.values()):
@@ -744,8 +751,11 @@ class Member:
     # -- what the supervisor tells the group
 
     def states(self, states: dict) -> None:
-        """Rank states that changed (rank id -> state); sent with the next heartbeat."""
+        """Rank states that changed (rank id -> state): sent at once until the gate has opened (the coordinator opens it
+        when every rank is staged), with the next heartbeat after."""
         self.pending_states.update((str(k), v) for k, v in states.items())
+        if not self.gate_seen:
+            self._send({"t": "hb"})
 
     def progress_line(self, line: str) -> None:
         self.line = line[-300:]

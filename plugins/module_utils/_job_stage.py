@@ -59,6 +59,7 @@ ARGS = options.spec(
             coordinator=dict(type="bool", default=False),
             hosts=dict(type="list", elements="str", default=[]),
             lost_after=dict(type="float", default=group.LOST_AFTER_S),
+            gate_margin=dict(type="float", default=0.5),
             clock_offset=dict(type="float", default=0.0),
         ),
     ),
@@ -114,6 +115,8 @@ def check(p: dict) -> None:
             raise StageFailed("group: the coordinator's server %s must be one of its hosts" % p["group"]["host"])
         if p["group"]["lost_after"] <= 0:
             raise StageFailed("group: lost_after must be more than 0 s")
+        if p["group"]["gate_margin"] < 0:
+            raise StageFailed("group: gate_margin must be 0 s or more")
         p["group"] = dict(p["group"], secret=p["group_secret"])
     p["ranks"] = [dict(r, local_rank=index, local_count=p["local_count"]) for index, r in enumerate(p["ranks"])]
 

@@ -346,13 +346,16 @@ class Supervisor:
         self.stop_here(None)  # a rank that started while stopping (the gate opened just before) gets its TERM now
 
     def send_states(self) -> None:
-        """Every :data:`STATES_EVERY_S`: the ranks' states that changed, and rank 0's last log line, for the group."""
+        """The ranks' states that changed, and rank 0's last log line, for the group: every :data:`TICK_S` until the gate
+        has opened (the coordinator opens it once every rank of every server is staged), then every
+        :data:`STATES_EVERY_S`. A rank still taking its lock or writing its env.log is ``staging``, not yet staged."""
         now = time.time()
         if self.member is None or now < self.next_states:
             return
-        self.next_states = now + STATES_EVERY_S
+        self.next_states = now + (STATES_EVERY_S if self.member.gate_seen else TICK_S)
         ranks = control.rank_states(self.params["job_root"], self.job)
-        changed = dict((r["rank_id"], r["state"]) for r in ranks if self.states.get(r["rank_id"]) != r["state"])
+        current = dict((r["rank_id"], files.STAGING if r["phase"] == files.STAGING else r["state"]) for r in ranks)
+        changed = dict((rank, state) for rank, state in current.items() if self.states.get(rank) != state)
         if changed:
             self.states.update(changed)
             self.member.states(changed)

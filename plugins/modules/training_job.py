@@ -70,18 +70,16 @@ options:
     description:
       - V(results) only - the options of M(ascend.cluster.training_results) (validated as that module validates them).
     type: dict
-  margin:
+  group_wait:
     description:
-      - V(gate) through the job's group - on the server that runs the job's coordinator, ask it to open the gate on every
-        server this many seconds after every member has joined (each member writes its gate in its own clock), and wait
-        for its answer (RV(start_at), in the controller's clock). Fails naming the servers that did not join within
-        O(join_wait) seconds (the coordinator then stops the members that did).
-      - For a named O(job_id) the action does this with one shell command over the task's connection, without the module.
+      - V(gate) through the job's group, on the server that runs the job's coordinator - the coordinator opens the gate on
+        every server by itself once every server has joined and staged every rank (each member writes its gate in its
+        own clock); wait up to this many seconds for it and return RV(start_at), in the controller's clock.
+      - When the gate is still shut then, the job is stopped (its abort file here, which the group passes to every
+        member, so every staged rank is released) and the task fails naming what kept it shut - servers not joined,
+        ranks not staged (RV(missing)).
+      - For a named O(job_id) the action does this with shell commands over the task's connection, without the module.
     type: float
-  join_wait:
-    description: V(gate) with O(margin) - seconds the coordinator waits for members still missing when the gate is asked for.
-    type: float
-    default: 30.0
   job_id:
     description:
       - The job; V(all) (with V(stop) only) every job.
@@ -275,17 +273,17 @@ staged:
   type: dict
 start_at:
   description:
-    - V(gate) - the common start time; with O(margin) the one the job's coordinator picked once every server had joined,
-      in the controller's clock (each server's gate is that plus its own clock offset).
+    - V(gate) - the common start time; with O(group_wait) the one the job's coordinator picked once every rank of every
+      server was staged, in the controller's clock (each server's gate is that plus its own clock offset).
   returned: with gate
   type: float
 group:
-  description: V(gate) with O(margin) - the job's group as its coordinator saw it then (the view in C(group.json)).
-  returned: with gate and margin
+  description: V(gate) with O(group_wait) - the job's group as its coordinator saw it then (the view in C(group.json)).
+  returned: with gate and group_wait
   type: dict
 missing:
-  description: V(gate) with O(margin) - the servers that had not joined the job's group when the gate could not open.
-  returned: with gate and margin, when the gate could not open
+  description: V(gate) with O(group_wait) - the servers that kept the gate shut (not joined, ranks not staged).
+  returned: with gate and group_wait, when the gate did not open
   type: list
   elements: str
 runner:
@@ -429,8 +427,7 @@ ARGS = options.spec(
     stale_timeout=dict(type="float", default=30.0),
     timeout=dict(type="float", default=120.0),
     start_at=dict(type="float"),
-    margin=dict(type="float"),
-    join_wait=dict(type="float", default=30.0),
+    group_wait=dict(type="float"),
     stop_on_failure=dict(type="bool", default=True),
     tail_lines=dict(type="int", default=0),
     tail_failed=dict(type="int", default=20),
@@ -440,7 +437,7 @@ ARGS = options.spec(
 )
 REQUIRED_IF = [
     ("state", "record", ["run_dir", "job_id"]),
-    ("state", "gate", ["start_at", "margin"], True),
+    ("state", "gate", ["start_at", "group_wait"], True),
     ("state", "stage", ["stage"]),
     ("state", "results", ["results"]),
 ]
@@ -655,14 +652,16 @@ def do_stage(module: AnsibleModule) -> dict:
 
 
 def do_group_gate(module: AnsibleModule, job: dict) -> dict:
-    """State ``gate`` with ``margin``: ask the job's coordinator (on this server) to open the gate; its answer."""
+    """State ``gate`` with ``group_wait``: wait for the job's coordinator (on this server) to open the gate; stop the job
+    when it has not in time."""
     p = module.params
     if module.check_mode:
         return dict(changed=True, job_id=job["job_id"])
     directory = files.job_dir(p["job_root"], job["job_id"])
-    view = group.request_gate(directory, p["margin"], p["join_wait"], p["join_wait"] + 10.0)
-    found = group.gate_answer(view, p["join_wait"])
+    found = group.gate_answer(group.wait_gate(directory, p["group_wait"]), p["group_wait"])
     if found.get("failed"):
+        if (found.get("group") or {}).get("status") == group.FORMING:
+            files.record_abort(directory, found["msg"])  # the coordinator's supervisor passes it on: every staged rank is released
         module.fail_json(job_id=job["job_id"], **found)
     return dict(found, job_id=job["job_id"])
 
@@ -696,7 +695,7 @@ def main() -> None:
             module.exit_json(changed=False, job_id=job["job_id"], ranks=ranks)
         if state == "diagnose":
             module.exit_json(**do_diagnose(module, job))
-        if state == "gate" and p["margin"] is not None:
+        if state == "gate" and p["group_wait"] is not None:
             module.exit_json(**do_group_gate(module, job))
         if state == "gate":
             if not module.check_mode:

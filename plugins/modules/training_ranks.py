@@ -130,8 +130,9 @@ options:
         itself when the coordinator is silent for O(group.lost_after) seconds.
       - With O(group.coordinator) this call first binds the coordinator's socket on O(group.address) only (a port
         already taken fails the call before any rank starts) and the supervisor forks the coordinator, which waits for
-        every server in O(group.hosts), opens the gate once each has joined and C(<job_root>/<job_id>/gate_request)
-        asks for it, relays the first stop to every member, and keeps its view in C(<job_root>/<job_id>/group.json).
+        every server in O(group.hosts), opens the gate on every server O(group.gate_margin) seconds after every rank of
+        every server is staged, relays the first stop to every member, and keeps its view in
+        C(<job_root>/<job_id>/group.json).
       - Without it the ranks wait for the gate file (M(ascend.cluster.training_job) V(gate)) and nothing crosses servers.
     type: dict
     suboptions:
@@ -163,6 +164,10 @@ options:
         description: Seconds of silence after which the other side is lost (a member, or the coordinator).
         type: float
         default: 3.0
+      gate_margin:
+        description: With O(group.coordinator), seconds from the moment every rank of every server is staged to the common start.
+        type: float
+        default: 0.5
       clock_offset:
         description:
           - This server's clock minus the controller's, in seconds (the pre-flight measures it); the gate's time comes in

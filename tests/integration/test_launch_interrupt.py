@@ -48,12 +48,10 @@ def running(cluster, job_id: str, count: int) -> bool:
     return runs.exists() and sum(s.get("phase") == "running" for s in rank_states(cluster, job_id).values()) == count
 
 
-WATCH_TASK = "TASK [ascend.cluster.launch_training : Follow the job through its group"
-
-
 def watched(cluster, job_id: str, count: int, played: Played) -> bool:
-    """``count`` ranks running and the job's watch at work (its task has begun)."""
-    return running(cluster, job_id, count) and WATCH_TASK in played.text()
+    """``count`` ranks running and the job's watch at work: it keeps the group's view on the controller once it has read
+    it (its Ctrl-C handling is in place by then)."""
+    return running(cluster, job_id, count) and (cluster.root / "controller" / job_id / "group.json").exists()
 
 
 def locks_free(cluster) -> None:

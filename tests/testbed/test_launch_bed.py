@@ -274,7 +274,7 @@ def test_a_host_that_dies_mid_job_is_named_and_nothing_is_left_on_the_others(lau
     """Issue 12 item 2, issue 24: h2's management link goes down mid-job - to the other servers and the controller, h2 has
     died. The group's heartbeats find it (no controller probe): the play fails with one line naming h2 and its lost ranks,
     h1's ranks are stopped, and h2, cut off from the coordinator on h1, stops its own ranks."""
-    bed, _root = launch_bed
+    bed, root = launch_bed
     extra = bed_vars(launch_bed, "hostdeath", ascend_train_env={"STEPS": "100000", "STEP_S": "0.5"})
     output = tmp_path / "train.out"
     with open(output, "w") as out:
@@ -289,7 +289,7 @@ def test_a_host_that_dies_mid_job_is_named_and_nothing_is_left_on_the_others(lau
     ranks: dict = {}
     try:
         wait_for(lambda: sum(s.get("phase") == "running" for s in states(launch_bed, "hostdeath").values()) == 16, 300, "16 ranks running")
-        wait_for(lambda: WATCH_TASK in output.read_text(), 120, "the job's watch")
+        wait_for((root / "controller" / "hostdeath" / "group.json").exists, 120, "the job's watch")
         ranks = states(launch_bed, "hostdeath")
         bed.mgmt_down("h2")
         try:
@@ -327,14 +327,11 @@ def test_a_host_that_dies_mid_job_is_named_and_nothing_is_left_on_the_others(lau
     assert not any(alive(p) for s in ranks.values() for p in (s["pid"], s["runner_pid"]))
 
 
-WATCH_TASK = "TASK [ascend.cluster.launch_training : Follow the job through its group"
-
-
 def _watched(launch_bed, job_id: str, output: Path) -> bool:
-    """16 ranks running and the job's watch at work (its task has begun)."""
+    """16 ranks running and the job's watch at work (it keeps the group's view on the controller once it read it)."""
     _bed, root = launch_bed
     running = sum(s.get("phase") == "running" for s in states(launch_bed, job_id).values()) if (root / "runs" / job_id).exists() else 0
-    return running == 16 and WATCH_TASK in output.read_text()
+    return running == 16 and (root / "controller" / job_id / "group.json").exists()
 
 
 def _long_job_then(launch_bed, job_id: str, output: Path, act) -> tuple[subprocess.Popen, dict]:

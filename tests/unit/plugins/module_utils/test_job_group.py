@@ -78,9 +78,6 @@ class Cluster:
     def view(self) -> dict:
         return json.loads((self.dir / group.GROUP_FILE).read_text())
 
-    def ask_gate(self, margin: float = 0.5, join_wait: float = 30.0) -> None:
-        files.write_json(str(self.dir / group.GATE_REQUEST_FILE), {"margin": margin, "join_wait": join_wait})
-
     def joined(self, *hosts: str) -> bool:
         return all(self.members[h].state == "joined" for h in hosts)
 
@@ -101,22 +98,28 @@ def cluster(tmp_path):
         each.thread.join(5)
 
 
-def test_members_with_the_secret_join_and_the_gate_opens_once_all_have_in_each_ones_clock(cluster):
+def test_the_gate_opens_by_itself_once_every_rank_of_every_server_is_staged_in_each_ones_clock(cluster):
     c = cluster(["a", "b"], offset=2.0)
     c.member("a", [0, 1], offset=-1.0)
     c.drive(2, until=lambda: c.joined("a"))
-    c.ask_gate(margin=0.5)
+    c.members["a"].states({0: "staged", 1: "staged"})
     c.drive(0.5)
     assert c.told["a"] == []  # b has not joined: no gate yet
     c.member("b", [2, 3], offset=5.0)
-    asked = time.time()
+    c.drive(2, until=lambda: c.joined("b"))
+    c.members["b"].states({2: "staged", 3: "staging"})
+    c.drive(0.5)
+    assert c.told["a"] == [] and c.view()["members"]["b"]["unstaged"] == [3]  # rank 3 is still taking its lock
+    staged = time.time()
+    c.members["b"].states({3: "staged"})
     c.drive(3, until=lambda: bool(c.told["a"] and c.told["b"]))
     (kind_a, at_a), (kind_b, at_b) = c.told["a"][0], c.told["b"][0]
     assert kind_a == kind_b == "gate"
     # the coordinator's clock is 2 s ahead of the controller's: T (controller) = now - 2 + 0.5; each member adds its own
     assert at_b - at_a == pytest.approx(6.0)
-    assert asked - 2.0 + 0.5 - 0.5 < at_a + 1.0 < asked - 2.0 + 0.5 + 2.0
+    assert staged - 2.0 + 0.5 - 0.1 < at_a + 1.0 < staged - 2.0 + 0.5 + 1.0
     assert c.view()["status"] == group.RUNNING and c.view()["gate_at"] == pytest.approx(at_a + 1.0)
+    assert group.gate_answer(c.view(), 30)["start_at"] == pytest.approx(at_a + 1.0)
 
 
 def test_a_member_without_the_secret_is_refused_and_says_why(cluster):
@@ -228,16 +231,22 @@ def test_a_broken_connection_is_made_again_and_only_silence_counts(cluster):
     assert member.state == "joined" and c.told["a"] == [] and c.coordinator.members["a"]["state"] == "joined"
 
 
-def test_the_gate_is_refused_naming_the_servers_that_never_joined(cluster):
-    c = cluster(["a", "b", "c"])
-    c.member("a", [0])
+def test_a_gate_kept_shut_names_the_servers_not_joined_and_the_ranks_not_staged(cluster):
+    c = cluster(["a", "b", "c"], join_timeout=1.5)
+    c.member("a", [0, 1])
     c.drive(2, until=lambda: c.joined("a"))
-    c.ask_gate(join_wait=0.3)
-    c.drive(2, until=lambda: bool(c.told["a"]))
-    assert c.told["a"][0][0] == "stop" and "servers b, c did not join the job's group at 127.0.0.1:" in c.told["a"][0][1]
-    c.drive(2, until=lambda: c.view()["status"] != group.FORMING)  # its view is written just after the stop went out
-    answer = group.gate_answer(c.view(), 0.3)
-    assert answer["failed"] and answer["missing"] == ["b", "c"] and "servers b, c did not join" in answer["msg"]
+    c.members["a"].states({0: "staged", 1: "staging"})
+    c.drive(0.3)
+    answer = group.gate_answer(c.view(), 30)  # the controller's verdict after group_wait
+    assert answer["failed"] and answer["missing"] == ["a", "b", "c"], answer
+    assert answer["msg"].endswith(": a (ranks not staged: 1); b (not joined: waiting); c (not joined: waiting)"), answer
+    c.drive(3, until=lambda: bool(c.told["a"]))  # the coordinator's own deadline (the gate time-out) stops the job
+    assert (
+        c.told["a"][0][0] == "stop"
+        and "the gate was not opened within 1s of the launch: the job's group at 127.0.0.1:" in c.told["a"][0][1]
+    )
+    c.drive(2, until=lambda: c.view()["status"] != group.FORMING)
+    assert c.coordinator.cause is not None and c.coordinator.cause["missing"] == ["a", "b", "c"]
 
 
 def test_every_member_done_ends_the_group_done(cluster):
@@ -287,11 +296,13 @@ def test_the_controllers_commands_on_real_files(tmp_path):
     (job / files.JOB_FILE).write_text("{}")
     assert read() == (True, "")  # recorded, no view yet
     files.write_json(str(job / group.GROUP_FILE), {"status": group.RUNNING, "gate_at": 5.0})
-    out = subprocess.run(["sh", "-c", group.gate_request_command(str(job), 0.5, 30, 1)], capture_output=True, text=True, check=False).stdout
+    out = subprocess.run(["sh", "-c", group.gate_wait_command(str(job), 1)], capture_output=True, text=True, check=False).stdout
     ran, text = group.parse_read(out)
-    assert ran and json.loads(text)["gate_at"] == 5.0
-    assert json.loads((job / group.GATE_REQUEST_FILE).read_text()) == {"join_wait": 30.0, "margin": 0.5}
-    assert group.gate_answer(json.loads(text), 30)["start_at"] == 5.0
+    assert ran and json.loads(text)["gate_at"] == 5.0 and group.gate_answer(json.loads(text), 30)["start_at"] == 5.0
+    files.write_json(str(job / group.GROUP_FILE), {"status": group.FORMING, "members": {}})
+    began = time.monotonic()
+    out = subprocess.run(["sh", "-c", group.gate_wait_command(str(job), 0.3)], capture_output=True, text=True, check=False).stdout
+    assert 0.25 < time.monotonic() - began < 3 and json.loads(group.parse_read(out)[1])["status"] == group.FORMING  # waited, then said
     line = "Ctrl-C on the controller (ansible-playbook of o'neil; $(true))"
     for _twice in range(2):
         out = subprocess.run(["sh", "-c", files.abort_command(str(job), line)], capture_output=True, text=True, check=False).stdout

@@ -49,7 +49,8 @@ class Server:
 
 
 def launch(tmp_path, port: int, env: dict | None = None, lost_after: float = 1.0, offsets: dict | None = None) -> tuple:
-    """Servers a (coordinator, ranks 0-1) and b (ranks 2-3), each started as the launch role starts it; the gate asked.
+    """Servers a (coordinator, ranks 0-1) and b (ranks 2-3), each started as the launch role starts it; the group opens
+    the gate by itself once every rank is staged.
 
     ``offsets``: a server's clock offset against the controller, as the pre-flight would have measured it.
     """
@@ -80,6 +81,7 @@ def launch(tmp_path, port: int, env: dict | None = None, lost_after: float = 1.0
                 "coordinator": server is a,
                 "hosts": ["a", "b"] if server is a else [],
                 "lost_after": lost_after,
+                "gate_margin": 0.3,
                 "clock_offset": (offsets or {}).get(server.name, 0.0),
             },
             "group_secret": SECRET,
@@ -87,7 +89,6 @@ def launch(tmp_path, port: int, env: dict | None = None, lost_after: float = 1.0
         results[server.name] = run_module("training_ranks", args, timeout=60)
         assert not results[server.name].get("failed"), results[server.name]
         assert SECRET not in json.dumps(results[server.name])  # never returned
-    files.write_json(str(a.job_dir / group.GATE_REQUEST_FILE), {"margin": 0.3, "join_wait": 10})
     wait_for(
         lambda: all(s.get("phase") == "running" for srv in (a, b) for s in map(srv.raw, (r["rank_id"] for r in srv.ranks))),
         30,
