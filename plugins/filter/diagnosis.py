@@ -18,12 +18,13 @@ def diagnosis(
     clock: str = "_ascend_diag_clock",
     firewall: str = "_ascend_diag_firewall",
     connect_timeout: Any = 120,
+    group_view: Any = None,
 ) -> dict:
     # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
     from ansible_collections.ascend.cluster.plugins.plugin_utils._diagnose import from_hostvars
 
     names = {"job": job, "npu": npu, "clock": clock, "firewall": firewall}
-    return from_hostvars(list(servers), hostvars, names, float(connect_timeout))
+    return from_hostvars(list(servers), hostvars, names, float(connect_timeout), group_view)
 
 
 class FilterModule:

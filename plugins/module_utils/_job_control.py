@@ -79,7 +79,8 @@ def set_latest(job_root: str, job_id: str) -> None:
 
 
 def load_job(job_root: str, job_id: str) -> dict:
-    resolved = files.resolve_job_id(job_root, job_id)
+    """The record of the job ``job_id`` names on this server (:func:`resolve_job_id`)."""
+    resolved = resolve_job_id(job_root, job_id)
     if not resolved:
         raise JobError("no training job recorded under %s on this host (nothing launched here yet)" % job_root)
     job = files.read_json(os.path.join(files.job_dir(job_root, resolved), files.JOB_FILE))
@@ -184,6 +185,7 @@ def rank_states(job_root: str, job: dict, tail_lines: int = 0, tail_failed: int 
             "log": os.path.join(rdir, files.TRAIN_LOG),
             "error": (state or {}).get("error"),
             "stopped_by": (state or {}).get("stopped_by"),
+            "clock_offset": (state or {}).get("clock_offset"),
         }
         summary["error"] = failure_cause(state, summary["state"]) or summary["error"]
         if summary["started"] and summary["ended"]:
@@ -193,6 +195,41 @@ def rank_states(job_root: str, job: dict, tail_lines: int = 0, tail_failed: int 
             summary["tail"] = tail(summary["log"], lines)
         ranks.append(summary)
     return ranks
+
+
+def resolve_job_id(job_root: str, job_id: str, stopped_by: str | None = None) -> str | None:
+    """The job ``job_id`` names on this server, for status, stop and diagnose alike; None when there is none.
+
+    ``latest`` is the newest job whose gate opened (``<job_root>/latest``), unless a job recorded after it is still
+    staged at its gate (:func:`staged_job`: the launch that staged it was interrupted or killed before the gate, or is
+    still under way): status then shows that job, stop releases it, diagnose reads it. Other ids are returned as given.
+    """
+    if job_id != "latest":
+        return job_id
+    started = files.read_latest(job_root)
+    return staged_job(job_root, started, stopped_by) or started
+
+
+def staged_job(job_root: str, after: str | None, stopped_by: str | None = None) -> str | None:
+    """The newest job recorded after the job ``after`` (after none: any) whose gate never opened and whose runners
+    still wait at it (a rank ``staged``, its runner alive); None when there is none.
+
+    With ``stopped_by`` (a stop's reason), a job whose ranks that stop has already ended counts too: the job's group
+    passes a stop that reached another server first to this server's runners within a fraction of a second, before
+    this server's own stop call may have looked.
+    """
+    jobs = files.list_jobs(job_root)
+    if after in jobs:
+        jobs = jobs[jobs.index(after) + 1 :]
+    for job_id in reversed(jobs):
+        directory = files.job_dir(job_root, job_id)
+        job = files.read_json(os.path.join(directory, files.JOB_FILE))
+        if os.path.exists(os.path.join(directory, files.GATE_FILE)) or not isinstance(job, dict) or not isinstance(job.get("ranks"), list):
+            continue
+        for rank in rank_states(job_root, job):
+            if rank["state"] == "staged" or (stopped_by and stopped_by in str(rank.get("stopped_by") or "")):
+                return job_id
+    return None
 
 
 def wait_staged(job_root: str, job: dict, timeout: float) -> list:
@@ -286,6 +323,21 @@ def stop_job(job_root: str, job: dict, grace: float, reason: str = "stop request
         "stopped": sorted([r["rank_id"] for r in alive if r["state"] != "pending"] + through_group),
         "killed": sorted(by_pgid[g] for g in result["killed"]),
     }
+
+
+def controller_time(rank: dict, key: str) -> float | None:
+    """``rank[key]`` - a time its runner recorded in its server's clock (``started``, ``ended``) - in the controller's
+    clock: less the server's ``clock_offset`` recorded beside it (none recorded: as it is). None when there is no time.
+
+    The one way to compare times across servers (a job's start spread, its duration, which rank failed first), or to
+    show one beside the controller's: a server whose clock is 20 s ahead would otherwise start its ranks "20 s late".
+    """
+    value, offset = rank.get(key), rank.get("clock_offset")
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    if not isinstance(offset, (int, float)) or isinstance(offset, bool):
+        offset = 0.0
+    return float(value) - float(offset)
 
 
 def first_failure(ranks: list) -> dict | None:

@@ -9,11 +9,13 @@ Layout on each server (see docs/launch.md):
 - ``<job_root>/<job_id>/abort``      why the job is being stopped, one line per reason, the first
   one first: a failing rank's runner writes ``rank N failed (rc=X)`` (:func:`failed_line`), stop and
   the watchers a free-form reason. Runners still at the gate give up when it exists;
-- ``<job_root>/latest``              the id of the newest job whose gate opened (status/stop default
-  to it; a job refused or interrupted while staging never becomes ``latest``);
+- ``<job_root>/latest``              the id of the newest job whose gate opened (a job refused or
+  interrupted while staging never becomes ``latest``; status, stop and diagnose default to it, or to a
+  newer job still staged at its gate: ``_job_control.resolve_job_id``);
 - ``<run_dir>/device_<rank>/``       the rank's working directory: ``env.log``, ``train.log``,
-  ``state.json`` (``phase`` - one of :data:`PHASES` -, pids, start/end time, exit code, and at the
-  end ``stopped_by``: the abort reason that existed when the rank ended, None if none did);
+  ``state.json`` (``phase`` - one of :data:`PHASES` -, pids, start/end time in the server's clock and
+  ``clock_offset``, that clock's offset against the controller's, exit code, and at the end ``stopped_by``:
+  the abort reason that existed when the rank ended, None if none did);
 - ``<lock_dir>/device_<id>.lock``    per-device ``flock``, held by the rank for its lifetime.
 
 The controller opens a gate and records a stop with one shell command each (:func:`gate_command`,
@@ -101,10 +103,12 @@ def read_json(path: str, default: Any = None) -> Any:
         return default
 
 
-def resolve_job_id(job_root: str, job_id: str) -> str | None:
-    """``latest`` -> the id in ``<job_root>/latest``; other ids unchanged; None when unknown."""
-    if job_id != "latest":
-        return job_id
+def read_latest(job_root: str) -> str | None:
+    """The id in ``<job_root>/latest`` (the newest job whose gate opened), None when there is none.
+
+    What ``job_id=latest`` means to status, stop and diagnose is ``_job_control.resolve_job_id`` (it also sees a newer
+    job still staged at its gate).
+    """
     try:
         with open(os.path.join(job_root, LATEST_FILE)) as handle:
             return handle.read().strip() or None

@@ -37,6 +37,7 @@ from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import k
 from ansible_collections.ascend.cluster.plugins.module_utils._job_runner import (
     DeviceBusy,
     RankRunner,
+    clock_offset,
     command_argv,
     own_fault,
     take_device_lock,
@@ -59,6 +60,7 @@ SHARED_KEYS = (
     "timed_out",
     "stopped_by",
     "error",
+    "clock_offset",
 )
 
 
@@ -153,6 +155,7 @@ class NodeRunner(RankRunner):
             "device_ids": self.node["devices"],
             "runner_pid": os.getpid(),
             "log": os.path.join(self.dir, LAUNCHER_LOG),
+            "clock_offset": clock_offset(p),
         }
         self.outcomes: dict = {}  # rank id -> rank_outcomes entry, once the launcher has exited
         self.offsets: dict = {}  # worker log path -> bytes already copied to the rank's train.log

@@ -9,7 +9,8 @@ every change of phase to ``<run_dir>/device_<rank>/state.json``:
 
 ``staged`` (waiting at the gate) -> ``running`` -> ``exited`` (with ``rc``), or ``refused``
 (device locked by another job), ``aborted`` (stopped before the gate opened), ``gate_timeout``
-(the controller never opened the gate).
+(the controller never opened the gate). Its times (``staged_at``, ``started``, ``ended``) are this server's clock;
+``clock_offset`` beside them is that clock's offset against the controller's, as the pre-flight measured it.
 
 While the rank runs, the runner samples its ``train.log`` about once a second (``_job_progress``): a rank
 that makes no progress for ``stall_timeout`` seconds is stopped (its Python stacks taken first, with
@@ -77,6 +78,15 @@ def command_argv(argv: list, set_env: str | None) -> list:
     return list(argv)
 
 
+def clock_offset(p: dict) -> float:
+    """This server's clock offset against the controller, as the pre-flight measured it (the job's ``group``; 0 unknown).
+
+    Recorded in every ``state.json`` beside the times the runner writes in this server's clock (``started``, ``ended``),
+    so that they can be read in the controller's: ``_job_control.controller_time``.
+    """
+    return float((p.get("group") or {}).get("clock_offset") or 0.0)
+
+
 def own_fault(timed_out: bool, stalled: dict | None) -> str | None:
     """Why the runner stopped its rank itself, as the rank's abort reason: it ran too long, or it stalled."""
     if timed_out:
@@ -97,6 +107,7 @@ class RankRunner:
             "device_id": p["device_id"],
             "runner_pid": os.getpid(),
             "log": os.path.join(self.dir, files.TRAIN_LOG),
+            "clock_offset": clock_offset(p),
         }
         self.child: subprocess.Popen | None = None
         # A runner the supervisor of a job's group forked: it stops its rank when that supervisor dies (killed -9), so

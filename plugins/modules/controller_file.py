@@ -51,9 +51,9 @@ EXAMPLES = r"""
     content: "{{ ascend_job_summary | to_nice_json }}\n"
   run_once: true
 
-- name: Make the job's controller-side directory
+- name: Make a directory on the controller
   ascend.cluster.controller_file:
-    path: "{{ ascend_launch_controller_dir }}/{{ ascend_job_id }}/hosts"
+    path: "{{ ascend_launch_controller_dir }}/tune_bank"
   run_once: true
 """
 

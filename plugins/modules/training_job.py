@@ -35,7 +35,7 @@ description:
   - V(results) does what M(ascend.cluster.training_results) does, with that module's options given as O(results) (its
     action, and the watch once every local rank has ended, send their calls here for the same reason).
   - V(gate) opens the gate, so that every rank starts its command at O(start_at), and makes the job the
-    latest one (V(latest) never names a job refused or interrupted before it started).
+    latest one (a job refused or interrupted before it started never becomes it).
   - For a named O(job_id) the action opens the gate with one shell command over the task's connection (the same two
     files, each renamed into place), without sending the module.
   - A Ctrl-C (or SIGTERM) to C(ansible-playbook) during V(staged) or V(gate) stops the job on the server at
@@ -81,7 +81,11 @@ options:
       - For a named O(job_id) the action does this with shell commands over the task's connection, without the module.
     type: float
   job_id:
-    description: The job; V(latest) is the newest job started on this host, V(all) (with V(stop) only) every job.
+    description:
+      - The job; V(all) (with V(stop) only) every job.
+      - V(latest) is the newest job started on this host, or a job recorded after it whose ranks still wait at its gate
+        (its launch was interrupted or killed before the gate opened, or is under way) - V(status) shows it, V(stop)
+        releases it, V(diagnose) reads it.
     type: str
     default: latest
   run_dir:
@@ -292,12 +296,21 @@ runner_finished:
   type: bool
 ranks:
   description:
-    - One entry per local rank (rank_id, device_id, state, phase, rc, started, ended, duration, pid, log, tail, error).
+    - One entry per local rank (rank_id, device_id, state, phase, rc, started, ended, duration, pid, log, tail, error,
+      clock_offset - this server's clock offset against the controller's, by which C(started) and C(ended), in this
+      server's clock, are read in the controller's).
     - With V(diagnose), a failed or stopped rank also has C(plog), C({pid, files, lines}) - its process's plog files
       and their first O(plog_lines) ERROR and WARNING lines.
   returned: with staged, poll, status, stop and diagnose
   type: list
   elements: dict
+group_cause:
+  description:
+    - V(diagnose) - on the server that ran the job's coordinator (rank 0's), the job's first failure as its group decided
+      it (the C(cause) in C(<job_root>/<job_id>/group.json) - C(rank_id), C(server), C(host), C(rc), C(error), ...); null
+      elsewhere, or when the group named none.
+  returned: with diagnose
+  type: dict
 busy:
   description: What holds the devices (V(preflight)); what holds the job's devices now (V(diagnose)).
   returned: with preflight and diagnose
@@ -555,7 +568,10 @@ def do_record(module: AnsibleModule) -> dict:
 
 def do_stop(module: AnsibleModule) -> dict:
     p = module.params
-    if p["job_id"] == "latest" and files.resolve_job_id(p["job_root"], "latest") is None:
+    # latest: the newest started job, or a newer one still staged at its gate (also one this stop, passed on by the job's
+    # group from another server, has just released)
+    resolved = control.resolve_job_id(p["job_root"], p["job_id"], stopped_by=p["reason"])
+    if resolved is None:
         return dict(
             changed=False,
             job_id=None,
@@ -564,7 +580,7 @@ def do_stop(module: AnsibleModule) -> dict:
             killed=[],
             msg="no training job recorded under %s: nothing to stop" % p["job_root"],
         )
-    ids = files.list_jobs(p["job_root"]) if p["job_id"] == "all" else [p["job_id"]]
+    ids = files.list_jobs(p["job_root"]) if p["job_id"] == "all" else [resolved]
     results = []
     for job_id in ids:
         job = control.load_job(p["job_root"], job_id)
@@ -596,6 +612,8 @@ def do_diagnose(module: AnsibleModule, job: dict) -> dict:
     devices = sorted(set(r["device_id"] for r in ranks))
     busy = preflight.find_busy(devices, p["lock_dir"], p["job_root"], processes)
     taken = listen_ports.ports_in_use(p["ports"])
+    # on rank 0's server: the job's group's first failure, as its coordinator decided it (what the FAILED line names)
+    view = files.read_json(os.path.join(files.job_dir(p["job_root"], job["job_id"]), group.GROUP_FILE))
     return dict(
         changed=False,
         job_id=job["job_id"],
@@ -604,6 +622,7 @@ def do_diagnose(module: AnsibleModule, job: dict) -> dict:
         abort=files.read_abort(files.job_dir(p["job_root"], job["job_id"])),
         busy=busy,
         ports_in_use=taken,
+        group_cause=view.get("cause") if isinstance(view, dict) else None,
     )
 
 

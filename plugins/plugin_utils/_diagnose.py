@@ -12,7 +12,8 @@ Pure functions, used by the ``ascend.cluster.diagnosis`` filter (``playbooks/dia
 - :func:`diagnose` combines every rank's finding with the live checks of the servers (link,
   net_health and TLS of the devices involved, firewall, clock offsets, leftover processes, ports in
   use) into the rows of one table and one line: ``EI0006 on ranks 3, 11 from 12:03:04: h2 eth3 link
-  DOWN - check the optics/cable``.
+  DOWN - check the optics/cable``; the first failing rank first, by :func:`first_order` (the rank the
+  job's group named, as the ``FAILED:`` line does, else the clock-corrected order).
 
 Formats recognised (reference section 7): the stderr block ``EI0006: [PID: n] 2025-04-08-18:07:20.444.436
 text`` (older CANN without ``[PID: n]``), summary names ``Communication_Error_Get_Socket(EI0006)``,
@@ -25,9 +26,11 @@ running``): their code is then inferred, and the diagnosis says so.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
+from ansible_collections.ascend.cluster.plugins.module_utils._job_control import controller_time
 from ansible_collections.ascend.cluster.plugins.plugin_utils._text_table import text_table
 from ansible_collections.ascend.cluster.plugins.plugin_utils._watch import rank_ranges
 
@@ -370,28 +373,65 @@ def _firewall_active(state: str) -> bool:
     return ("active" in words or "running" in words) and "inactive" not in words and "not" not in words
 
 
-def diagnose(findings: list, live: dict | None = None, connect_timeout: float = 120.0) -> dict:
+CAUSE_KEYS = ("rank_id", "server", "host", "device_id", "rc", "error", "stopped_by", "lost")  # of the group's cause, kept
+GROUP = "the job's group"  # how the first failing rank was decided: the group's cause named it
+CLOCK = "the clock-corrected end times"  # or: by when each rank ended, in the controller's clock
+
+
+def first_order(findings: list, first_rank: int | None = None) -> list:
+    """``findings`` in the order the job's first failure comes first - the one rule ``diagnose`` follows.
+
+    The rank the job's group named first (``first_rank``: its ``cause``, the first abort line that reached its
+    coordinator, which the watch's ``FAILED:`` line names too) leads; then failed ranks before stopped ones, each by when
+    it ended in the controller's clock (its ``ended`` less its server's ``clock_offset``: ranks on two servers 29 ms
+    apart are told apart whatever their clocks say), then its error's CANN time (its server's clock, uncorrected), then
+    its rank id.
+    """
+
+    def key(finding: dict) -> tuple:
+        ended = controller_time(finding, "ended")
+        when = (finding.get("error") or {}).get("time") or "~"
+        return (
+            first_rank is None or finding["rank_id"] != first_rank,
+            finding.get("state") != "failed",
+            ended or float("inf"),
+            when,
+            finding["rank_id"],
+        )
+
+    return sorted(findings, key=key)
+
+
+def group_first_rank(cause: Any) -> int | None:
+    """The rank the job's group named as its first failure (``group.json``'s ``cause``), None when it names none (the
+    job was stopped from outside, a server was lost, or there is no group view)."""
+    if not isinstance(cause, dict) or "stopped_by" in cause or cause.get("lost"):
+        return None
+    rank = cause.get("rank_id")
+    return rank if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0 else None
+
+
+def diagnose(findings: list, live: dict | None = None, connect_timeout: float = 120.0, first_rank: int | None = None) -> dict:
     """One diagnosis from every rank's finding and the live checks.
 
-    ``findings``: ``{"server", "rank_id", "device_id", "state", "rc", "ended", "error": first_error(...) or None,
-    "last_line"}`` per failed or stopped rank. ``live``: ``{"devices": {server: {device_id: hccn_facts
+    ``findings``: ``{"server", "rank_id", "device_id", "state", "rc", "ended", "clock_offset", "error": first_error(...)
+    or None, "last_line"}`` per failed or stopped rank. ``live``: ``{"devices": {server: {device_id: hccn_facts
     device}}, "firewall": {server: state}, "clock": {server: offset}, "leftovers": {server: [text]},
-    "ports": {server: [text]}}``.
+    "ports": {server: [text]}}``. ``first_rank``: the rank the job's group named as its first failure
+    (:func:`group_first_rank`), if any.
 
     Returns ``{"line", "rows", "first", "evidence", "involved"}``: one row per code (ranks, from, first
     rank, meaning, likely causes ranked: what the live checks saw first, then the code's usual causes),
-    the first failing rank's row first.
+    the first failing rank's row first (:func:`first_order`); ``first``: that rank (``rank_id``, ``server``,
+    ``device_id``) and ``by``, what decided it (:data:`GROUP` or :data:`CLOCK`), or None.
     """
     live = live or {}
-    coded = [f for f in findings if f.get("error")]
-    ordered = sorted(
-        coded,
-        key=lambda f: (f.get("state") != "failed", f["error"].get("time") or "~", f.get("ended") or float("inf"), f["rank_id"]),
-    )
+    ordered_all = first_order([f for f in findings if f.get("error") or f.get("state") == "failed"], first_rank)
+    ordered = [f for f in ordered_all if f.get("error")]
     groups: dict = {}
     for finding in ordered:
         groups.setdefault(finding["error"]["code"], []).append(finding)
-    silent = sorted((f for f in findings if not f.get("error") and f.get("state") == "failed"), key=lambda f: f["rank_id"])
+    silent = [f for f in ordered_all if not f.get("error")]
     pairs = involved(ordered + silent, live)
     seen = evidence(pairs, live, connect_timeout)
     rows = []
@@ -401,7 +441,12 @@ def diagnose(findings: list, live: dict | None = None, connect_timeout: float = 
         here = [e for e in seen if e["kind"] in info["checks"]]
         causes = [e["text"] for e in here] + list(info["causes"])
         first = members[0]
-        times = sorted(m["error"]["time"] for m in members if m["error"].get("time"))
+        # the first rank's own time (its server's clock), else the earliest its members have
+        times = (
+            [first["error"]["time"]]
+            if first["error"].get("time")
+            else sorted(m["error"]["time"] for m in members if m["error"].get("time"))
+        )
         rows.append(
             {
                 "code": code,
@@ -422,11 +467,13 @@ def diagnose(findings: list, live: dict | None = None, connect_timeout: float = 
         first = silent[0]
         how = first.get("cause") or "exit code %s" % first.get("rc")
         last = first.get("last_line") or ""
-        rows.append(
+        # the row of the job's first failure first: this one, when that rank logged no code
+        rows.insert(
+            0 if ordered_all[0] is first else len(rows),
             {
                 "code": None,
                 "ranks": rank_ranges([f["rank_id"] for f in silent]),
-                "rank_ids": [f["rank_id"] for f in silent],
+                "rank_ids": sorted(f["rank_id"] for f in silent),
                 "from": None,
                 "time": None,
                 "first_rank": "rank %d (%s device %d)" % (first["rank_id"], first["server"], first["device_id"]),
@@ -437,9 +484,23 @@ def diagnose(findings: list, live: dict | None = None, connect_timeout: float = 
                 "likely_causes": ["%s; its log ends: %s" % (how, last) if last and how not in last else how] + [e["text"] for e in seen],
                 "seen_live": [e["text"] for e in seen],
                 "inferred": True,
-            }
+            },
         )
-    return {"line": summary_line(rows), "rows": rows, "evidence": [e["text"] for e in seen], "involved": [list(p) for p in pairs]}
+    lead = ordered_all[0] if ordered_all else None
+    return {
+        "line": summary_line(rows),
+        "rows": rows,
+        "first": None
+        if lead is None
+        else {
+            "rank_id": lead["rank_id"],
+            "server": lead["server"],
+            "device_id": lead["device_id"],
+            "by": GROUP if lead["rank_id"] == first_rank else CLOCK,
+        },
+        "evidence": [e["text"] for e in seen],
+        "involved": [list(p) for p in pairs],
+    }
 
 
 def summary_line(rows: list) -> str:
@@ -464,15 +525,33 @@ def _result(hostvars: Any, server: str, name: str) -> dict:
     return value if isinstance(value, dict) and not value.get("skipped") else {}
 
 
-def from_hostvars(servers: list, hostvars: Any, names: dict, connect_timeout: float = 120.0) -> dict:
+def group_cause(results: list, group_view: Any = None) -> dict | None:
+    """The job's group's cause (its first failure): from a server's ``training_job state=diagnose`` result (rank 0's
+    server reads ``group.json`` there), else from ``group_view``, the controller's copy the watch kept (its text, or
+    the view itself); None when neither has one."""
+    for result in results:
+        if isinstance(result.get("group_cause"), dict):
+            return result["group_cause"]
+    if isinstance(group_view, str):
+        try:
+            group_view = json.loads(group_view) if group_view.strip() else None
+        except ValueError:
+            group_view = None
+    cause = group_view.get("cause") if isinstance(group_view, dict) else None
+    return cause if isinstance(cause, dict) else None
+
+
+def from_hostvars(servers: list, hostvars: Any, names: dict, connect_timeout: float = 120.0, group_view: Any = None) -> dict:
     """The diagnosis of a job from each server's registered results (``playbooks/diagnose.yml``).
 
     ``names``: the registered variables, ``{"job": training_job state=diagnose, "npu": hccn_facts, "clock":
-    clock_offset, "firewall": host_firewall in check mode}``. Returns :func:`diagnose`'s dict plus
-    ``job_id``, ``ranks`` (every failed or stopped rank's first error), ``table`` (text lines, then one per
-    server not read), ``live``
-    (what each server's checks read) and ``unread`` (servers without the job, or whose read failed, and why).
+    clock_offset, "firewall": host_firewall in check mode}``. ``group_view``: the job's group view the controller
+    kept (``<controller_dir>/<job_id>/group.json``, its text), for when no server returned the group's cause. Returns
+    :func:`diagnose`'s dict plus ``job_id``, ``ranks`` (every failed or stopped rank's first error), ``table`` (text
+    lines, then one per server not read), ``live`` (what each server's checks read), ``unread`` (servers without the
+    job, or whose read failed, and why) and ``group_cause`` (the job's group's first failure, None if unknown).
     """
+    results: list = []
     findings: list = []
     live: dict = {"devices": {}, "firewall": {}, "clock": {}, "leftovers": {}, "ports": {}}
     job_ids: list = []
@@ -483,6 +562,7 @@ def from_hostvars(servers: list, hostvars: Any, names: dict, connect_timeout: fl
             unread[server] = str(job.get("msg") or "not read")
             continue
         job_ids += [job["job_id"]] if job.get("job_id") and job["job_id"] not in job_ids else []
+        results.append(job)
         for rank in job["ranks"]:
             if rank.get("state") not in ("failed", "stopped"):
                 continue
@@ -496,6 +576,7 @@ def from_hostvars(servers: list, hostvars: Any, names: dict, connect_timeout: fl
                     "state": rank["state"],
                     "rc": rank.get("rc"),
                     "ended": rank.get("ended"),
+                    "clock_offset": rank.get("clock_offset"),
                     "cause": rank.get("error"),
                     "last_line": tail[-1] if tail else "",
                     "plog_files": plog.get("files") or [],
@@ -512,9 +593,11 @@ def from_hostvars(servers: list, hostvars: Any, names: dict, connect_timeout: fl
         live["firewall"][server] = firewall.get("found") or ("unknown: %s" % firewall["msg"] if firewall.get("msg") else "not read")
         live["leftovers"][server] = [b["detail"] for b in job.get("busy") or [] if b.get("detail")]
         live["ports"][server] = ["TCP port %s is listened on by %s" % item for item in sorted((job.get("ports_in_use") or {}).items())]
-    out = diagnose(findings, live, connect_timeout)
+    cause = group_cause(results, group_view)
+    out = diagnose(findings, live, connect_timeout, group_first_rank(cause))
     out.update(
         job_id=job_ids[0] if len(job_ids) == 1 else job_ids or None,
+        group_cause=None if cause is None else {k: cause[k] for k in CAUSE_KEYS if k in cause},
         ranks=[
             {
                 "server": f["server"],

@@ -74,7 +74,8 @@ def value_problem(name: str, spec: Mapping[str, Any], value: Any) -> str | None:
 
 
 def _empty(value: Any) -> bool:
-    return value is None or (isinstance(value, (str, list, dict)) and not value)
+    """Not given: None, an empty list or mapping, a string of nothing or only blanks (``-e train_command=' '``)."""
+    return value is None or (isinstance(value, (list, dict)) and not value) or (isinstance(value, str) and not value.strip())
 
 
 def input_problems(

@@ -11,11 +11,12 @@ Each server's task registered one result with a ``ranks`` list (``training_watch
 from __future__ import annotations
 
 import os
+import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ansible_collections.ascend.cluster.plugins.module_utils._job_control import stopped_by_its_runner
+from ansible_collections.ascend.cluster.plugins.module_utils._job_control import controller_time, stopped_by_its_runner
 from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import signal_name
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
 from ansible_collections.ascend.cluster.plugins.plugin_utils._text_table import text_table
@@ -24,8 +25,17 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._watch import failu
 LAST_LINE_CHARS = 60
 
 
+def clock_text(when: float | None) -> str | None:
+    """An epoch time as the controller's local time of day to the millisecond, ``12:03:04.125`` (None stays None)."""
+    if when is None:
+        return None
+    whole, millis = divmod(round(when * 1000), 1000)
+    return time.strftime("%H:%M:%S", time.localtime(whole)) + f".{millis:03d}"
+
+
 def rank_rows(hosts: Sequence[str], hostvars: Mapping[str, Any], result: str) -> list[dict[str, Any]]:
-    """Every rank of the ``result`` each host registered, with ``server``, ``job_id`` and ``last_line``.
+    """Every rank of the ``result`` each host registered, with ``server``, ``job_id``, ``last_line`` and, in the
+    controller's clock (each rank's time less its server's recorded clock offset), ``start_time`` and ``end_time``.
 
     A result of the whole job (``group``: the watch, run once for the play and registered on every host) holds every
     rank, each with its ``server``: it is read once.
@@ -48,6 +58,8 @@ def rank_rows(hosts: Sequence[str], hostvars: Mapping[str, Any], result: str) ->
                     server=rank.get("server") if registered.get("group") else registered.get("server") or host,
                     job_id=registered.get("job_id"),
                     last_line=str(tail[-1])[-LAST_LINE_CHARS:],
+                    start_time=clock_text(controller_time(rank, "started")),
+                    end_time=clock_text(controller_time(rank, "ended")),
                 )
             )
         if registered.get("group"):
@@ -61,6 +73,8 @@ SUMMARY_COLUMNS = ("server", "device_id", "rank_id", "state", "outcome", "durati
 OK_STATES = ("done", "running")
 OK_ROWS = 4
 MORE_HINT = "-e ascend_report_all_rows=true lists them"
+# A job whose ranks still wait at its gate (status.yml finds one whose launch was interrupted or killed while staging).
+STAGED_HINT = "waiting at a gate that has not opened: unless their launch is still under way, ascend.cluster.stop releases them"
 
 
 def seconds(value: Any) -> float | None:
@@ -74,6 +88,10 @@ def seconds(value: Any) -> float | None:
     if number < 0.1:
         return round(number, 2)
     return round(number, 1) if number < 60 else float(round(number))
+
+
+def _rounded(when: float | None) -> float | None:
+    return None if when is None else round(when, 3)
 
 
 def _signal(rc: Any) -> str | None:
@@ -135,7 +153,8 @@ def _line(kind: str, job_id: str, ranks: list[dict[str, Any]], failure: dict | N
             return f"{name}: {len(ranks)}/{len(ranks)} ranks done{took}"
         if not ranks:
             return f"{name}: no ranks found"
-        return f"{name}: " + ", ".join(f"{counts[state]} {state}" for state in sorted(counts))
+        line = f"{name}: " + ", ".join(f"{counts[state]} {state}" for state in sorted(counts))
+        return f"{line} ({STAGED_HINT})" if counts.get("staged") else line
     if "stopped_by" in failure:
         return f"STOPPED: {name}: {failure['stopped_by']}; {stopped} of {len(ranks)} ranks stopped"
     if "lost" in failure:  # a server stopped answering, or its runners died without recording an exit
@@ -190,11 +209,15 @@ def job_summary(
                 "rc": row.get("rc"),
                 "outcome": rank_outcome(row, fail_fast),
                 "duration_s": seconds(row.get("duration")),
+                # in the controller's clock, comparable across servers
+                "started": _rounded(controller_time(row, "started")),
+                "ended": _rounded(controller_time(row, "ended")),
                 "log": os.path.normpath(str(row["log"])) if row.get("log") else None,
             }
         )
-    started = [float(r["started"]) for r in rows if isinstance(r.get("started"), (int, float))]
-    ended = [float(r["ended"]) for r in rows if isinstance(r.get("ended"), (int, float))]
+    # first start to last end, across servers: in the controller's clock
+    started = [t for t in (controller_time(r, "started") for r in rows) if t is not None]
+    ended = [t for t in (controller_time(r, "ended") for r in rows) if t is not None]
     duration = seconds(max(ended) - min(started)) if started and len(ended) == len(rows) else None
     ok = failure is None and bool(ranks) and all(r["state"] == "done" for r in ranks)
     table = text_table(

@@ -135,23 +135,34 @@ def test_detach_on_interrupt_leaves_the_job_running_on_the_first_ctrl_c(sim_clus
     locks_free(cluster)
 
 
-def test_ctrl_c_during_staging_releases_the_staged_runners_at_once_and_latest_stays(sim_cluster, tmp_path):
-    cluster = sim_cluster()
-    # rank 3 (server0, device 3) stays in "staging": its env.log is a FIFO nobody reads yet, so the
-    # launch waits in "Wait until every rank on every server is staged" while 15 ranks sit at the gate.
-    rank3 = cluster.root / "runs" / "s1" / "device_3"
+def staging_held(cluster, tmp_path: Path, job_id: str) -> tuple:
+    """train.yml started and held in its staging wait: rank 3 (server0, device 3) stays in "staging" - its env.log is a
+    FIFO nobody reads yet - while 15 ranks sit at the gate. ``(played, rank 3's directory)``; opening its env.log for
+    reading lets rank 3 stage."""
+    rank3 = cluster.root / "runs" / job_id / "device_3"
     rank3.mkdir(parents=True)
     os.mkfifo(rank3 / "env.log")
-    played = Played(tmp_path, launch_vars(cluster, np=16, ascend_job_id="s1", ascend_train_env=LONG_RUN))
+    played = Played(tmp_path, launch_vars(cluster, np=16, ascend_job_id=job_id, ascend_train_env=LONG_RUN))
     try:
         wait_for(
             lambda: (
-                sum(s.get("phase") == "staged" for s in rank_states(cluster, "s1").values()) == 15
+                sum(s.get("phase") == "staged" for s in rank_states(cluster, job_id).values()) == 15
                 and "Wait until every rank on every server is staged" in played.text()
             ),
             240,
             "15 ranks at the gate, the launch waiting for the 16th",
         )
+    except BaseException:
+        os.close(os.open(rank3 / "env.log", os.O_RDONLY | os.O_NONBLOCK))
+        played.finish()
+        raise
+    return played, rank3
+
+
+def test_ctrl_c_during_staging_releases_the_staged_runners_at_once_and_latest_stays(sim_cluster, tmp_path):
+    cluster = sim_cluster()
+    played, rank3 = staging_held(cluster, tmp_path, "s1")
+    try:
         time.sleep(1)  # well inside the staging wait (120 s)
         played.ctrl_c()
         played.proc.wait(timeout=60)
@@ -179,3 +190,29 @@ def test_ctrl_c_during_staging_releases_the_staged_runners_at_once_and_latest_st
         latest = cluster.root / server / "jobs" / "latest"
         assert not latest.exists() or latest.read_text().strip() != "s1"
     assert not (cluster.root / "controller" / "latest").exists()
+
+
+def test_a_controller_killed_while_the_launch_stages_leaves_a_job_that_status_shows_and_stop_releases(sim_cluster, tmp_path):
+    """Issue 25 item 1: the controller killed -9 while the launch stages, one rank still staging (it never gets through:
+    the gate can never open), leaves 16 runners holding their devices until the gate time-out. The job never became
+    latest, yet status and stop with the default job_id find it: status shows its ranks staged, stop releases them
+    instead of saying there is nothing to stop."""
+    cluster = sim_cluster()
+    played, rank3 = staging_held(cluster, tmp_path, "k9")  # rank 3 stays in staging until the stop
+    try:
+        os.kill(played.proc.pid, signal.SIGKILL)  # ansible-playbook itself, as the OOM killer or a scheduler would
+        played.proc.wait(timeout=30)
+        for server in ("server0", "server1"):
+            assert not (cluster.root / server / "jobs" / "latest").exists()  # the gate never opened: not latest
+        status = run_playbook(STATUS, SIM_INVENTORY, extra_vars=launch_vars(cluster))
+        assert status.rc == 0 and "status k9: 16 staged (waiting at a gate that has not opened: " in status.stdout, status
+        stop = run_playbook(STOP, SIM_INVENTORY, extra_vars=launch_vars(cluster))
+        assert stop.rc == 0 and "stop: job k9: stopped 16 rank(s) on 2 server(s)" in stop.stdout, stop
+    finally:
+        reader = os.open(rank3 / "env.log", os.O_RDONLY | os.O_NONBLOCK)  # rank 3 gets through staging, finds the stop
+        played.finish()
+    wait_for(lambda: not any(alive(s["runner_pid"]) for s in rank_states(cluster, "k9").values()), 30, "every runner to end")
+    os.close(reader)
+    states = rank_states(cluster, "k9")
+    assert all(s["phase"] == "aborted" and "stopped by ascend.cluster.stop" in s["stopped_by"] for s in states.values()), states
+    locks_free(cluster)  # every device free, without waiting for the gate time-out

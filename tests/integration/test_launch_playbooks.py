@@ -165,6 +165,20 @@ def test_an_hccl_if_ip_that_is_not_the_servers_is_refused_before_start(sim_clust
     assert res.rc != 0, res
     assert "HCCL's host NIC, nothing was started: HCCL_IF_IP 198.18.255.254 (the rank table's server_id, or " in res.stdout, res
     assert not (cluster.root / "runs").exists() or not any((cluster.root / "runs").iterdir())
+    assert not (cluster.root / "controller").exists()  # refused by the pre-flight: no job directory on the controller
+
+
+def test_a_launch_that_fails_at_the_stage_releases_every_rank_and_leaves_no_job_directory(sim_cluster):
+    """Issue 25 item 2: rank 0's server cannot listen for the job's group (an address it does not have): its stage call
+    fails, server1's staged ranks are released, nothing starts - and the controller keeps no directory for the job."""
+    cluster = sim_cluster()
+    extra = launch_vars(cluster, np=16, ascend_job_id="nogroup", ascend_launch_group_address="192.0.2.1")
+    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=extra)
+    assert res.rc != 0, res
+    assert "cannot listen on 192.0.2.1 port" in res.stdout, res
+    states = rank_states(cluster, "nogroup")
+    assert states and all(s["phase"] != "running" and not alive(s["runner_pid"]) for s in states.values()), states
+    assert not (cluster.root / "controller").exists(), sorted((cluster.root / "controller").rglob("*"))
 
 
 def test_one_failing_rank_stops_every_rank_and_is_named(sim_cluster):

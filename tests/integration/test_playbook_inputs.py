@@ -66,6 +66,8 @@ def assert_refused_untouched(cluster, playbook, extra, message, inventory=SIM_IN
         # A: train checks every input before any table is written
         ("train", {"np": 4, "train_command": None}, "train_command is required (or ascend_train_argv, ascend_train_command)"),
         ("train", {"np": 4, "train_command": "bash"}, "train_command: the training command is only 'bash'"),
+        # blank: refused here, not by the launch's own call after the pre-flight (which left a job directory behind)
+        ("train", {"np": 4, "train_command": "  "}, "train_command is required (or ascend_train_argv, ascend_train_command)"),
         ("train", {"np": 4, "wait": "later"}, "wait='later' is not true or false"),
         # C: a typo of an input is refused with what it is close to
         ("train", {"nps": 16}, "unknown extra var 'nps': did you mean np?"),

@@ -25,10 +25,16 @@ CHECK_SCRIPT = REPO_ROOT / "roles" / "smoke_check" / "files" / "ascend_rank_chec
 
 
 def summary_document(cluster):
-    """The last run's <controller_dir>/<job_id>/summary.json (docs/summaries.md)."""
-    path = max((cluster.root / "controller").glob("*/summary.json"), key=lambda p: p.stat().st_mtime)
+    """The last run's <controller_dir>/<job_id>/summary.json, or <controller_dir>/smoke.json when it ran no job (docs/summaries.md)."""
+    controller = cluster.root / "controller"
+    path = max([*controller.glob("*/summary.json"), *controller.glob("smoke.json")], key=lambda p: p.stat().st_mtime)
     assert path.stat().st_mode & 0o777 == 0o644
     return json.loads(path.read_text())
+
+
+def job_dirs(cluster):
+    """The job directories on the controller (<controller_dir>/<job_id>/)."""
+    return sorted(p.name for p in (cluster.root / "controller").iterdir() if p.is_dir())
 
 
 def summary_rows(res, cluster):
@@ -71,6 +77,7 @@ def test_healthy_cluster_all_ranks_ok(sim_cluster, framework, np, checks, env):
     # summary.json has every row; the printed table the first four OK ones, then one line for the rest
     document = summary_document(cluster)
     assert (document["ok"], document["job_id"], document["check_mode"]) == (True, job.name, False)
+    assert job_dirs(cluster) == [job.name] and not (cluster.root / "controller" / "smoke.json").exists()
     assert document["line"] == f"smoke {job.name}: {np}/{np} ranks OK, health OK, rank table OK"
     assert document["table"][-1].startswith(f"... {np + 3 - 4} more row(s) with RESULT OK")
     assert document["table"][-1] in res.stdout
@@ -129,6 +136,7 @@ def test_an_impossible_np_fails_clearly_before_anything_starts(sim_cluster):
     assert rows[1]["detail"].startswith("np=17 is not possible with the available 910B devices")  # the message alone, no filter name
     assert "possible np values are 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16" in rows[1]["detail"]
     assert not (cluster.root / "runs").exists()
+    assert job_dirs(cluster) == []  # no job ran: its summary is <controller_dir>/smoke.json, no job directory
 
 
 # A server that cannot be read: refused naming it, nothing written or started, by the task file train and
@@ -143,6 +151,7 @@ def test_check_mode_works_out_facts_health_and_the_table_and_launches_nothing(si
     assert [(r["stage"], r["result"]) for r in summary_rows(checked, cluster)] == [("health", "OK"), ("rank_table", "OK")]
     assert not (cluster.root / "runs").exists()
     assert not (cluster.root / "server0" / "etc" / "rank_table.json").exists()
+    assert job_dirs(cluster) == []
 
 
 def test_a_held_device_fails_the_launch_row_with_the_holder(sim_cluster):
@@ -157,3 +166,4 @@ def test_a_held_device_fails_the_launch_row_with_the_holder(sim_cluster):
         ("launch", "server1", "FAIL"),
     ], rows
     assert rows[2]["detail"].startswith(f"devices in use, nothing was started: device 3: process {squatter.pid} (sleep) holds NPU 3")
+    assert job_dirs(cluster) == []  # refused by the pre-flight: no job directory on the controller

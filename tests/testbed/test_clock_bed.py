@@ -1,11 +1,13 @@
 """A server whose wall clock is off (libfaketime, ``bed.py clock``): the launch measures, corrects, warns or refuses.
 
-h1 keeps the real time; h3 runs behind it. Each rank records ``started`` in its own server's clock,
-so the skew is computed from corrected times (h3's plus the shift the bed gave it).
+h1 keeps the real time; h3 runs behind it. Each rank records ``started`` in its own server's clock, and beside it the
+offset the pre-flight measured (``clock_offset``): the skew is computed from times corrected by it, and the recorded
+offset is checked against the shift the bed gave the host.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import tempfile
@@ -14,11 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.ascend.cluster.plugins.module_utils._job_control import controller_time
 from tests.helpers.ansible_cli import run_adhoc, run_playbook
 from tests.helpers.procs import pids_with_argv
 from tests.testbed.test_launch_bed import STAND_IN, TRAIN, bed_vars, states
 
 SHIFTED = "h3"
+STATUS = TRAIN.with_name("status.yml")
 
 
 @pytest.fixture(scope="module")
@@ -48,11 +52,29 @@ def offset_row(output: str, host: str) -> float:
 
 
 def corrected_skew(clock_bed, job_id: str, shift: int) -> float:
-    """Spread of the 16 ranks' start times, h3's (ranks 8..15) taken back to real time."""
+    """Spread of the 16 ranks' start times in the controller's clock: each less the clock offset its state.json
+    recorded, which for h3's ranks (8..15) is the bed's ``shift`` and for h1's 0, each within the reading's bound."""
     ranks = states(clock_bed, job_id)
     assert sorted(ranks) == list(range(16)) and all(s["rc"] == 0 for s in ranks.values()), ranks
-    starts = [s["started"] - (shift if rank >= 8 else 0) for rank, s in ranks.items()]
+    assert all(abs(s["clock_offset"] - (shift if rank >= 8 else 0)) < 1.0 for rank, s in ranks.items()), ranks
+    starts = [t for t in (controller_time(s, "started") for s in ranks.values()) if t is not None]
+    assert len(starts) == 16, ranks
     return max(starts) - min(starts)
+
+
+def status_start_times(clock_bed, job_id: str) -> list:
+    """The START_TIME column status.yml prints for every rank of the job, as seconds of the day."""
+    bed, _root = clock_bed
+    extra = {
+        k: v
+        for k, v in bed_vars(clock_bed, job_id, ascend_hosts=f"h1,{SHIFTED}").items()
+        if k.startswith("ascend_") and k != "ascend_job_id"
+    }
+    res = run_playbook(STATUS, bed.inventory, extra_vars=dict(extra, job_id=job_id, ascend_report_all_rows=True))
+    assert res.rc == 0, str(res)
+    times = re.findall(rf'"h[13]\s+{job_id}\s+\d+\s+\d+\s+done\s+0\s+\d+\s+(\d\d):(\d\d):(\d\d\.\d{{3}})\s', res.stdout)
+    assert len(times) == 16, res.stdout
+    return [int(h) * 3600 + int(m) * 60 + float(s) for h, m, s in times]
 
 
 PY_TIME = "import time; print(repr(time.time()))"
@@ -86,7 +108,7 @@ def test_bed_clock_shifts_python_time_over_ssh_and_exec_and_the_module_measures_
 
 
 def test_thirty_seconds_behind_warns_and_ranks_still_start_together(clock_bed):
-    bed, _root = clock_bed
+    bed, root = clock_bed
     bed.clock(SHIFTED, -30)
     # HCCL_CONNECT_TIMEOUT 240 s: refused only above 60 s, so 30 s behind is a warning
     res = launch(clock_bed, "behind30", ascend_hccl_connect_timeout=240)
@@ -98,6 +120,14 @@ def test_thirty_seconds_behind_warns_and_ranks_still_start_together(clock_bed):
     assert "the clock of h1" not in output
     # without the gate's correction h3's ranks would start 30 s late (the figure: bench/bench_launch.py)
     assert corrected_skew(clock_bed, "behind30", -30) <= 0.5
+    # what the job reports reads h3's times in the controller's clock too (issue 25 item 3): the summary's first start
+    # to last end is the job's length, not 30 s more, and status.yml's start times of the 16 ranks are one moment
+    summary = json.loads((root / "controller" / "behind30" / "summary.json").read_text())
+    assert summary["duration_s"] < 10, summary
+    starts = [r["started"] for r in summary["ranks"]]
+    assert max(starts) - min(starts) <= 0.5, summary["ranks"]
+    shown = status_start_times(clock_bed, "behind30")
+    assert max(shown) - min(shown) <= 0.5, shown
 
 
 def test_far_behind_is_refused_before_anything_starts_unless_allowed(clock_bed):

@@ -87,7 +87,7 @@ def test_the_gate_command_writes_what_the_runners_read_and_moves_latest(tmp_path
     assert files.parse_gate(out.stdout) is None, out
     assert files.read_json(str(root / "j1" / files.GATE_FILE)) == {"start_at": 1800000000.25}
     assert (root / "j1" / files.GATE_FILE).read_text() == files.gate_text(1800000000.25)
-    assert files.resolve_job_id(str(root), "latest") == "j1"
+    assert files.read_latest(str(root)) == "j1"
     assert not list(root.glob("**/*.tmp"))
 
 

@@ -187,10 +187,102 @@ def test_latest_names_only_a_job_whose_gate_opened(tmp_path):
     control.record_job(root, {"job_id": "started", "run_dir": "/x", "ranks": []})
     control.open_gate(root, control.load_job(root, "started"), time.time())
     control.record_job(root, {"job_id": "refused", "run_dir": "/y", "ranks": []})  # staged, never started
-    assert files.resolve_job_id(root, "latest") == "started"
+    assert files.read_latest(root) == "started"
     assert control.load_job(root, "latest")["job_id"] == "started"
     control.open_gate(root, control.load_job(root, "refused"), time.time())
-    assert files.resolve_job_id(root, "latest") == "refused"
+    assert files.read_latest(root) == "refused"
+
+
+def _recorded(root: str, job_id: str, at: float, phase: str | None = None, runner_pid: int | None = None) -> dict:
+    """A job recorded at ``at`` (its job.json's time) with one rank; with ``phase`` the rank's state file says so."""
+    job: dict[str, Any] = {"job_id": job_id, "run_dir": os.path.join(root, "runs", job_id), "ranks": [{"rank_id": 0, "device_id": 0}]}
+    directory = control.record_job(root, job)
+    os.utime(os.path.join(directory, files.JOB_FILE), (at, at))
+    if phase:
+        rdir = files.rank_dir(job["run_dir"], 0)
+        os.makedirs(rdir)
+        files.write_json(os.path.join(rdir, files.STATE_FILE), {"phase": phase, "runner_pid": runner_pid})
+    return job
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def test_latest_is_the_last_started_job_or_a_newer_one_still_staged_at_its_gate(tmp_path):
+    root, now = str(tmp_path), time.time()
+    _recorded(root, "older-staged", now - 30, "staged", os.getpid())  # recorded before the started job: never latest
+    control.open_gate(root, _recorded(root, "started", now - 20, "running", os.getpid()), now)
+    # a newer job whose runners died at the gate (released by a Ctrl-C, or gone) is not latest: the started one is
+    _recorded(root, "released", now - 10, "staged", _dead_pid())
+    assert control.resolve_job_id(root, "latest") == "started"
+    # a newer job whose runner still waits at the gate is (its launch was killed mid-staging, or is under way) ...
+    _recorded(root, "staged", now, "staged", os.getpid())
+    assert control.resolve_job_id(root, "latest") == "staged"
+    assert control.load_job(root, "latest")["job_id"] == "staged"
+    assert control.resolve_job_id(root, "started") == "started"  # a named job is the one named
+    # ... until its runner gives up (the gate time-out, a stop): latest names the started job again
+    files.write_json(os.path.join(root, "runs", "staged", "device_0", files.STATE_FILE), {"phase": "aborted", "stopped_by": "stop X"})
+    assert control.resolve_job_id(root, "latest") == "started"
+    # a stop that the job's group passed on here before this server's own stop call looked still finds it
+    assert control.resolve_job_id(root, "latest", stopped_by="stop X") == "staged"
+    assert control.resolve_job_id(root, "latest", stopped_by="another stop") == "started"
+    assert files.read_latest(root) == "started"  # the file itself still names only jobs that started
+
+
+def test_latest_without_a_started_job_is_a_staged_one(tmp_path):
+    root = str(tmp_path)
+    assert control.resolve_job_id(root, "latest") is None
+    _recorded(root, "staged", time.time(), "staged", os.getpid())
+    assert control.resolve_job_id(root, "latest") == "staged"
+
+
+def one_rank_job(tmp_path, argv: list, **extra: Any) -> dict:
+    """Job ``j`` recorded under ``tmp_path/jobs`` with rank 5 on device 2; the ``training_rank`` arguments that run it."""
+    control.record_job(str(tmp_path / "jobs"), {"job_id": "j", "run_dir": str(tmp_path / "run"), "ranks": [{"rank_id": 5, "device_id": 2}]})
+    args = {
+        "job_id": "j",
+        "job_root": str(tmp_path / "jobs"),
+        "run_dir": str(tmp_path / "run"),
+        "lock_dir": str(tmp_path / "locks"),
+        "argv": argv,
+        "rank_id": 5,
+        "device_id": 2,
+        "rank_size": 8,
+        "local_rank": 0,
+        "local_count": 1,
+        "rank_table_path": "/x.json",
+        "set_env": str(tmp_path / "absent.sh"),
+    }
+    return dict(args, **extra)
+
+
+def test_status_and_stop_of_latest_find_a_job_staged_at_its_gate_and_stop_releases_it(tmp_path):
+    """training_job status / stop with the default job_id, while a real runner waits at the gate of a job that never opened."""
+    import threading
+
+    from tests.helpers.ansible_cli import run_module
+
+    job_root, locks = tmp_path / "jobs", str(tmp_path / "locks")
+    args = one_rank_job(tmp_path, ["sleep", "60"])
+    runner = threading.Thread(target=lambda: run_module("training_rank", args))
+    runner.start()
+    try:
+        assert control.wait_staged(str(job_root), control.load_job(str(job_root), "j"), 30)[0]["state"] == "staged"
+        status = run_module("training_job", {"state": "status", "job_root": str(job_root)})
+        assert status["job_id"] == "j" and [r["state"] for r in status["ranks"]] == ["staged"], status
+        stopped = run_module("training_job", {"state": "stop", "job_root": str(job_root), "reason": "stopped by test"})
+        assert stopped["changed"] and stopped["job_id"] == "j" and stopped["stopped"] == [5], stopped
+        assert [(r["state"], r["phase"], r["stopped_by"]) for r in stopped["ranks"]] == [("stopped", "aborted", "stopped by test")]
+    finally:
+        files.record_abort(str(job_root / "j"), "test over")
+        runner.join(30)
+    assert lock_holder(locks, 2) is None  # its device is free
+    # released, the job no longer stands in for latest: nothing started here, so there is nothing to stop
+    again = run_module("training_job", {"state": "stop", "job_root": str(job_root)})
+    assert again["changed"] is False and "nothing to stop" in again["msg"], again
 
 
 def test_unknown_job_says_what_is_known(tmp_path):
@@ -218,22 +310,7 @@ def test_runner_stages_waits_at_the_gate_and_records_the_exit(tmp_path):
     from tests.helpers.ansible_cli import run_module
 
     job_root, run_dir = tmp_path / "jobs", tmp_path / "run"
-    control.record_job(str(job_root), {"job_id": "j", "run_dir": str(run_dir), "ranks": [{"rank_id": 5, "device_id": 2}]})
-    args = {
-        "job_id": "j",
-        "job_root": str(job_root),
-        "run_dir": str(run_dir),
-        "lock_dir": str(tmp_path / "locks"),
-        "argv": ["sh", "-c", "echo $RANK_ID $DEVICE_ID $DEVICE_NUM; exit 3"],
-        "rank_id": 5,
-        "device_id": 2,
-        "rank_size": 8,
-        "local_rank": 0,
-        "local_count": 1,
-        "rank_table_path": "/x.json",
-        "set_env": str(tmp_path / "absent.sh"),
-        "umask": "027",
-    }
+    args = one_rank_job(tmp_path, ["sh", "-c", "echo $RANK_ID $DEVICE_ID $DEVICE_NUM; exit 3"], umask="027")
     result = {}
     runner = threading.Thread(target=lambda: result.update(run_module("training_rank", args)))
     runner.start()

@@ -64,6 +64,20 @@ def test_one_launcher_for_the_server_holding_every_device_each_rank_with_its_own
         assert text == f"{rank['rank_id']} {index} 2,3 4\n"
 
 
+def test_every_ranks_state_records_the_servers_clock_offset(tmp_path):
+    """The node runner writes each rank's state.json: the server's clock offset (from the job's group) is in each."""
+    from ansible_collections.ascend.cluster.plugins.module_utils._job_node_runner import NodeRunner
+
+    runner = NodeRunner(dict(node_args(tmp_path, PRINT_IDS), master_port=29500, host_ip="", group={"clock_offset": -2.5}))
+    for directory in [runner.dir] + [str(tmp_path / "run" / f"device_{r['rank_id']}") for r in RANKS]:
+        os.makedirs(directory)
+    runner.save(phase="staged", started=1000.0)
+    job = control.load_job(str(tmp_path / "jobs"), "j")
+    states = control.rank_states(str(tmp_path / "jobs"), job)
+    assert [(s["rank_id"], s["clock_offset"]) for s in states] == [(2, -2.5), (3, -2.5)]
+    assert control.controller_time(states[0], "started") == 1002.5
+
+
 def test_a_failing_worker_fails_every_rank_with_the_launchers_exit_code_and_leaves_nothing(tmp_path):
     script = 'if [ "$DEVICE_ID" = 1 ]; then sleep 1; exit 3; fi; exec sleep 60.25'
     thread, result = start(node_args(tmp_path, script))

@@ -48,9 +48,12 @@ class Server:
         return json.loads((self.run / f"device_{rank}" / files.STATE_FILE).read_text())
 
 
-def launch(tmp_path, port: int, env: dict | None = None, lost_after: float = 1.0) -> tuple:
+def launch(tmp_path, port: int, env: dict | None = None, lost_after: float = 1.0, offsets: dict | None = None) -> tuple:
     """Servers a (coordinator, ranks 0-1) and b (ranks 2-3), each started as the launch role starts it; the group opens
-    the gate by itself once every rank is staged."""
+    the gate by itself once every rank is staged.
+
+    ``offsets``: a server's clock offset against the controller, as the pre-flight would have measured it.
+    """
     a, b = Server(tmp_path, "a", [0, 1]), Server(tmp_path, "b", [2, 3])
     results = {}
     for server in (a, b):
@@ -79,6 +82,7 @@ def launch(tmp_path, port: int, env: dict | None = None, lost_after: float = 1.0
                 "hosts": ["a", "b"] if server is a else [],
                 "lost_after": lost_after,
                 "gate_margin": 0.3,
+                "clock_offset": (offsets or {}).get(server.name, 0.0),
             },
             "group_secret": SECRET,
         }
@@ -108,6 +112,21 @@ def test_a_failure_on_one_server_stops_the_other_through_the_group(tmp_path):
     assert a.raw(0)["stopped_by"] == "stopped by the job's group: rank 3 failed (rc=1) on 10.0.0.2"
     assert os.stat(a.job_dir / group.SECRET_FILE).st_mode & 0o777 == 0o600 and (b.job_dir / group.SECRET_FILE).read_text() == SECRET
     assert json.loads((b.job_dir / group.MEMBER_FILE).read_text())["state"] == "left"
+
+
+def test_each_rank_records_its_servers_clock_offset_and_its_times_line_up_in_the_controllers_clock(tmp_path):
+    """b's clock "runs 0.4 s ahead" (one machine: b is told so): its gate, and so its ranks' own start times, read 0.4 s
+    later than a's; less the offset each state.json records beside them, every rank started at the same moment."""
+    a, b, _results = launch(tmp_path, free_port(), offsets={"b": 0.4})
+    raw = {r: srv.raw(r) for srv in (a, b) for r in (x["rank_id"] for x in srv.ranks)}
+    assert [raw[r]["clock_offset"] for r in range(4)] == [0.0, 0.0, 0.4, 0.4], raw
+    assert min(raw[r]["started"] for r in (2, 3)) - max(raw[r]["started"] for r in (0, 1)) > 0.3  # each in its own clock
+    states = {**a.states(), **b.states()}
+    assert [states[r]["clock_offset"] for r in range(4)] == [0.0, 0.0, 0.4, 0.4]
+    corrected = [t for t in (control.controller_time(states[r], "started") for r in range(4)) if t is not None]
+    assert len(corrected) == 4 and max(corrected) - min(corrected) < 0.2, corrected  # generous for a loaded machine: 0.4 s uncorrected
+    files.record_abort(str(a.job_dir), "test over")  # the group stops every rank
+    wait_for(lambda: view(a)["status"] == group.ENDED, 30, "the group to end")
 
 
 def test_a_killed_supervisor_leaves_nothing_running_and_its_server_is_lost(tmp_path):

@@ -9,6 +9,7 @@ from typing import Any
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
 from ansible_collections.ascend.cluster.plugins.module_utils import _plog as plog
 from tests.helpers.ansible_cli import run_module
 
@@ -65,6 +66,9 @@ def test_training_job_diagnose_returns_failed_and_stopped_ranks_logs_and_plogs_a
     plogs = home / "ascend" / "log" / "debug" / "plog"
     plogs.mkdir(parents=True)
     (plogs / "plog-1001_1.log").write_text(ERROR % 1001 + "\n")
+    # this is rank 0's server: its group view names the job's first failure (here another server's rank 9, first by 29 ms)
+    cause = {"rank_id": 9, "server": "10.0.0.2", "host": "h2", "device_id": 1, "rc": 1, "error": None}
+    files.write_json(str(jobs / "j" / group.GROUP_FILE), {"status": group.ENDED, "cause": cause})
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         sock.listen()
@@ -82,6 +86,7 @@ def test_training_job_diagnose_returns_failed_and_stopped_ranks_logs_and_plogs_a
     assert len(ranks[1]["tail"]) == 50 and ranks[1]["tail"][-1] == "line 299"
     assert ranks[1]["plog"]["lines"] == [ERROR % 1001] and ranks[2]["plog"]["files"] == []
     assert out["failed_rank"]["rank_id"] == 1 and out["abort"] == "rank 1 failed (rc=1)"
+    assert out["group_cause"] == cause  # the diagnosis names that rank first, as the job's FAILED line does
     assert list(out["ports_in_use"]) == [str(port)] and "python" in out["ports_in_use"][str(port)]
     assert out["busy"] == []
     assert sorted(os.listdir(jobs / "j")) == before

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from typing import Any
 
@@ -230,6 +231,82 @@ def test_first_failing_rank_by_time_and_silent_ranks_get_their_own_row() -> None
         "killed by SIGKILL (signal 9)",
         "h1: process 1 holds NPU 1 - ascend.cluster.stop, or kill it",
     ]
+
+
+def _ei0006(rank: int, server: str, cann: str, ended: float, offset: float) -> dict:
+    """Rank ``rank`` of ``server`` failed with EI0006 at ``cann`` (its log's time) and ended at ``ended``, both in its
+    server's clock, which is ``offset`` s ahead of the controller's (recorded in its state.json)."""
+    error = dg.first_error([f"EI0006: [PID: 7] {cann} Getting socket times out."], [])
+    return dict(_finding(rank, server, 3, error, ended=ended), clock_offset=offset)
+
+
+# A cut link fails ranks 3 (h1) and 11 (h2) 29 ms apart, 11 first; h2's clock runs 20 s ahead, so in their servers'
+# own clocks rank 11's error and end read 20 s later than rank 3's.
+TWO_AT_ONCE = [
+    _ei0006(3, "h1", "2025-04-08-18:07:20.029.000", 1_000.029, 0.0),
+    _ei0006(11, "h2", "2025-04-08-18:07:40.000.000", 1_020.000, 20.0),
+]
+
+
+def test_two_ranks_failing_29_ms_apart_the_first_is_by_the_controllers_clock_not_the_servers() -> None:
+    out = dg.diagnose(TWO_AT_ONCE, _live())
+    [row] = out["rows"]
+    assert row["first_rank"] == "rank 11 (h2 device 3)" and row["ranks"] == "3, 11", row
+    assert out["first"] == {"rank_id": 11, "server": "h2", "device_id": 3, "by": dg.CLOCK}
+    assert row["from"] == "18:07:40"  # the first rank's own time, as its log has it
+
+
+def test_the_rank_the_jobs_group_named_first_is_the_first_failing_rank() -> None:
+    """The FAILED line names the group's cause (the first abort line to reach its coordinator): diagnose names the same."""
+    out = dg.diagnose(TWO_AT_ONCE, _live(), first_rank=3)
+    assert out["rows"][0]["first_rank"] == "rank 3 (h1 device 3)" and out["rows"][0]["from"] == "18:07:20"
+    assert out["first"] == {"rank_id": 3, "server": "h1", "device_id": 3, "by": dg.GROUP}
+    # a rank that logged no code, named first by the group: its row leads, before the codes its peers logged after it
+    crashed = dict(_finding(5, "h1", 5, None, ended=1_000.5), cause="killed by SIGSEGV (signal 11)", last_line="Segmentation fault")
+    out = dg.diagnose([*TWO_AT_ONCE, crashed], _live(), first_rank=5)
+    assert [row["code"] for row in out["rows"]] == [None, "EI0006"] and out["line"].startswith(
+        "no Ascend error code on rank 5: killed by SIGSEGV"
+    )
+    assert [row["code"] for row in dg.diagnose([*TWO_AT_ONCE, crashed], _live())["rows"]] == ["EI0006", None]  # by the clock
+
+
+@pytest.mark.parametrize(
+    "cause, rank",
+    [
+        ({"rank_id": 3, "server": "10.0.0.1", "rc": 1}, 3),
+        ({"rank_id": -1, "stopped_by": "stopped by ascend.cluster.stop, run by alice"}, None),
+        ({"rank_id": -1, "lost": [8, 9], "error": "stopped answering"}, None),
+        ({"rank_id": -1, "error": "servers h3 did not join the job's group"}, None),
+        (None, None),
+        ("rank 3", None),
+    ],
+)
+def test_the_rank_a_groups_cause_names(cause: Any, rank: int | None) -> None:
+    assert dg.group_first_rank(cause) == rank
+
+
+def test_from_hostvars_takes_the_groups_cause_from_rank_0s_server_else_from_the_controllers_copy() -> None:
+    def ranks(*findings: dict) -> list:
+        return [dict(f, tail=[f"EI0006: [PID: 7] {f['error']['time']} Getting socket times out."]) for f in findings]
+
+    names = {"job": "_ascend_diag", "npu": "_ascend_diag_npu", "clock": "_ascend_diag_clock", "firewall": "_ascend_diag_firewall"}
+    h1: dict = {"job_id": "j", "ranks": ranks(TWO_AT_ONCE[0])}
+    h2: dict = {"job_id": "j", "ranks": ranks(TWO_AT_ONCE[1])}
+    hostvars = {"h1": {"_ascend_diag": h1}, "h2": {"_ascend_diag": h2}}
+    by_clock = dg.from_hostvars(["h1", "h2"], hostvars, names)
+    assert by_clock["first"]["rank_id"] == 11 and by_clock["group_cause"] is None  # no group view: the corrected order
+    cause = {"rank_id": 3, "server": "10.0.0.1", "host": "h1", "device_id": 3, "rc": 1, "tail": ["..."]}
+    view = json.dumps({"status": "ended", "cause": cause})
+    kept = dg.from_hostvars(["h1", "h2"], hostvars, names, group_view=view)  # the copy the watch kept on the controller
+    assert kept["first"] == {"rank_id": 3, "server": "h1", "device_id": 3, "by": dg.GROUP} and "tail" not in kept["group_cause"]
+    assert dg.from_hostvars(["h1", "h2"], hostvars, names, group_view="not json")["first"]["by"] == dg.CLOCK
+    h1["group_cause"] = dict(cause, rank_id=11)  # rank 0's server's own group.json wins over the controller's copy
+    assert dg.from_hostvars(["h1", "h2"], hostvars, names, group_view=view)["first"] == {
+        "rank_id": 11,
+        "server": "h2",
+        "device_id": 3,
+        "by": dg.GROUP,
+    }
 
 
 def test_a_failed_rank_without_a_code_is_named_with_how_it_ended_and_its_last_line() -> None:

@@ -47,6 +47,7 @@ def test_filter_is_registered_under_its_name():
         ({"progress_regex": "step (", **CMD}, ["progress_regex 'step (' is not a valid regular expression (missing )"]),
         ({"np": 4}, ["train_command is required (or ascend_train_argv)"]),
         ({"np": 4, "train_command": ""}, ["train_command is required (or ascend_train_argv)"]),
+        ({"np": 4, "train_command": " \t"}, ["train_command is required (or ascend_train_argv)"]),
         ({"np": 4, "ascend_train_argv": ["python3", "x.py"]}, []),
         # not ours and not close to ours: role variables, inventory templating
         ({"ascend_launch_job_root": "/x", "ascend_sim_root": "/y", "job": 1, **CMD}, []),

@@ -67,6 +67,27 @@ def finished(rank_id, device_id, state="done", rc=0, started=100.0, took=3.121):
     )
 
 
+def test_times_across_servers_are_read_in_the_controllers_clock():
+    """server1's clock runs 20 s ahead (its recorded clock_offset): its ranks started 24 ms after server0's, not 20 s."""
+    hostvars = {
+        "server0": watched("10.0.0.1", [finished(0, 0, started=1000.0, took=3.0)]),
+        "server1": watched("10.0.0.2", [dict(finished(1, 0, started=1020.024, took=3.1), clock_offset=20.0)]),
+    }
+    summary = job_summary(["server0", "server1"], hostvars, "_ascend_watch", job_id="j1")
+    assert summary["duration_s"] == 3.1 and summary["line"] == "train j1: 2/2 ranks done in 3.1 s"  # not 23.1 s
+    assert [(r["started"], r["ended"]) for r in summary["ranks"]] == [(1000.0, 1003.0), (1000.024, 1003.124)]
+    assert [r["duration_s"] for r in summary["ranks"]] == [3.0, 3.1]  # each rank's own, from one clock: as it was
+    rows = rank_rows(["server0", "server1"], hostvars, "_ascend_watch")
+    assert [r["start_time"] for r in rows] == [report.clock_text(1000.0), report.clock_text(1000.024)]
+    assert rows[1]["end_time"] == report.clock_text(1003.124) and rows[1]["started"] == 1020.024  # the rank's own record kept
+
+
+@pytest.mark.parametrize("when, text", [(None, None), (1000.0004, "00:16:40.000"), (1000.9996, "00:16:41.000"), (1000.125, "00:16:40.125")])
+def test_a_time_of_day_is_shown_to_the_millisecond(when, text, monkeypatch):
+    monkeypatch.setattr(report.time, "localtime", report.time.gmtime)
+    assert report.clock_text(when) == text
+
+
 def test_a_healthy_job_is_one_line_with_a_rounded_duration_and_a_short_table():
     hostvars = {
         "server0": watched("10.0.0.1", [finished(r, r) for r in range(8)]),
@@ -78,7 +99,7 @@ def test_a_healthy_job_is_one_line_with_a_rounded_duration_and_a_short_table():
     assert summary["counts"] == {"done": 16}
     assert summary["ranks"][0] == {
         "rank_id": 0, "server": "10.0.0.1", "device_id": 0, "state": "done", "rc": 0,
-        "outcome": "exit 0", "duration_s": 3.1, "log": "/runs/j/device_0/train.log",
+        "outcome": "exit 0", "duration_s": 3.1, "started": 100.0, "ended": 103.121, "log": "/runs/j/device_0/train.log",
     }  # fmt: skip
     # header, 4 ranks, one line for the 12 left out
     assert len(summary["table"]) == 6
@@ -179,6 +200,15 @@ def test_a_running_job_counts_its_states():
     summary = job_summary(["h"], {"h": {"_ascend_status": {"ranks": ranks}}}, "_ascend_status", job_id="j", kind="status")
     assert summary["line"] == "status j: 1 done, 1 running"
     assert summary["duration_s"] is None and summary["ok"] is False
+
+
+def test_a_job_staged_at_a_gate_that_never_opened_says_how_to_release_it():
+    ranks = [rank(0, 0, state="staged", rc=None), rank(1, 1, state="staged", rc=None)]
+    summary = job_summary(["h"], {"h": {"_ascend_status": {"ranks": ranks}}}, "_ascend_status", job_id="j", kind="status")
+    assert summary["line"] == (
+        "status j: 2 staged (waiting at a gate that has not opened: unless their launch is still under way, "
+        "ascend.cluster.stop releases them)"
+    )
 
 
 @pytest.mark.parametrize("value, rounded", [(3.121, 3.1), (0.0412, 0.04), (95.7, 96.0), (None, None), ("x", None), (True, None)])
