@@ -23,6 +23,7 @@ import json
 import time
 from typing import Any, NamedTuple
 
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
 from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import signal_death
 
@@ -88,7 +89,8 @@ def failure_record(cause: dict | None, ranks: list) -> dict | None:
         failed = [r for r in ranks if r.get("state") == "failed"]
         if not failed:
             return None  # no cause and nothing failed: the job finished
-        first = sorted(failed, key=lambda r: (r.get("ended") or float("inf"), r["rank_id"]))[0]
+        # the first to end in the controller's clock (each server records its own, and its offset beside it)
+        first = sorted(failed, key=lambda r: (control.controller_time(r, "ended") or float("inf"), r["rank_id"]))[0]
         return dict(first, tail=first.get("tail") or [])
     record = dict(cause)
     if "stopped_by" in record:

@@ -107,6 +107,12 @@ def test_no_cause_but_a_failed_rank_names_the_rank_that_ended_first():
     assert result["first_failure"]["rank_id"] == 1 and result["failed"]
 
 
+def test_no_cause_the_first_failed_rank_is_by_the_controllers_clock():
+    # rank 0's server runs 5 s ahead: by its own clock it ended last, by the controller's first
+    ranks = [rank(0, "failed", rc=2, ended=T0 + 4, clock_offset=5.0), rank(8, "failed", rc=3, ended=T0 + 1, host="h2"), rank(1, "done")]
+    assert watch.verdict("J", view(ranks))["first_failure"]["rank_id"] == 0
+
+
 def test_no_cause_and_nothing_finished_says_nobody_recorded_why():
     result = watch.verdict("J", view([rank(0, "stopped")]))
     assert result["failed"] and "nobody recorded why" in result["msg"]
