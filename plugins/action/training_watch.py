@@ -235,6 +235,8 @@ class ActionModule(ActionBase):
                 if read is not None and (view is None or read.get("status") != view.get("status")):
                     self._record(opts, read)  # the controller's copy follows the group's status (and says the watch runs)
                 view = read or view
+            if watch.ended(view) and not last_progress:  # a job that ended before the watch's first look: said once all the same
+                display.display(watch.progress_line(job_id, view or {}, time.strftime("%H:%M:%S")))
             if watch.ended(view):
                 self._record(opts, view or {})
                 return watch.verdict(job_id, view or {})

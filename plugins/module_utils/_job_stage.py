@@ -173,7 +173,7 @@ def start_detached(p: dict) -> dict:
     finally:
         if listener is not None:  # the supervisor's daemon holds its own copy
             listener.close()
-    result = dict(changed=True, started=1, finished=0, results_file=results_file, supervisor_pid=pid, **table)
+    result = dict(changed=True, started=True, finished=False, results_file=results_file, supervisor_pid=pid, **table)
     if p["stage_timeout"] > 0:
         unchanged = {k: v for k, v in result.items() if k != "changed"}
         try:

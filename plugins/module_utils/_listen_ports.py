@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import os
 import re
+import time
 
+UNOWNED_SETTLE_S = 0.5
 LISTEN = "0A"  # the st column of /proc/net/tcp for a listening socket
 TABLES = ("/proc/net/tcp", "/proc/net/tcp6")
 
@@ -65,8 +67,12 @@ def owner_pid(who: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def ports_in_use(ports: list, tables: tuple = TABLES, proc: str = "/proc") -> dict:
-    """``{port: who}`` for each of ``ports`` some socket listens on (``who``: "pid N (name)" or "a socket")."""
+def ports_in_use(ports: list, tables: tuple = TABLES, proc: str = "/proc", settle: float = UNOWNED_SETTLE_S) -> dict:
+    """``{port: who}`` for each of ``ports`` some socket listens on (``who``: "pid N (name)" or "a socket").
+
+    A listening socket no process holds (its process exiting between the two reads) is looked at again after ``settle``
+    seconds and counted only when it still listens: a job's coordinator that has just ended is not "a socket" in the way.
+    """
     wanted = set(int(port) for port in ports)
     listening: dict = {}
     for table in tables:
@@ -79,4 +85,10 @@ def ports_in_use(ports: list, tables: tuple = TABLES, proc: str = "/proc") -> di
             if port in wanted:
                 listening.setdefault(port, inode)
     owners = socket_owners(set(listening.values()), proc)
-    return {port: owners.get(inode, "a socket") for port, inode in sorted(listening.items())}
+    found = {port: owners.get(inode, "a socket") for port, inode in sorted(listening.items())}
+    unowned = [port for port, inode in listening.items() if inode not in owners]
+    if unowned and settle > 0:  # a listener whose process is exiting right now has no owner any more: look once more
+        time.sleep(settle)
+        again = ports_in_use(unowned, tables, proc, settle=0)
+        found = dict((port, again.get(port, who)) for port, who in found.items() if port not in unowned or port in again)
+    return found

@@ -42,3 +42,21 @@ def test_ports_in_use_names_this_process(tmp_path):
 
 def test_ports_in_use_with_no_table_is_empty(tmp_path):
     assert lp.ports_in_use([60000], tables=(str(tmp_path / "missing"),)) == {}
+
+
+def test_a_listener_gone_while_it_is_looked_at_is_not_in_the_way(tmp_path, monkeypatch):
+    """A job's coordinator that ends while the pre-flight reads: its socket is listed with no process holding it. It is
+    looked at once more after a moment; gone then, it is not a port in use (it was refused as "a socket" before)."""
+    table = tmp_path / "tcp"
+    table.write_text(PROC_NET_TCP)  # 60003 and 29500 listen; no process of this test holds their inodes
+    slept: list = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        table.write_text(PROC_NET_TCP.replace(" 0A ", " 07 ", 1))  # 60003's listener closed meanwhile (07: CLOSE)
+
+    monkeypatch.setattr(lp.time, "sleep", sleep)
+    assert lp.ports_in_use([60003, 29500], tables=(str(table),)) == {29500: "a socket"}
+    assert slept == [lp.UNOWNED_SETTLE_S]
+    slept.clear()
+    assert lp.ports_in_use([29500], tables=(str(table),), settle=0) == {29500: "a socket"} and slept == []
