@@ -56,6 +56,9 @@ class Guard:
     def __enter__(self) -> Guard:
         for signum in SIGNALS:
             self._previous[signum] = signal.signal(signum, self._handler)
+        # Opened now, while the main process surely lives: on SIGTERM it forwards the signal and kills itself at once,
+        # so its stderr could not be reopened later; held open, the terminal or pipe still takes what this worker says.
+        self._open_output()
         return self
 
     def __exit__(self, *_exc: Any) -> None:
@@ -68,7 +71,8 @@ class Guard:
     def _handler(self, signum: int, _frame: Any) -> None:
         self.received.append(signum)
         if len(self.received) == 1:
-            self._open_output()  # while the main process is surely alive
+            if self._out is None:
+                self._open_output()
             raise Interrupted(signum)
 
     def _open_output(self) -> None:

@@ -216,3 +216,29 @@ def test_a_controller_killed_while_the_launch_stages_leaves_a_job_that_status_sh
     states = rank_states(cluster, "k9")
     assert all(s["phase"] == "aborted" and "stopped by ascend.cluster.stop" in s["stopped_by"] for s in states.values()), states
     locks_free(cluster)  # every device free, without waiting for the gate time-out
+
+
+def test_sigterm_stops_every_rank_at_once_and_says_so_in_one_line_for_the_job(sim_cluster, tmp_path):
+    """Issue 25 item 5: a scheduler's SIGTERM to ansible-playbook stops the job through its group without the Ctrl-C
+    window, and the operator reads one line for the whole job (before, only one server's stop line reached the output)."""
+    cluster = sim_cluster()
+    played = Played(tmp_path, launch_vars(cluster, np=16, ascend_job_id="t1", ascend_train_env=LONG_RUN))
+    try:
+        wait_for(lambda: watched(cluster, "t1", 16, played), 240, "16 ranks running and watched")
+        os.killpg(played.proc.pid, signal.SIGTERM)
+        played.proc.wait(timeout=120)
+        # ansible-playbook kills itself as soon as it has passed the SIGTERM on; its watch goes on in its worker, stops
+        # the job through the group, and writes its line to the output ansible-playbook had (held open since the start)
+        wait_for(lambda: "[t1] SIGTERM to the controller: job t1: " in played.text(), 60, "the watch's line")
+    finally:
+        played.finish()
+    text = played.text()
+    assert played.proc.returncode != 0, text
+    assert "press Ctrl-C again" not in text, text
+    assert text.count("[t1] SIGTERM to the controller: job t1: ") == 1, text
+    assert "[t1] SIGTERM to the controller: job t1: 16 rank(s) on 2 server(s) stopped, their devices are free" in text, text
+    states = rank_states(cluster, "t1")
+    assert all(s["rc"] in (-15, -9) and "SIGTERM to the controller (ansible-playbook of " in s["stopped_by"] for s in states.values()), (
+        states
+    )
+    locks_free(cluster)
