@@ -33,12 +33,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench._cpu import children_cpu  # noqa: E402
+from bench.bench_launch import SIM, STAND_IN, TRAIN  # noqa: E402
 from tests.helpers.ansible_cli import run_playbook, start_playbook  # noqa: E402
 
-TRAIN = REPO / "playbooks" / "train.yml"
-STOP = REPO / "playbooks" / "stop.yml"
-STAND_IN = REPO / "examples" / "train" / "train_1p.sh"
-SIM = REPO / "simulator" / "bin" / "ascend-sim"
 GROUP_VARS = REPO / "examples" / "sim" / "group_vars" / "ascend.yml"
 STEP_S = 0.2
 

@@ -340,7 +340,23 @@ class _Peer:
         self.host: str | None = None  # set once joined
 
 
-class Coordinator:
+class _Side:
+    """What both sides of the group take from their ``cfg``: the job, its secret, the silence that loses the other
+    side, how long to wait for the group to form, and this server's clock offset against the controller."""
+
+    def __init__(self, cfg: dict, job_dir: str, clock) -> None:
+        self.cfg = cfg
+        self.job_id = str(cfg["job_id"])
+        self.secret = str(cfg["secret"])
+        self.job_dir = job_dir
+        self.clock = clock
+        self.lost_after = float(cfg.get("lost_after") or LOST_AFTER_S)
+        self.started = clock()
+        self.join_deadline = self.started + float(cfg.get("join_timeout") or 600)
+        self.offset = float(cfg.get("clock_offset") or 0.0)
+
+
+class Coordinator(_Side):
     """The job's coordinator: accepts members, relays the first stop to every member, opens the gate, ends the job.
 
     ``cfg``: ``job_id``, ``secret``, ``hosts`` (the inventory names of every member it waits for), ``lost_after``,
@@ -351,16 +367,8 @@ class Coordinator:
     """
 
     def __init__(self, cfg: dict, job_dir: str, listener: socket.socket, clock=time.time) -> None:
-        self.cfg = cfg
-        self.job_id = str(cfg["job_id"])
-        self.secret = str(cfg["secret"])
-        self.job_dir = job_dir
+        super().__init__(cfg, job_dir, clock)
         self.listener = listener
-        self.clock = clock
-        self.lost_after = float(cfg.get("lost_after") or LOST_AFTER_S)
-        self.started = clock()
-        self.join_deadline = self.started + float(cfg.get("join_timeout") or 600)
-        self.offset = float(cfg.get("clock_offset") or 0.0)
         self.expected = [str(h) for h in cfg["hosts"]]
         self.members: dict = dict(
             (h, {"host": h, "server": (cfg.get("servers") or {}).get(h, h), "state": "waiting", "ranks": {}}) for h in self.expected
@@ -702,7 +710,7 @@ class Coordinator:
 # A member
 
 
-class Member:
+class Member(_Side):
     """This server's side of the group, driven by its supervisor's loop (:meth:`poll`).
 
     ``cfg``: ``job_id``, ``secret``, ``address``, ``port`` (the coordinator's), ``host``, ``server`` (this server's
@@ -712,18 +720,10 @@ class Member:
     """
 
     def __init__(self, cfg: dict, job_dir: str, ranks: list, on_gate, on_stop, clock=time.time) -> None:
-        self.cfg = cfg
-        self.job_id = str(cfg["job_id"])
-        self.secret = str(cfg["secret"])
-        self.job_dir = job_dir
+        super().__init__(cfg, job_dir, clock)
         self.ranks = [[int(r["rank_id"]), int(r["device_id"])] for r in ranks]  # what the coordinator is told at joining
         self.on_gate = on_gate
         self.on_stop = on_stop
-        self.clock = clock
-        self.lost_after = float(cfg.get("lost_after") or LOST_AFTER_S)
-        self.started = clock()
-        self.join_deadline = self.started + float(cfg.get("join_timeout") or 600)
-        self.offset = float(cfg.get("clock_offset") or 0.0)
         self.channel: Channel | None = None
         self.nonce = ""
         self.state = "connecting"  # joining (handshake), joined, lost (the coordinator), failed (never joined), left

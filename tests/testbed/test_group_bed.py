@@ -24,12 +24,12 @@ from tests.helpers.collection import REPO_ROOT
 from tests.helpers.procs import alive, wait_for
 from tests.helpers.runs import rank_states
 from tests.testbed.harness import Bed, leftovers, unique_prefix
+from tests.testbed.test_launch_bed import bed_vars as launch_bed_vars
 
 HOSTS = 8
 DEVICES = 2
 TRAIN = REPO_ROOT / "playbooks" / "train.yml"
 STOP = REPO_ROOT / "playbooks" / "stop.yml"
-STAND_IN = REPO_ROOT / "examples" / "train" / "train_1p.sh"
 FORKS = {"ANSIBLE_FORKS": "5"}
 
 
@@ -54,17 +54,8 @@ def bed8() -> Iterator[tuple[Bed, Path]]:
 
 
 def bed_vars(root: Path, job_id: str, **extra: object) -> dict:
-    base = {
-        "np": HOSTS * DEVICES,
-        "ascend_job_id": job_id,
-        "train_command": f"bash {STAND_IN}",
-        "ascend_launch_run_root": f"{root}/runs",
-        "ascend_launch_job_root": "/run/ascend-cluster/jobs",
-        "ascend_launch_controller_dir": f"{root}/controller",
-        "ascend_launch_stage_timeout_s": 300,
-    }
-    base.update(extra)
-    return base
+    """The launch bed's extra vars (tests/testbed/test_launch_bed.py), on every host of this bed."""
+    return launch_bed_vars((None, root), job_id, **dict({"ascend_hosts": "ascend", "np": HOSTS * DEVICES}, **extra))
 
 
 def test_a_crash_on_the_last_of_eight_servers_stops_every_rank_within_a_second(bed8):

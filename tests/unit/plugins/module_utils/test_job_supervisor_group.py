@@ -48,6 +48,27 @@ class Server:
         return json.loads((self.run / f"device_{rank}" / files.STATE_FILE).read_text())
 
 
+def stage_args(tmp_path, server: Server, group_cfg: dict, rank_size: int, env: dict | None = None) -> dict:
+    """The stage's options for ``server`` as the launch role gives them (detached, in the job's group ``group_cfg``)."""
+    return {
+        "job_id": "j",
+        "job_root": str(server.jobs),
+        "run_dir": str(server.run),
+        "lock_dir": str(server.locks),
+        "argv": COMMAND,
+        "ranks": server.ranks,
+        "local_count": 2,
+        "rank_size": rank_size,
+        "rank_table_path": "/x.json",
+        "set_env": str(tmp_path / "absent.sh"),
+        "kill_grace": 1.0,
+        "env": env or {},
+        "detach": True,
+        "group": group_cfg,
+        "group_secret": SECRET,
+    }
+
+
 def launch(tmp_path, port: int, env: dict | None = None, lost_after: float = 1.0, offsets: dict | None = None) -> tuple:
     """Servers a (coordinator, ranks 0-1) and b (ranks 2-3), each started as the launch role starts it; the group opens
     the gate by itself once every rank is staged.
@@ -58,34 +79,10 @@ def launch(tmp_path, port: int, env: dict | None = None, lost_after: float = 1.0
     results = {}
     for server in (a, b):
         control.record_job(str(server.jobs), {"job_id": "j", "run_dir": str(server.run), "ranks": server.ranks})
-        args = {
-            "job_id": "j",
-            "job_root": str(server.jobs),
-            "run_dir": str(server.run),
-            "lock_dir": str(server.locks),
-            "argv": COMMAND,
-            "ranks": server.ranks,
-            "local_count": 2,
-            "rank_size": 4,
-            "rank_table_path": "/x.json",
-            "set_env": str(tmp_path / "absent.sh"),
-            "kill_grace": 1.0,
-            "env": env or {},
-            "detach": True,
-            "stage_timeout": 30,
-            "group": {
-                "address": "127.0.0.1",
-                "port": port,
-                "host": server.name,
-                "server": f"10.0.0.{1 if server is a else 2}",
-                "coordinator": server is a,
-                "hosts": ["a", "b"] if server is a else [],
-                "lost_after": lost_after,
-                "gate_margin": 0.3,
-                "clock_offset": (offsets or {}).get(server.name, 0.0),
-            },
-            "group_secret": SECRET,
-        }
+        group_cfg = {"address": "127.0.0.1", "port": port, "host": server.name, "server": f"10.0.0.{1 if server is a else 2}"}
+        group_cfg.update(coordinator=server is a, hosts=["a", "b"] if server is a else [], lost_after=lost_after, gate_margin=0.3)
+        group_cfg["clock_offset"] = (offsets or {}).get(server.name, 0.0)
+        args = stage_args(tmp_path, server, group_cfg, rank_size=4, env=env or {})
         results[server.name] = run_module("training_ranks", args, timeout=60)
         assert not results[server.name].get("failed"), results[server.name]
         assert SECRET not in json.dumps(results[server.name])  # never returned
@@ -149,20 +146,9 @@ def test_a_taken_group_port_fails_the_coordinators_stage_before_any_rank_starts(
         port = holder.getsockname()[1]
         a = Server(tmp_path, "a", [0, 1])
         control.record_job(str(a.jobs), {"job_id": "j", "run_dir": str(a.run), "ranks": a.ranks})
-        args = {
-            "job_id": "j",
-            "job_root": str(a.jobs),
-            "run_dir": str(a.run),
-            "lock_dir": str(a.locks),
-            "argv": COMMAND,
-            "ranks": a.ranks,
-            "local_count": 2,
-            "rank_size": 2,
-            "rank_table_path": "/x.json",
-            "detach": True,
-            "group": {"address": "127.0.0.1", "port": port, "host": "a", "coordinator": True, "hosts": ["a"]},
-            "group_secret": SECRET,
-        }
+        args = stage_args(
+            tmp_path, a, {"address": "127.0.0.1", "port": port, "host": "a", "coordinator": True, "hosts": ["a"]}, rank_size=2
+        )
         result = run_module("training_ranks", args, timeout=60)
     assert result.get("failed") and f"cannot listen on 127.0.0.1 port {port} for the job's group" in result["msg"], result
     assert not (a.run / "device_0").exists()  # no runner was forked
