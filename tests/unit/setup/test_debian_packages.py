@@ -30,10 +30,10 @@ def _fake_tools(tmp_path: Path, installed: set[str], apt_rc: int = 0) -> Path:
     return bin_dir
 
 
-def _run(bin_dir: Path | None, *packages: str, user: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+def _run(bin_dir: Path | None, *packages: str, user: list[str] | None = None, script: Path = SCRIPT) -> subprocess.CompletedProcess[str]:
     path = f"{bin_dir}:{os.environ['PATH']}" if bin_dir else os.environ["PATH"]
     return subprocess.run(
-        [*(user or []), "bash", str(SCRIPT), *packages],
+        [*(user or []), "bash", str(script), *packages],
         capture_output=True,
         text=True,
         check=False,
@@ -88,7 +88,12 @@ def _check_non_root(tmp_path: Path) -> None:
         if not setpriv:
             pytest.fail("setpriv (util-linux) is needed to run the script as a non-root user")
         user = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
-    proc = _run(bin_dir, "ufw", "shellcheck", user=user)
+    # the unprivileged user runs a copy beside the fake tools: the checkout may sit where it cannot enter (a clone under
+    # mktemp -d or /root, both mode 0700) - a test must not depend on where the user cloned
+    script = tmp_path / SCRIPT.name
+    shutil.copy(SCRIPT, script)
+    script.chmod(0o755)
+    proc = _run(bin_dir, "ufw", "shellcheck", user=user, script=script)
     assert proc.returncode == 1
     assert proc.stderr == "make test: missing Debian packages; run as root: apt-get install -y --no-install-recommends shellcheck\n"
     assert not (tmp_path / "apt.log").exists()
