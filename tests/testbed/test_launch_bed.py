@@ -325,6 +325,9 @@ def test_a_host_that_dies_mid_job_is_named_and_nothing_is_left_on_the_others(lau
     h2 = [after[r] for r in range(8, 16)]
     assert all(s["stopped_by"].startswith(f"lost the job's coordinator at {bed.mgmt_ip('h1')}:") for s in h2), h2
     assert not any(alive(p) for s in ranks.values() for p in (s["pid"], s["runner_pid"]))
+    # issue 25 item 5: the final table says what is known of h2's ranks - lost, not "running"
+    summary = json.loads((root / "controller" / "hostdeath" / "summary.json").read_text())
+    assert [(r["rank_id"], r["state"]) for r in summary["ranks"] if r["rank_id"] >= 8] == [(r, "lost") for r in range(8, 16)], summary
 
 
 def _watched(launch_bed, job_id: str, output: Path) -> bool:
