@@ -131,6 +131,7 @@ def test_a_killed_supervisor_leaves_nothing_running_and_its_server_is_lost(tmp_p
     pids = [b.raw(r)["pid"] for r in (2, 3)]
     os.kill(results["b"]["supervisor_pid"], signal.SIGKILL)
     wait_for(lambda: not any(alive(p) for p in pids), 10, "b's ranks to end without their supervisor")
+    wait_for(lambda: all(b.raw(r).get("phase") == "exited" for r in (2, 3)), 10, "b's runners to record the end")  # just after
     assert all(b.raw(r)["stopped_by"].startswith("the supervisor of job j on this server (pid ") for r in (2, 3))
     wait_for(lambda: view(a)["status"] == group.ENDED, 30, "the group to end")
     final = view(a)
