@@ -21,15 +21,15 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ansible import constants as C
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
 from ansible_collections.ascend.cluster.plugins.plugin_utils import _interrupt as interrupt
+from ansible_collections.ascend.cluster.plugins.plugin_utils import _staging as staging
 from ansible_collections.ascend.cluster.plugins.plugin_utils._clock import measure_over
-from ansible_collections.ascend.cluster.plugins.plugin_utils._watch import parse_group
 
 GUARDED = ("staged", "gate")
 CLOCK_OPTIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
@@ -84,11 +84,24 @@ class ActionModule(ActionBase):
                     self._gate(args) if self._gate_by_shell(args) else self._execute_module(module_args=args, task_vars=task_vars)
                 )
             except interrupt.Interrupted as exc:
-                job_root = args.get("job_root")
-                result.update(
-                    interrupt.release_staging(self, guard, exc.signum, str(args.get("job_id")), job_root, task_vars, args.get("grace"))
-                )
+                result.update(self._released(args, guard, exc.signum, task_vars))
         return result
+
+    def _released(self, args: dict, guard: interrupt.Guard, signum: int, task_vars: dict) -> dict:
+        """Interrupted while staged or at the gate: the gate task (run once, on the coordinator's server) releases the whole
+        job through its group and says one line for it; a per-server staging wait releases its own server."""
+        job_id = str(args.get("job_id"))
+        local_tmp = str(C.DEFAULT_LOCAL_TMP)  # type: ignore[attr-defined]  # set at runtime: the run's own directory
+        markers = staging.Markers(local_tmp, job_id)
+        if args.get("state") == "gate" and args.get("group_wait") is not None:
+            hosts = markers.begun() or [str(task_vars.get("inventory_hostname"))]  # the servers whose stage tasks ran
+            opts = {"job_id": job_id, "job_root": args.get("job_root"), "grace": args.get("grace")}
+            markers.hold(str(task_vars.get("inventory_hostname")))
+            try:
+                return staging.release_job(self, guard, signum, opts, task_vars, markers, hosts)
+            finally:
+                markers.let_go()
+        return staging.release_server(self, guard, signum, job_id, args.get("job_root"), task_vars, args.get("grace"), markers)
 
     @staticmethod
     def _gate_by_shell(args: dict) -> bool:
@@ -116,22 +129,12 @@ class ActionModule(ActionBase):
         return {"changed": True, "job_id": job_id, "start_at": start_at}
 
     def _group_gate(self, job_id: str, job_root: str, args: dict) -> dict:
-        """Wait for the job's coordinator (on this task's server) to open the gate: one shell command; when it is still
-        shut after ``group_wait``, a second one stops the job there (the group releases every staged rank)."""
+        """Wait for the job's coordinator (on this task's server) to open the gate (``_staging.open_gate``)."""
         try:
             wait = float(args["group_wait"])
         except (TypeError, ValueError):
             return {"failed": True, "msg": f"group_wait: {args.get('group_wait')!r} is not seconds"}
-        job_dir = files.job_dir(job_root, job_id)
-        answer = self._low_level_execute_command(group.gate_wait_command(job_dir, wait), sudoable=True)
-        ran, text = group.parse_read(str(answer.get("stdout") or ""))
-        if not ran:
-            why = " ".join(str(answer.get(k) or "").strip() for k in ("stdout", "stderr")).strip() or "no answer"
-            return {"failed": True, "msg": f"cannot open the gate of job {job_id} through its group: {why}"}
-        found = dict(group.gate_answer(parse_group(text) if text else None, wait), job_id=job_id)
-        if found.get("failed") and (found.get("group") or {}).get("status") == group.FORMING:
-            self._low_level_execute_command(files.abort_command(job_dir, str(found["msg"])), sudoable=True)
-        return found
+        return staging.open_gate(self, job_id, job_root, wait)
 
     def _preflight(self, result: dict, args: dict, task_vars: dict) -> dict:
         """The clock (when asked), then the module's checks unless the clock is refused."""

@@ -27,8 +27,9 @@ The role passes the host's slice of the rank layout as it is (entries also carry
 ``server_id``, ...); the module's ``ranks`` suboptions take ``rank_id`` and ``device_id`` only.
 A Ctrl-C (or SIGTERM) to ansible-playbook during any of the three stops the job on the server at once
 (its abort file makes every runner, also one forked later, give up at the gate): see ``plugin_utils/_interrupt``.
-With ``barrier`` (the play's hosts that start ranks) the task ends only once every listed server's staging wait
-has, so that such a Ctrl-C finds every server's task still running (``plugin_utils/_barrier``).
+With ``barrier`` (the play's hosts that start ranks) and ``anchor`` (the coordinator host), the anchor's task lasts
+until every other server's stage task has ended and the job's group opened the gate (``join_wait``), so that a Ctrl-C at
+any moment of the staging finds a worker that releases the whole job and says one line for it (``plugin_utils/_staging``).
 """
 
 from __future__ import annotations
@@ -41,13 +42,15 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.ascend.cluster.plugins.action.training_rank import ActionModule as TrainingRankAction
+from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
 from ansible_collections.ascend.cluster.plugins.module_utils._job_launcher import PER_DEVICE, check_layout
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _barrier as barrier
 from ansible_collections.ascend.cluster.plugins.plugin_utils import _interrupt as interrupt
+from ansible_collections.ascend.cluster.plugins.plugin_utils import _staging as staging
 
 JOB_MODULE = "ascend.cluster.training_job"
+STAGING = ("barrier", "anchor", "join_wait")  # the controller's part of the staging (plugin_utils/_staging)
 # The action's own options: taken out before the module runs (documented with the module).
-OWN = ("record", "rank_table", "write_rank_table", "stage_timeout", "barrier")
+OWN = ("record", "rank_table", "write_rank_table", "stage_timeout", "barrier", "anchor", "join_wait")
 
 
 class ActionModule(TrainingRankAction):
@@ -74,31 +77,71 @@ class ActionModule(TrainingRankAction):
             stage_timeout = float(own.get("stage_timeout") or 0)
         except (TypeError, ValueError) as exc:
             return dict(failed=True, msg=f"record / stage_timeout: {exc}")
-        hosts = [str(host) for host in own.get("barrier") or []]
-        together = stage_timeout > 0 and barrier.applies(hosts, context.CLIARGS.get("forks"))
+        return self._staged_together(tmp, task_vars, args, own, record, stage_timeout)
+
+    def _staged_together(self, tmp: Any, task_vars: dict, args: dict, own: dict, record: bool, stage_timeout: float) -> dict:
+        """This server's stage; on the anchor (``plugin_utils/_staging``) then the wait for every other server and for the
+        gate; a Ctrl-C at any moment of it releases the job (the anchor says one line for it)."""
+        me = str(task_vars.get("inventory_hostname"))
+        play = set(task_vars.get("ansible_play_hosts") or [])
+        # the servers that start ranks, less those out of the play by now (failed, unreachable): no stage task of theirs runs
+        hosts = [str(host) for host in own.get("barrier") or [] if not play or str(host) in play]
+        forks = context.CLIARGS.get("forks")
+        anchor = stage_timeout > 0 and me == str(own.get("anchor") or "") and (staging.uses_anchor(hosts, forks) or hosts == [me])
         # DEFAULT_LOCAL_TMP: the run's own directory, made by the main process before it forked the workers (set at runtime,
         # hence unknown to mypy)
         local_tmp = str(C.DEFAULT_LOCAL_TMP)  # type: ignore[attr-defined]
-        directory = barrier.path(local_tmp, f"staged-{args.get('job_id')}") if together else ""
+        markers = staging.Markers(local_tmp, str(args.get("job_id"))) if stage_timeout > 0 and hosts else None
         with interrupt.Guard() as guard:
             try:
+                if markers is not None:
+                    if anchor:
+                        markers.hold(me)
+                    markers.start(me)
+                result: dict = {"failed": True, "msg": "the stage did not run"}
                 try:
                     result = self._launch(tmp, task_vars, args, own, record, stage_timeout)
                 finally:
-                    if directory:  # whatever happened here, the other servers must not wait for this one
-                        barrier.arrive(directory, str(task_vars.get("inventory_hostname")))
-                if directory:  # keep this task running (and Ctrl-C-able) until every server's staging wait has ended
-                    barrier.wait(directory, hosts, stage_timeout + 10.0)
+                    if markers is not None:  # whatever happened here, the anchor must not wait for this server
+                        markers.arrive(me, not result.get("failed"))
+                if anchor and markers is not None and not result.get("failed"):
+                    result = self._hold_until_the_gate(result, args, own, hosts, forks, stage_timeout, markers)
                 return result
             except interrupt.Interrupted as exc:
-                return interrupt.release_staging(
-                    self, guard, exc.signum, str(args.get("job_id")), args.get("job_root"), task_vars, args.get("kill_grace")
-                )
+                job_id, job_root, grace = str(args.get("job_id")), args.get("job_root"), args.get("kill_grace")
+                if anchor and markers is not None:
+                    opts = {
+                        "job_id": job_id,
+                        "job_root": job_root,
+                        "grace": grace,
+                        "lost_after": (args.get("group") or {}).get("lost_after"),
+                    }
+                    return staging.release_job(self, guard, exc.signum, opts, task_vars, markers, hosts)
+                return staging.release_server(self, guard, exc.signum, job_id, job_root, task_vars, grace, markers)
+            finally:
+                if anchor and markers is not None:  # after its line was said: a worker that sees no anchor says its own
+                    markers.let_go()
+
+    def _hold_until_the_gate(
+        self, result: dict, args: dict, own: dict, hosts: list, forks: Any, stage_timeout: float, markers: staging.Markers
+    ) -> dict:
+        """The anchor, staged: wait until every other server's stage task has ended, then - when all staged - for the job's
+        group to open the gate (``gate``: what the launch's gate task would have answered)."""
+        others = [host for host in hosts if host != str(own.get("anchor"))]
+        arrived = markers.wait_arrivals(others, staging.arrive_timeout(hosts, forks, stage_timeout))
+        if len(arrived) < len(others) or not all(arrived.values()):
+            return result  # a server could not stage (or never came): the play releases every staged rank
+        try:
+            wait = float(own.get("join_wait") or 0)
+        except (TypeError, ValueError):
+            return dict(result, failed=True, msg=f"join_wait: {own.get('join_wait')!r} is not seconds")
+        job_root = str(args.get("job_root") or options.DEFAULT_JOB_ROOT)
+        return dict(result, gate=staging.open_gate(self, str(args.get("job_id")), job_root, wait))
 
     def _launch(self, tmp: Any, task_vars: dict, args: dict, own: dict, record: bool, stage_timeout: float) -> dict:
         """Record (with ``record``), start, then wait until staged (with ``stage_timeout``); the first failure ends it."""
         if boolean(args.get("detach", False)):  # the module does all three in one call
-            args.update({name: own[name] for name in OWN if name in own and name != "barrier"})
+            args.update({name: own[name] for name in OWN if name in own and name not in STAGING})
             return self._name_the_server(super().run(tmp, task_vars), args, task_vars)
         if record:
             recorded = self._record(args, own, task_vars)

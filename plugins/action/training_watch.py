@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import signal
 import threading
 import time
@@ -120,17 +119,6 @@ def call_within(call: Any, seconds: float) -> Any:
 
 class NotRecorded(Exception):
     """The job is not recorded in this job directory on the coordinator's server."""
-
-
-def controller_user() -> str:
-    """Who runs ansible-playbook: ``$USER``, else the name of the process's uid (never "unknown" on a real system)."""
-    name = os.environ.get("USER")
-    if name:
-        return name
-    try:
-        return pwd.getpwuid(os.getuid()).pw_name
-    except KeyError:
-        return f"uid {os.getuid()}"
 
 
 def _write_json(path: str, data: Any) -> None:
@@ -283,7 +271,7 @@ class ActionModule(ActionBase):
                 guard.say(line)
             msg = f"{why}: job {job_id} left running on {servers or 'every'} server(s), supervised by its group"
             return dict(failed=True, changed=False, interrupted={"signal": signum, "action": "left_running"}, msg=msg)
-        reason = f"{why} (ansible-playbook of {controller_user()})"
+        reason = f"{why} (ansible-playbook of {interrupt.controller_user()})"
         remote_job_dir = files.job_dir(opts["job_root"], job_id)
         answer = call_within(partial(self._shell, files.abort_command(remote_job_dir, reason)), max(5.0, 2 * opts["probe_timeout"]))
         problem = "no answer" if answer is MISSED else files.parse_abort_command(str(answer))
@@ -310,12 +298,8 @@ class ActionModule(ActionBase):
             )
             stopped: list = []
         else:
-            stopped = [r["rank_id"] for r in found["ranks"] if r.get("state") == "stopped"]
-            hosts = sorted({r.get("host") for r in found["ranks"]})
-            left = found.get("unconfirmed") or []
-            done = f"{len(stopped)} rank(s) on {len(hosts)} server(s) stopped" if stopped else "no rank was running"
-            tail = f"; ranks {watch.rank_ranges(left)} could not be confirmed stopped" if left else ", their devices are free"
-            msg = f"{why}: job {job_id}: {done}{tail}"
+            stopped = [r["rank_id"] for r in found["ranks"] if r.get("state") in watch.STOPPED_STATES]
+            msg = watch.stop_line(why, job_id, found["ranks"], found.get("unconfirmed") or [])
         guard.say(f"[{job_id}] {msg}")
         ranks = found["ranks"] if found else []
         interrupted = {"signal": signum, "action": "stopped", "stopped": stopped}

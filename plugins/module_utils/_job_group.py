@@ -665,8 +665,12 @@ class Coordinator(_Side):
 
     @staticmethod
     def _member_view(member: dict, status: str) -> dict:
-        """A member as group.json shows it; while the group forms, with the ranks that keep the gate shut (``unstaged``)."""
+        """A member as group.json shows it; while the group forms, with the ranks that keep the gate shut (``unstaged``);
+        once it left, before the job ended, with its ranks' last states (``rank_states``: a stop while the job stages is
+        confirmed server by server, ``plugin_utils/_staging``)."""
         view = dict((k, v) for k, v in member.items() if k not in ("ranks", "final", "devices"))
+        if member["state"] == "done" and status != ENDED:  # how its ranks ended, before the job's final list has them all
+            view["rank_states"] = dict(member["ranks"])
         if status == FORMING:
             view["unstaged"] = sorted(int(r) for r, state in member["ranks"].items() if state != "staged")
         return view

@@ -46,6 +46,8 @@ ARGS = options.spec(
     write_rank_table=dict(type="bool", default=True),
     stage_timeout=dict(type="float", default=0),
     barrier=dict(type="list", elements="str", default=[]),
+    anchor=dict(type="str"),
+    join_wait=dict(type="float", default=0),
     # files the ranks run (the smoke check's script, the HCCL stand-in), written into run_dir with the stage's call
     run_files=dict(type="dict", default={}),
     # the job's group (module_utils/_job_group): where its coordinator listens, who this server is in it

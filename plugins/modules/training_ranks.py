@@ -107,14 +107,25 @@ options:
     default: 0
   barrier:
     description:
-      - With O(stage_timeout), the play's hosts whose launch tasks wait for each other (by the action, on the controller).
-        This host's task ends only once every listed host's staging wait has ended (or O(stage_timeout) plus 10 s later),
-        so that a Ctrl-C while the launch stages finds every server's task still running and releases all their staged
-        runners. Used only when the play's C(forks) is at least the number of hosts (otherwise the later batches could
-        not arrive in time).
+      - With O(stage_timeout), the play's hosts that start ranks (the job's servers). The task on O(anchor) waits, on the
+        controller, until every other listed host's stage task has ended and then for the job's group to open the gate,
+        so that a Ctrl-C at any moment between the first rank staged and the gate opening finds a worker to release the
+        whole job and say one line for it (C(plugin_utils/_staging)); the other hosts' tasks end once their own ranks are
+        staged. Hosts no longer in the play (failed, unreachable) are not waited for.
     type: list
     elements: str
     default: []
+  anchor:
+    description:
+      - With O(barrier), the host whose task holds the launch open (the job's coordinator host, rank 0's server). Not
+        used with C(forks=1) when there are other hosts (it would hold the only worker).
+    type: str
+  join_wait:
+    description:
+      - With O(anchor), how long the anchor waits for the gate once every server has staged; when it is still shut
+        then, the job is stopped there, naming what kept it shut. The anchor's result then has RV(gate).
+    type: float
+    default: 0
   run_files:
     description:
       - Files the ranks run (a script of the job's own), written into O(run_dir) by this call before any rank starts, each
@@ -244,6 +255,13 @@ supervisor_pid:
 staged:
   description: The result of M(ascend.cluster.training_job) V(staged) (its C(ranks), or C(msg) naming the ranks that could not stage).
   returned: with stage_timeout, once the start returned (detached or async)
+  type: dict
+gate:
+  description:
+    - On O(anchor), once every server staged - the job's group's answer to the gate (as M(ascend.cluster.training_job)
+      V(gate) with C(group_wait) returns it) - C(start_at) when it opened, else C(failed) and C(msg) naming what kept it
+      shut (the job was stopped).
+  returned: on the anchor, when every server staged
   type: dict
 ranks:
   description:

@@ -14,12 +14,13 @@ it falls back to Display, which may be lost).
 
 :class:`Guard` turns those signals into an :class:`Interrupted` exception in the action's own code
 (the action runs in the worker's main thread), once: later signals are only counted. Used by
-``training_watch`` (stop or leave the job) and by the launch's staging tasks (release the runners).
+``training_watch`` (stop or leave the job) and by the launch's staging tasks (release the runners, ``_staging``).
 """
 
 from __future__ import annotations
 
 import os
+import pwd
 import signal
 import time
 from typing import Any
@@ -37,6 +38,17 @@ class Interrupted(Exception):
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
+
+
+def controller_user() -> str:
+    """Who runs ansible-playbook: ``$USER``, else the name of the process's uid (never "unknown" on a real system)."""
+    name = os.environ.get("USER")
+    if name:
+        return name
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return f"uid {os.getuid()}"
 
 
 def cause(signum: int) -> str:
@@ -105,27 +117,3 @@ class Guard:
             os.write(self._out, (line.rstrip("\n") + "\n").encode("utf-8", "replace"))
         except OSError:
             pass
-
-
-def release_staging(action: Any, guard: Guard, signum: int, job_id: str, job_root: Any, task_vars: dict, grace: Any = None) -> dict:
-    """An interrupted launch step (start, staging, gate): stop the job's runners on this server at once.
-
-    ``state=stop`` writes the job's abort file, so runners at the gate - and any the interrupted
-    start has yet to fork - give up now and release their device locks, instead of waiting for the
-    gate time-out. ``action`` is the calling action plugin (it runs the module); the task's result.
-    """
-    why = cause(signum)
-    server = task_vars.get("inventory_hostname", "?")
-    args = {"state": "stop", "job_id": job_id, "reason": f"{why} during the launch"}
-    for key, value in (("job_root", job_root), ("grace", grace)):
-        if value is not None:
-            args[key] = value
-    stopped = action._execute_module(module_name="ascend.cluster.training_job", module_args=args, task_vars=task_vars)
-    if stopped.get("failed"):
-        msg = f"{why} during the launch: could not release job {job_id} on {server}: {stopped.get('msg')}"
-    else:
-        count = len(stopped.get("stopped") or [])
-        msg = f"{why} during the launch: job {job_id} released on {server} (nothing started; {count} staged ranks stopped, devices free)"
-    if signum == signal.SIGINT:  # the main process reads no more results: tell the operator directly
-        guard.say(f"[{job_id}] {msg}")
-    return {"failed": True, "changed": bool(stopped.get("changed")), "msg": msg, "interrupted": {"signal": signum, "action": "released"}}

@@ -197,3 +197,17 @@ def unreachable(job_id: str, host: str, since: float | None, view: dict | None) 
         "first_failure": failure,
         "msg": error,
     }
+
+
+# rank states that say the rank was stopped (at the gate: aborted; running: stopped)
+STOPPED_STATES = ("aborted", "stopped")
+
+
+def stop_line(why: str, job_id: str, ranks: list, unconfirmed: list) -> str:
+    """The one line for a job stopped from the controller (while it stages or runs): ``Ctrl-C on the controller: job J:
+    16 rank(s) on 2 server(s) stopped, their devices are free``; ``ranks`` carry ``state`` and ``host``."""
+    stopped = [r for r in ranks if r.get("state") in STOPPED_STATES]
+    hosts = {r.get("host") for r in stopped}
+    done = f"{len(stopped)} rank(s) on {len(hosts)} server(s) stopped" if stopped else "no rank was running"
+    tail = f"; ranks {rank_ranges(unconfirmed)} could not be confirmed stopped" if unconfirmed else ", their devices are free"
+    return f"{why}: job {job_id}: {done}{tail}"

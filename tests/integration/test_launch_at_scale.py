@@ -8,6 +8,7 @@ processes: every rank of every server must end within a second of the failure, w
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import time
@@ -21,6 +22,19 @@ SERVERS = 8
 FORKS = {"ANSIBLE_FORKS": "5"}  # Ansible's default, stated: the tests must not depend on the machine's ansible.cfg
 LONG_RUN = {"STEPS": "200", "STEP_S": "0.2"}
 FAILFAST_S = 1.0  # issue 24: failfast_s_8x2_forks5 and failfast_s_detached_8x2 <= 1 s
+
+
+def task_section(stdout: str, name: str) -> str:
+    """What the default callback printed under the task whose name contains ``name``."""
+    head = stdout.index(name)
+    return stdout[stdout.index("\n", head) + 1 :].lstrip("\n").split("\nTASK [", 1)[0]
+
+
+def reap(proc) -> None:
+    """The playbook's process group killed if it is still running, and waited for."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def eight_servers(sim_cluster):
@@ -80,9 +94,7 @@ def test_ctrl_c_beyond_forks_stops_every_rank_through_the_group(sim_cluster, tmp
         os.killpg(proc.pid, signal.SIGINT)
         proc.wait(timeout=60)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        reap(proc)
     text = output.read_text()
     assert proc.returncode != 0, text
     assert "[c8] Ctrl-C on the controller: job c8: 16 rank(s) on 8 server(s) stopped, their devices are free" in text, text
@@ -93,3 +105,68 @@ def test_ctrl_c_beyond_forks_stops_every_rank_through_the_group(sim_cluster, tmp
     # the 1 s window for a second Ctrl-C, then every rank of every server gone within a second
     assert max(s["ended"] for s in states.values()) - sent < 1.0 + 1.0 + FAILFAST_S, states
     assert not any(alive(p) for s in states.values() for p in (s["pid"], s["runner_pid"])), states
+
+
+def test_ctrl_c_while_a_later_batch_stages_releases_every_server_with_one_line(sim_cluster, tmp_path):
+    """Issue 25 item 1: with fewer forks than servers, the stage tasks of the first servers have ended when the last one
+    stages. A Ctrl-C then must still release every server's staged runners at once (not leave them to the gate time-out)
+    and say one line for the job, as a Ctrl-C while it runs does: the coordinator host's stage task (the anchor) is still
+    running and does it through the job's group."""
+    cluster, inventory = eight_servers(sim_cluster)
+    held = cluster.root / "runs" / "s8" / "device_15"  # rank 15, on the last server: its env.log is a FIFO nobody reads yet
+    held.mkdir(parents=True)
+    os.mkfifo(held / "env.log")
+    output = tmp_path / "train.out"
+    with open(output, "a") as out:
+        proc = start_playbook(TRAIN, inventory, launch_vars(cluster, np=16, ascend_job_id="s8", ascend_train_env=LONG_RUN), out, env=FORKS)
+    reader = None
+    try:
+        wait_for(
+            lambda: (
+                sum(s.get("phase") == "staged" for s in rank_states(cluster, "s8").values()) == 15
+                and output.read_text().count("changed: [server") >= 6
+            ),  # servers 1-6's stage tasks ended (server0's waits)
+            240,
+            "15 ranks at the gate and the stage tasks of servers 1-6 ended",
+        )
+        sent = time.time()
+        os.killpg(proc.pid, signal.SIGINT)
+        time.sleep(0.5)
+        reader = os.open(held / "env.log", os.O_RDONLY | os.O_NONBLOCK)  # rank 15 stages now, and finds the job stopped
+        proc.wait(timeout=60)
+    finally:
+        reader = reader if reader is not None else os.open(held / "env.log", os.O_RDONLY | os.O_NONBLOCK)
+        reap(proc)
+    text = output.read_text()
+    assert proc.returncode != 0, text
+    assert "[s8] Ctrl-C on the controller: job s8: 16 rank(s) on 8 server(s) stopped, their devices are free" in text, text
+    assert "released on server" not in text, text  # one line for the job, none per server
+    wait_for(lambda: all(s.get("phase") == "aborted" for s in rank_states(cluster, "s8").values()), 30, "every rank aborted")
+    states = rank_states(cluster, "s8")
+    assert all("Ctrl-C on the controller during the launch (ansible-playbook of " in s["stopped_by"] for s in states.values()), states
+    # released at once, not at the gate time-out (600 s)
+    assert max(s["ended"] for s in states.values()) - sent < 10, states
+    wait_for(lambda: not any(alive(s["runner_pid"]) for s in rank_states(cluster, "s8").values()), 30, "every runner to end")
+    os.close(reader)
+    for lock in cluster.root.glob("server*/locks/*.lock"):
+        with open(lock) as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises if a rank still holds its device
+    assert not (cluster.root / "controller" / "latest").exists()  # the job never started
+
+
+def test_with_one_fork_the_launch_gate_task_opens_the_gate(sim_cluster):
+    """forks=1: no stage task can hold the launch open for the others (it would hold the only worker), so the launch's own
+    gate task waits for the group's gate; the job runs and ends as with any forks."""
+    cluster = sim_cluster(servers=2, devices=2)
+    res = run_playbook(
+        TRAIN, cluster.inventory(), extra_vars=launch_vars(cluster, np=4, ascend_train_env={"STEPS": "2"}), env={"ANSIBLE_FORKS": "1"}
+    )
+    assert res.rc == 0, res
+    assert task_section(res.stdout, "Wait for the job's group to open the gate").startswith("changed: [server0"), res
+    default = run_playbook(TRAIN, cluster.inventory(), extra_vars=launch_vars(cluster, np=4, ascend_train_env={"STEPS": "2"}), env=FORKS)
+    assert default.rc == 0, default
+    # with forks=5 the coordinator host's stage task waited for the gate itself (it held the launch open): nothing left to do
+    assert task_section(default.stdout, "Wait for the job's group to open the gate").startswith("skipping: [server0]"), default
+    states = rank_states(cluster)
+    assert sorted(states) == [0, 1, 2, 3] and all(s["phase"] == "exited" and s["rc"] == 0 for s in states.values()), states
+    assert max(s["started"] for s in states.values()) - min(s["started"] for s in states.values()) < 0.5, states

@@ -16,6 +16,7 @@ import pytest
 from ansible.errors import AnsibleConnectionFailure
 
 from ansible_collections.ascend.cluster.plugins.action import training_watch as action
+from ansible_collections.ascend.cluster.plugins.plugin_utils import _interrupt as interrupt
 
 
 def test_an_answer_in_time_is_returned():
@@ -148,7 +149,7 @@ def test_the_watch_leaves_the_job_to_its_group_when_ansible_playbook_dies(tmp_pa
 
 def test_the_controllers_user_is_named_without_user_in_the_environment(monkeypatch):
     monkeypatch.delenv("USER", raising=False)
-    assert action.controller_user() not in ("", "an unknown user")
+    assert interrupt.controller_user() not in ("", "an unknown user")
 
 
 class ProbeRoute(action.ActionModule):
