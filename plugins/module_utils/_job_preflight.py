@@ -4,7 +4,8 @@
 
 Three sources, all per device:
 
-- ``npu-smi info``'s process section (the driver's truth: any process holding the NPU);
+- ``npu-smi info``'s process section (the driver's truth: any process holding the NPU), read once with the
+  chips' health by :func:`read_npu`, every device numbered as ``_npu_smi.chip_devices`` does (the Phy-ID on A3);
 - our own job records whose ranks are still alive on the device (covers a controller that was
   interrupted, and processes that have not opened the device yet);
 - the per-device ``flock`` (another launch of ours staged right now).
@@ -25,11 +26,58 @@ from typing import TYPE_CHECKING
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
 from ansible_collections.ascend.cluster.plugins.module_utils import _listen_ports as listen_ports
+from ansible_collections.ascend.cluster.plugins.module_utils import _npu_smi as npu_smi
+from ansible_collections.ascend.cluster.plugins.module_utils._command import TIMEOUT_RC
 from ansible_collections.ascend.cluster.plugins.module_utils._job_control import load_job, rank_states, stop_job
 from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import pid_alive, wait_gone
 
 if TYPE_CHECKING:
     from typing import Callable
+
+    from ansible_collections.ascend.cluster.plugins.module_utils._command import BinFinder, Runner
+
+
+def read_npu(module: BinFinder, explicit: str | None = None, runner: Runner | None = None) -> tuple:
+    """``npu-smi info`` read once: ``(info, None)`` with ``_npu_smi.read_info``'s dict, or ``(None, problem)`` saying in
+    words what failed - npu-smi not found, the command failing, or an output without its NPU table or process section.
+
+    The pre-flight refuses a launch on such a server unless told to go on without the chips' health and the
+    processes holding the devices (``allow_unknown_health``); diagnose reports it.
+    """
+    binary = npu_smi.find_binary(module, explicit)
+    if binary is None:
+        if not explicit:
+            return None, "npu-smi not found on PATH or in %s" % ", ".join(npu_smi.INSTALL_DIRS)
+        return None, "npu-smi not found: %s is not %s" % (explicit, "an executable file" if os.sep in explicit else "on PATH")
+    client = npu_smi.NpuSmi(module, binary, runner=runner)
+    try:
+        raw = client.run(["info"])
+    except npu_smi.NpuSmiError as exc:
+        if exc.rc == TIMEOUT_RC:
+            return None, "%s info did not answer within %d s (a hung driver?)" % (binary, client.timeout)
+        return None, " ".join(str(exc).split())  # one line: it goes into one refusal, or one warning line
+    try:
+        return npu_smi.read_info(raw), None
+    except npu_smi.NpuSmiParseError as exc:
+        # its first line with words in it (not a table's border), to show what it printed
+        first = " ".join(next((line.split() for line in raw.splitlines() if any(c.isalnum() for c in line)), []))
+        return None, "cannot parse the %s from npu-smi info, which printed %s" % (
+            exc.what,
+            repr(first[:80]) + (" ..." if len(raw.strip()) > len(first[:80]) else "") if first else "nothing",
+        )
+
+
+def unknown_devices(info: dict, devices: list) -> str | None:
+    """What ``info`` (:func:`read_npu`) does not show of ``devices``, in words (``npu-smi info shows no device 9 (it
+    shows devices 0-7)``), or None when it shows them all."""
+    absent = [device for device in devices if device not in info["health"]]
+    if not absent:
+        return None
+    shown = sorted(info["health"])
+    return "npu-smi info shows no device %s (it shows %s)" % (
+        ", ".join(str(device) for device in absent),
+        "devices " + ", ".join(str(device) for device in shown) if shown else "none",
+    )
 
 
 def lock_holder(lock_dir: str, device_id: int) -> str | None:
@@ -89,7 +137,11 @@ def find_busy(devices: list, lock_dir: str, job_root: str, npu_processes: list) 
     for proc in npu_processes:
         if proc["device_id"] in devices:
             busy.append(
-                dict(proc, source="npu-smi", detail="process %d (%s) holds NPU %d" % (proc["pid"], proc["name"], proc["device_id"]))
+                dict(
+                    proc,
+                    source="npu-smi",
+                    detail="process %d (%s) holds %s" % (proc["pid"], proc["name"], proc.get("where") or "NPU %d" % proc["device_id"]),
+                )
             )
     for held in job_holders(job_root, devices):
         busy.append(

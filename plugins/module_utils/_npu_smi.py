@@ -109,21 +109,41 @@ def parse_version(raw: str) -> str | None:
     return match.group(1) if match else None
 
 
-def device_health(table: list) -> dict:
-    """``{device_id: health}`` from the parsed ``npu-smi info`` table, with ids as ``device_ids`` counts them.
+def chip_devices(table: list) -> dict:
+    """``{(npu_id, chip_id): device_id}`` from the parsed ``npu-smi info`` table: the one device numbering.
 
-    On boards with several chips per NPU each chip is a device (its ``Phy-ID``, else ``npu_id *
-    chips + chip``) with its own row's health; otherwise the NPU id is the device.
+    A chip's device is its ``Phy-ID`` where the table prints one (A3 boards: the id ``hccn_tool -i``, the rank
+    table's ``device_id``, ``DEVICE_ID`` and ``ASCEND_RT_VISIBLE_DEVICES`` use; NPU 4 chip 1 is device 9), the NPU
+    id on boards with one chip per NPU, else ``npu_id * chips + chip``. Health (:func:`device_health`), the process
+    section (:func:`parse_npu_processes`) and the devices (:func:`device_ids`) all count devices this way. An NPU
+    row without a chip row stands for chip 0.
+    """
+    devices: dict = {}
+    for npu in table:
+        chips = npu["chips"] or [{"chip_id": 0, "phy_id": None}]
+        for chip in chips:
+            if chip["phy_id"] is not None:
+                device = chip["phy_id"]
+            elif len(chips) > 1:
+                device = npu["npu_id"] * len(chips) + chip["chip_id"]
+            else:
+                device = npu["npu_id"]
+            devices[(npu["npu_id"], chip["chip_id"])] = device
+    return devices
+
+
+def device_health(table: list) -> dict:
+    """``{device_id: health}`` from the parsed ``npu-smi info`` table, devices numbered as :func:`chip_devices` does.
+
+    On boards with several chips per NPU each chip is a device with its own row's health; otherwise the NPU id is
+    the device, with the NPU's health.
     """
     health: dict = {}
-    for npu in table:
-        chips = npu["chips"]
-        if len(chips) > 1 or any(chip["phy_id"] is not None for chip in chips):
-            for chip in chips:
-                device = chip["phy_id"] if chip["phy_id"] is not None else npu["npu_id"] * len(chips) + chip["chip_id"]
-                health[device] = chip.get("health") or npu["health"]
-        else:
-            health[npu["npu_id"]] = npu["health"]
+    by_npu = dict((npu["npu_id"], npu) for npu in table)
+    for (npu_id, chip_id), device in chip_devices(table).items():
+        npu = by_npu[npu_id]
+        chip: dict = next((c for c in npu["chips"] if c["chip_id"] == chip_id), {})
+        health[device] = chip.get("health") or npu["health"]
     return health
 
 
@@ -178,12 +198,19 @@ _PROC_HEADER = re.compile(r"process\s+id", re.IGNORECASE)
 _PROC_ROW = re.compile(r"^\|\s*(\d+)(?:\s+(\d+))?\s*\|\s*(\d+)\s*\|\s*([^|]*?)\s*\|")
 
 
-def parse_npu_processes(raw: str) -> list:
-    """Rows of ``npu-smi info``'s process section -> ``[{"device_id", "chip_id", "pid", "name"}]``.
+def parse_npu_processes(raw: str, table: list) -> list:
+    """Rows of ``npu-smi info``'s process section -> ``[{"device_id", "npu_id", "chip_id", "where", "pid", "name"}]``.
 
-    The section starts at the header row naming ``Process id``; ``No running processes found in
-    NPU N`` rows hold nothing. ``device_id`` is the NPU id (one chip per NPU, as on 910A/910B).
+    The section starts at the header row naming ``Process id`` (``| NPU  Chip | Process id | Process name |
+    ...``, newer npu-smi adds ``Process id in container``); ``No running processes found in NPU N`` rows hold
+    nothing. A row names the NPU and its chip as the NPU table above does; ``device_id`` is that chip's device in
+    ``table`` (the parsed table of the same output, :func:`chip_devices`) - on A3 the row ``4  1`` is device 9, not 4;
+    ``where`` says it as npu-smi does, ``NPU 3``, or ``NPU 4 chip 1 (device 9)`` where an NPU has several chips.
+    Raises :class:`NpuSmiParseError` when there is no process section (the output is cut short, so leftover
+    processes cannot be seen) or a row names a chip the table does not list.
     """
+    devices = chip_devices(table)
+    chips = dict((npu["npu_id"], len(npu["chips"])) for npu in table)
     rows = []
     in_section = False
     for line in raw.splitlines():
@@ -194,15 +221,39 @@ def parse_npu_processes(raw: str) -> list:
             continue
         match = _PROC_ROW.match(line.strip())
         if match:
+            npu_id, chip_id = int(match.group(1)), int(match.group(2) or 0)
+            if (npu_id, chip_id) not in devices:
+                raise NpuSmiParseError("process row of NPU %d chip %d, which the NPU table does not list" % (npu_id, chip_id), raw)
+            device = devices[(npu_id, chip_id)]
+            where = "NPU %d chip %d (device %d)" % (npu_id, chip_id, device) if chips[npu_id] > 1 else "NPU %d" % npu_id
             rows.append(
                 {
-                    "device_id": int(match.group(1)),
-                    "chip_id": int(match.group(2) or 0),
+                    "device_id": device,
+                    "npu_id": npu_id,
+                    "chip_id": chip_id,
+                    "where": where,
                     "pid": int(match.group(3)),
                     "name": match.group(4),
                 }
             )
+    if not in_section:
+        raise NpuSmiParseError("process section (header '| NPU  Chip | Process id | ...')", raw)
     return rows
+
+
+def read_info(raw: str) -> dict:
+    """Everything the pre-flight and diagnose read from one ``npu-smi info``, devices numbered one way (:func:`chip_devices`).
+
+    ``{"health": {device: health}, "processes": parse_npu_processes(...), "version": str | None, "name": str | None}``;
+    :class:`NpuSmiParseError` when the NPU table or the process section cannot be read.
+    """
+    table = parse_info_table(raw)
+    return {
+        "health": device_health(table),
+        "processes": parse_npu_processes(raw, table),
+        "version": parse_version(raw),
+        "name": chip_name(table),
+    }
 
 
 def davinci_devices(dev_dir: str = "/dev") -> list:

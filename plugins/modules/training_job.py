@@ -20,6 +20,15 @@ description:
     C(Critical) fails, naming the device (before anything is stopped or started); C(Warning) or C(UNKNOWN) is returned in
     RV(chip_health), and P(ascend.cluster.preflight_verdict#filter) warns of it on the controller, naming the server.
     It returns the driver version npu-smi prints in its header, for a cluster-wide comparison on the controller.
+  - Devices are numbered one way throughout - the health rows, the process rows and O(devices) - as the rank table
+    and C(hccn_tool -i) number them - on A3 boards (two chips per NPU) a chip's C(Phy-ID), so the process row
+    C(NPU 4, chip 1) is device 9.
+  - When npu-smi is missing, fails, prints what cannot be parsed (no NPU table, no process section) or shows none of a
+    selected device, the chips' health and the processes holding the devices are unknown - RV(npu_smi_problem) says
+    what failed. Unless O(allow_unknown_health), V(preflight) then checks nothing else and stops nothing (also with
+    O(kill_stale)) and returns RV(npu_smi_status) V(refuse), and P(ascend.cluster.preflight_verdict#filter) refuses
+    the launch naming every such server; with it, the checks go on (holders from job records and locks only) and the
+    controller warns, naming the server.
   - V(preflight) with O(bank_dir) also counts the AOE tuning repository's files (C(*_gradient_fusion.json)) there
     (RV(bank_files)), so that the controller can decide whether every server has it.
   - With V(preflight) and O(clock_samples) (the action, on the controller, before the module runs) the server's clock is
@@ -158,6 +167,12 @@ options:
     default: ""
   kill_stale:
     description: Stop whatever holds the devices instead of failing (V(preflight)).
+    type: bool
+    default: false
+  allow_unknown_health:
+    description:
+      - V(preflight) - go on when npu-smi cannot be read here (RV(npu_smi_problem)), without the chips' health and with
+        the devices' holders read from job records and locks only; RV(npu_smi_status) is then V(allowed), not V(refuse).
     type: bool
     default: false
   stale_timeout:
@@ -326,6 +341,21 @@ npu_smi_version:
   returned: with preflight
   type: str
   sample: 24.1.0
+npu_smi_problem:
+  description:
+    - What kept C(npu-smi info) from being read here - not found, failed (its exit code and error), an output without its
+      NPU table or process section, or a selected device it does not show; null when it was read (V(preflight),
+      V(diagnose)).
+  returned: with preflight and diagnose
+  type: str
+  sample: "npu-smi not found on PATH or in /usr/local/sbin, /usr/local/bin, /usr/local/Ascend/driver/tools"
+npu_smi_status:
+  description:
+    - V(ok) (npu-smi was read), V(refuse) (it was not, and nothing else was checked or stopped here) or V(allowed) (it
+      was not, and O(allow_unknown_health) let the checks go on) (V(preflight)).
+  returned: with preflight
+  type: str
+  sample: ok
 host_ip:
   description: C(HCCL_IF_IP) for this server - the address of O(nic) when it is set, else O(host_ip) (V(preflight)).
   returned: with preflight
@@ -424,6 +454,7 @@ ARGS = options.spec(
     host_ip=dict(type="str", default=""),
     nic=dict(type="str", default=""),
     kill_stale=dict(type="bool", default=False),
+    allow_unknown_health=dict(type="bool", default=False),
     stale_timeout=dict(type="float", default=30.0),
     timeout=dict(type="float", default=120.0),
     start_at=dict(type="float"),
@@ -444,42 +475,18 @@ REQUIRED_IF = [
 REQUIRED_TOGETHER = [("rank_table_path", "rank_table")]
 
 
-def npu_info(module: AnsibleModule) -> str | None:
-    """``npu-smi info``'s text, or None (with a warning) when npu-smi is missing or fails."""
-    binary = npu_smi.find_binary(module, module.params["npu_smi"])
-    if binary is None:
-        module.warn("npu-smi not found: chip health is not checked, and leftover processes are checked through job records and locks only")
-        return None
-    try:
-        return npu_smi.NpuSmi(module, binary).run(["info"])
-    except npu_smi.NpuSmiError as exc:
-        module.warn(
-            "npu-smi info failed (%s): chip health is not checked, and leftover processes are checked through job records and locks only"
-            % exc
-        )
-        return None
-
-
-def chip_health(module: AnsibleModule, raw: str | None, devices: list) -> dict:
-    """The selected devices' health from ``raw``; fails on Alarm / Critical (Warning / UNKNOWN: the controller warns, naming the server)."""
-    if raw is None:
-        return {}
-    try:
-        table = npu_smi.parse_info_table(raw)
-    except npu_smi.NpuSmiParseError:
-        module.warn("cannot read the NPU table of npu-smi info: chip health is not checked")
-        return {}
-    by_device = npu_smi.device_health(table)
-    health = {device: by_device[device] for device in devices if device in by_device}
-    name = npu_smi.chip_name(table) or "NPU"
+def chip_health(module: AnsibleModule, info: dict, devices: list, found: dict) -> dict:
+    """The selected devices' health from ``info`` (``_job_preflight.read_npu``); fails on Alarm / Critical (Warning /
+    UNKNOWN: the controller warns, naming the server)."""
+    health = dict((device, info["health"][device]) for device in devices if device in info["health"])
+    name = info["name"] or "NPU"
     failing = ["device %d (%s): %s" % (d, name, h) for d, h in sorted(health.items()) if h in npu_smi.FAILING_HEALTH]
     if failing:
         module.fail_json(
             msg="chip health, nothing was started: npu-smi info shows %s. Such a chip fails the training: check it "
             "(npu-smi info, the driver's logs), then repair it or leave the device out of the job (np / npu_env)." % "; ".join(failing),
-            chip_health=health,
-            npu_smi_version=npu_smi.parse_version(raw),
             busy=[],
+            **dict(found, chip_health=health),
         )
     return health
 
@@ -487,16 +494,23 @@ def chip_health(module: AnsibleModule, raw: str | None, devices: list) -> dict:
 def do_preflight(module: AnsibleModule) -> dict:
     p = module.params
     devices = list(p["devices"])
-    raw = npu_info(module)
-    found: dict[str, Any] = dict(chip_health=chip_health(module, raw, devices), npu_smi_version=npu_smi.parse_version(raw) if raw else None)
+    info, problem = preflight.read_npu(module, p["npu_smi"])
+    if info is not None:
+        problem = preflight.unknown_devices(info, devices)
+    found: dict[str, Any] = dict(
+        npu_smi_version=info["version"] if info else None,
+        npu_smi_problem=problem,
+        npu_smi_status="ok" if problem is None else "allowed" if p["allow_unknown_health"] else "refuse",
+    )
+    found["chip_health"] = chip_health(module, info, devices, found) if info else {}
+    if found["npu_smi_status"] == "refuse":  # the controller refuses the launch naming every such server; nothing checked or stopped here
+        return dict(changed=False, busy=[], **found)
     if p["bank_dir"]:
         found["bank_files"] = len(preflight.tune_bank_files(p["bank_dir"]))
 
-    def processes(text: str | None) -> list:
-        return npu_smi.parse_npu_processes(text) if text is not None else []
-
     def check():
-        return preflight.find_busy(devices, p["lock_dir"], p["job_root"], processes(npu_info(module)))
+        again = preflight.read_npu(module, p["npu_smi"])[0]
+        return preflight.find_busy(devices, p["lock_dir"], p["job_root"], again["processes"] if again else [])
 
     hccl_nic = host_nic.resolve(p["nic"], p["host_ip"])
     found.update(host_ip=hccl_nic["host_ip"], nic=hccl_nic["nic"])
@@ -517,7 +531,7 @@ def do_preflight(module: AnsibleModule) -> dict:
             busy=[],
             **found,
         )
-    busy = preflight.find_busy(devices, p["lock_dir"], p["job_root"], processes(raw))
+    busy = preflight.find_busy(devices, p["lock_dir"], p["job_root"], info["processes"] if info else [])
     held = ["device %d: %s" % (b["device_id"], b["detail"]) for b in busy] + [
         "TCP port %d: the group port of job %s, which still runs on this server (a second job needs another ascend_launch_group_port)"
         % item
@@ -607,10 +621,11 @@ def do_diagnose(module: AnsibleModule, job: dict) -> dict:
             rank["tail"] = control.tail(rank["log"], p["tail_failed"])
             env = plog.read_env_log(os.path.join(os.path.dirname(rank["log"]), files.ENV_LOG))
             rank["plog"] = plog.rank_plog(rank["pid"], env, p["plog_dirs"], p["plog_lines"])
-    raw = npu_info(module)
-    processes = npu_smi.parse_npu_processes(raw) if raw is not None else []
     devices = sorted(set(r["device_id"] for r in ranks))
-    busy = preflight.find_busy(devices, p["lock_dir"], p["job_root"], processes)
+    info, problem = preflight.read_npu(module, p["npu_smi"])
+    if problem:
+        module.warn("%s: the processes holding the job's devices are read from job records and locks only" % problem)
+    busy = preflight.find_busy(devices, p["lock_dir"], p["job_root"], info["processes"] if info else [])
     taken = listen_ports.ports_in_use(p["ports"])
     # on rank 0's server: the job's group's first failure, as its coordinator decided it (what the FAILED line names)
     view = files.read_json(os.path.join(files.job_dir(p["job_root"], job["job_id"]), group.GROUP_FILE))
@@ -621,6 +636,7 @@ def do_diagnose(module: AnsibleModule, job: dict) -> dict:
         failed_rank=control.first_failure(ranks),
         abort=files.read_abort(files.job_dir(p["job_root"], job["job_id"])),
         busy=busy,
+        npu_smi_problem=problem,
         ports_in_use=taken,
         group_cause=view.get("cause") if isinstance(view, dict) else None,
     )

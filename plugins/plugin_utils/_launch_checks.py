@@ -5,8 +5,8 @@
 The launch role reads each server once in its pre-flight (``training_job state=preflight``: the clock, the
 devices' holders, the NIC, the ports, the chips, the AOE tuning repository) and decides here, in one
 ``run_once`` task, whether to go on - each refusal with the sentence the operator needs, in the order the
-checks used to run one task each: the clocks, the tuning repository, what a server's own checks refused,
-the drivers. ``aoe_refusal`` is what can be refused before any server is read (the job's AOE settings).
+checks used to run one task each: the clocks, npu-smi (a server where it could not be read), the tuning
+repository, what a server's own checks refused, the drivers. ``aoe_refusal`` is what can be refused before any server is read (the job's AOE settings).
 """
 
 from __future__ import annotations
@@ -45,6 +45,18 @@ CHIP_WARNING = "{server}: device {device} ({chip}): npu-smi info shows Health {h
 MIXED = (
     REFUSED + "{mixed}. Ranks on different drivers fail in HCCL or train differently: install one driver everywhere, "
     "or allow it with ascend_launch_allow_mixed_versions=true"
+)
+MIXED_UNKNOWN = (
+    " (an unknown version counts as a different one: npu-smi info printed none on {servers}; check npu-smi and the driver there)"
+)
+NPU_SMI_REFUSED = (
+    REFUSED + "npu-smi could not be read on {servers} - {problems}. Without it the health of the chips and the processes "
+    "holding the selected devices there are unknown: a leftover process fails the job later (EJ0001), a failing chip fails "
+    "the training. Repair npu-smi there (the driver), or launch without these checks with ascend_launch_allow_unknown_health=true"
+)
+NPU_SMI_WARNING = (
+    "{server}: {problem}: the health of its chips and the processes holding its devices were not checked "
+    "(ascend_launch_allow_unknown_health=true); the launch goes on"
 )
 
 
@@ -142,12 +154,15 @@ def preflight_verdict(
     """The launch's decision from every server's pre-flight result (registered as ``result``).
 
     ``{"refusal", "clocks", "tune_bank", "warnings"}``: ``refusal`` the one message that refuses the launch ('' to go on) -
-    the clocks refused, else the tuning repository (on some selected servers only, or missing with
+    the clocks refused, else every server whose npu-smi could not be read (``npu_smi_status`` ``refuse``: the
+    module checked nothing else there), else the tuning repository (on some selected servers only, or missing with
     ``use_library=true``), else what a server's own checks refused (its message; ``host: message`` each when
-    several did), else the servers' different drivers unless ``allow_mixed_versions``; ``clocks`` every
+    several did), else the servers' different drivers unless ``allow_mixed_versions`` (an unknown one counts as
+    different); ``clocks`` every
     clock reading (the table's rows); ``tune_bank`` whether every rank gets ``TUNE_BANK_PATH`` (a training
-    run that found the repository); ``warnings`` what the operator should know of a launch that goes on (a chip whose
-    health is Warning or UNKNOWN: :func:`chip_warnings`).
+    run that found the repository); ``warnings`` what the operator should know of a launch that goes on (a server whose
+    npu-smi could not be read, let through by ``allow_unknown_health``; a chip whose health is Warning or UNKNOWN:
+    :func:`chip_warnings`), each naming its server.
     """
     names = _hosts(hosts)
     results: dict[str, Mapping[str, Any]] = {}
@@ -164,6 +179,12 @@ def preflight_verdict(
     refused = [str(clock.get("msg", "")) for clock in clocks if clock.get("status") == "refuse"]
     if refused:
         verdict["refusal"] = REFUSED + "; ".join(refused)
+        return verdict
+    unread = {host: str(found.get("npu_smi_problem")) for host, found in ran.items() if found.get("npu_smi_status") == "refuse"}
+    if unread:
+        verdict["refusal"] = NPU_SMI_REFUSED.format(
+            servers=", ".join(unread), problems="; ".join(f"{host}: {problem}" for host, problem in unread.items())
+        )
         return verdict
     wanted = not aoe and (use_library is None or bool(use_library))
     if wanted:
@@ -185,7 +206,12 @@ def preflight_verdict(
     if not allow_mixed_versions:
         mixed = mixed_versions(results)
         if mixed:
-            verdict["refusal"] = MIXED.format(mixed=mixed)
+            unknown = [host for host, found in ran.items() if found.get("npu_smi_version") in (None, "")]
+            verdict["refusal"] = MIXED.format(mixed=mixed) + (MIXED_UNKNOWN.format(servers=", ".join(unknown)) if unknown else "")
             return verdict
-    verdict["warnings"] = chip_warnings(ran, hostvars)
+    verdict["warnings"] = [
+        NPU_SMI_WARNING.format(server=host, problem=found["npu_smi_problem"])
+        for host, found in ran.items()
+        if found.get("npu_smi_status") == "allowed" and found.get("npu_smi_problem")
+    ] + chip_warnings(ran, hostvars)
     return verdict

@@ -16,8 +16,10 @@ def mixed_versions(versions: Any, what: str = "npu-smi (driver) version") -> str
     A value may also be the server's registered ``training_job`` pre-flight result: its
     ``npu_smi_version`` counts, and a skipped result (the server runs no rank) is left out.
 
-    Servers whose version is unknown (None or '': npu-smi missing or silent) are left out of the
-    comparison; they are listed after the versions so the message says what was not compared.
+    An unknown version (None or '': npu-smi missing, failing, or a header without ``Version:``) counts as a
+    mismatch: nothing shows that such a server runs the others' driver (a broken driver is one of the reasons
+    npu-smi does not answer). So two or more servers differ when any of them is unknown; the sentence names
+    those last, as ``unknown on <servers>``. A single server has nothing to differ from.
     """
     if not isinstance(versions, Mapping):
         raise ClusterSpecError(f"versions must be a mapping of server to version, got {type(versions).__name__}")
@@ -32,10 +34,10 @@ def mixed_versions(versions: Any, what: str = "npu-smi (driver) version") -> str
             unknown.append(str(server))
         else:
             groups.setdefault(str(version), []).append(str(server))
-    if len(groups) < 2:
+    servers = sum(len(named) for named in groups.values()) + len(unknown)
+    if len(groups) < 2 and not (unknown and servers > 1):
         return ""
     parts = [f"{version} on {', '.join(servers)}" for version, servers in sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))]
-    text = f"the servers run different {what}s: {'; '.join(parts)}"
     if unknown:
-        text += f" (unknown on {', '.join(unknown)})"
-    return text
+        parts.append(f"unknown on {', '.join(unknown)}")
+    return f"the servers run different {what}s: {'; '.join(parts)}"

@@ -15,7 +15,7 @@ from ansible_collections.ascend.cluster.plugins.module_utils import _job_files a
 from ansible_collections.ascend.cluster.plugins.module_utils._job_env import rank_env
 from ansible_collections.ascend.cluster.plugins.module_utils._job_preflight import find_busy, lock_holder
 from ansible_collections.ascend.cluster.plugins.module_utils._job_runner import DeviceBusy, command_argv, take_device_lock
-from ansible_collections.ascend.cluster.plugins.module_utils._npu_smi import parse_npu_processes
+from ansible_collections.ascend.cluster.plugins.module_utils._npu_smi import NpuSmiParseError, parse_info_table, parse_npu_processes
 
 RANK = {
     "rank_id": 11,
@@ -116,14 +116,20 @@ NPU_SMI_INFO = """\
 
 
 def test_npu_smi_process_rows():
-    assert parse_npu_processes(NPU_SMI_INFO) == [
-        {"device_id": 1, "chip_id": 0, "pid": 4242, "name": "python3"},
-        {"device_id": 1, "chip_id": 0, "pid": 4243, "name": "python3"},
+    assert parse_npu_processes(NPU_SMI_INFO, parse_info_table(NPU_SMI_INFO)) == [
+        {"device_id": 1, "npu_id": 1, "chip_id": 0, "where": "NPU 1", "pid": 4242, "name": "python3"},
+        {"device_id": 1, "npu_id": 1, "chip_id": 0, "where": "NPU 1", "pid": 4243, "name": "python3"},
     ]
 
 
-def test_npu_smi_without_processes_section_or_processes():
-    assert parse_npu_processes(NPU_SMI_INFO.split("| NPU     Chip", maxsplit=1)[0]) == []
+def test_npu_smi_without_processes_or_without_its_process_section():
+    """No process: an empty list. No process section at all (the output cut short): leftovers cannot be seen, which
+    the pre-flight must not read as "none" (issue 26 item 4)."""
+    idle = NPU_SMI_INFO.split("| 1       0                 | 4242", maxsplit=1)[0]
+    assert parse_npu_processes(idle, parse_info_table(idle)) == []
+    cut = NPU_SMI_INFO.split("| NPU     Chip", maxsplit=1)[0]
+    with pytest.raises(NpuSmiParseError, match="process section"):
+        parse_npu_processes(cut, parse_info_table(cut))
 
 
 def test_device_lock_is_exclusive_and_names_its_holder(tmp_path):

@@ -189,8 +189,8 @@ def test_aoe_refusal_bad_environment_is_refused():
 def test_a_chip_in_warning_or_unknown_is_a_warning_naming_its_server():
     """Issue 25 item 4: the pre-flight's module warned "device 1 (910B3): ..." on a line of its own, naming no server."""
     hostvars = {
-        "h1": host(_ascend_preflight={"chip_health": {"0": "OK", "1": "Warning"}}, ansible_facts={"ascend_npu": {"chip_name": "910B3"}}),
-        "h2": host(_ascend_preflight={"chip_health": {"10": "UNKNOWN", "2": "Warning"}}),
+        "h1": host(_ascend_preflight=pre(chip_health={"0": "OK", "1": "Warning"}), ansible_facts={"ascend_npu": {"chip_name": "910B3"}}),
+        "h2": host(_ascend_preflight=pre(chip_health={"10": "UNKNOWN", "2": "Warning"})),
     }
     assert preflight_verdict(["h1", "h2"], hostvars)["warnings"] == [
         "h1: device 1 (910B3): npu-smi info shows Health Warning; the launch goes on, but check the chip",
@@ -200,3 +200,61 @@ def test_a_chip_in_warning_or_unknown_is_a_warning_naming_its_server():
     # a refused launch does not go on: nothing to warn of
     hostvars["h2"]["_ascend_preflight"]["failed"] = True
     assert preflight_verdict(["h1", "h2"], hostvars)["warnings"] == []
+
+
+NOT_FOUND = "npu-smi not found on PATH or in /usr/local/sbin, /usr/local/bin, /usr/local/Ascend/driver/tools"
+FAILING = "/usr/local/sbin/npu-smi info failed (rc=1): dcmi module initialize failed. ret is -8005"
+
+
+def unread(problem: str, status: str = "refuse") -> dict:
+    """A pre-flight result of a server whose npu-smi could not be read (the module's npu_smi_problem / npu_smi_status)."""
+    return {"changed": False, "busy": [], "npu_smi_version": None, "npu_smi_problem": problem, "npu_smi_status": status, "chip_health": {}}
+
+
+def test_npu_smi_unread_on_a_server_refuses_the_launch_naming_every_such_server_and_what_failed():
+    """Issue 26 item 4: npu-smi missing or failing used to warn only (on the server, naming no server), and the launch went on."""
+    hostvars = {
+        "h1": host(_ascend_preflight=unread(NOT_FOUND)),
+        "h2": host(_ascend_preflight=pre()),
+        "h3": host(_ascend_preflight=unread(FAILING)),
+    }
+    verdict = preflight_verdict(list(hostvars), hostvars)
+    assert verdict["refusal"] == checks.NPU_SMI_REFUSED.format(servers="h1, h3", problems=f"h1: {NOT_FOUND}; h3: {FAILING}")
+    assert verdict["refusal"].startswith(
+        "launch refused, nothing was started: npu-smi could not be read on h1, h3 - h1: npu-smi not found on PATH or in "
+    )
+    assert verdict["refusal"].endswith("or launch without these checks with ascend_launch_allow_unknown_health=true")
+    assert verdict["warnings"] == []
+    # a refused clock still comes first: that server checked nothing
+    hostvars["h2"]["_ascend_preflight"] = pre(clock=clock("h2", "refuse"))
+    assert preflight_verdict(list(hostvars), hostvars)["refusal"] == checks.REFUSED + "the clock of h2 is off"
+
+
+def test_npu_smi_unread_but_allowed_warns_naming_the_server_and_an_unknown_version_still_counts_as_mixed():
+    allowed = unread(NOT_FOUND, "allowed")
+    one = {"h1": host(_ascend_preflight=allowed)}
+    verdict = preflight_verdict(["h1"], one)
+    assert verdict["refusal"] == ""  # one server: no version to differ from
+    assert verdict["warnings"] == [
+        f"h1: {NOT_FOUND}: the health of its chips and the processes holding its devices were not checked "
+        "(ascend_launch_allow_unknown_health=true); the launch goes on"
+    ]
+    two = {"h1": host(_ascend_preflight=allowed), "h2": host(_ascend_preflight=pre())}
+    refusal = preflight_verdict(["h1", "h2"], two)["refusal"]
+    assert refusal == (
+        "launch refused, nothing was started: the servers run different npu-smi (driver) versions: 24.1.0 on h2; unknown on h1. "
+        "Ranks on different drivers fail in HCCL or train differently: install one driver everywhere, or allow it with "
+        "ascend_launch_allow_mixed_versions=true (an unknown version counts as a different one: npu-smi info printed none on h1; "
+        "check npu-smi and the driver there)"
+    )
+    assert preflight_verdict(["h1", "h2"], two, allow_mixed_versions=True)["warnings"] == verdict["warnings"]
+
+
+def test_a_driver_version_npu_smi_did_not_print_is_refused_as_mixed():
+    """Issue 26 item 4: an unknown driver version was left out of the comparison, so a broken driver passed."""
+    hostvars = {"h1": host(_ascend_preflight=pre()), "h2": host(_ascend_preflight=pre(npu_smi_version=None))}
+    refusal = preflight_verdict(["h1", "h2"], hostvars)["refusal"]
+    assert refusal.startswith(
+        "launch refused, nothing was started: the servers run different npu-smi (driver) versions: 24.1.0 on h1; unknown on h2."
+    )
+    assert "npu-smi info printed none on h2" in refusal

@@ -13,14 +13,21 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import Clus
     [
         ({}, ""),
         ({"s0": "24.1.0", "s1": "24.1.0"}, ""),
-        ({"s0": "24.1.0", "s1": None}, ""),  # one known version: nothing to compare
+        # issue 26 item 4: an unknown version (npu-smi missing, failing, no Version: in its header) is a mismatch
+        ({"s0": "24.1.0", "s1": None}, "the servers run different npu-smi (driver) versions: 24.1.0 on s0; unknown on s1"),
+        ({"s0": None, "s1": ""}, "the servers run different npu-smi (driver) versions: unknown on s0, s1"),
+        ({"s0": None}, ""),  # one server alone has nothing to differ from
+        (
+            {"s0": "24.1.0", "s1": {"npu_smi_version": None, "npu_smi_status": "allowed"}, "s2": {"skipped": True}},
+            ("the servers run different npu-smi (driver) versions: 24.1.0 on s0; unknown on s1"),
+        ),
         (
             {"s0": "24.1.0", "s1": "23.0.rc2", "s2": "24.1.0"},
             "the servers run different npu-smi (driver) versions: 24.1.0 on s0, s2; 23.0.rc2 on s1",
         ),
         (
             {"s0": "24.1.0", "s1": "23.0.rc2", "s2": ""},
-            "the servers run different npu-smi (driver) versions: 23.0.rc2 on s1; 24.1.0 on s0 (unknown on s2)",
+            "the servers run different npu-smi (driver) versions: 23.0.rc2 on s1; 24.1.0 on s0; unknown on s2",
         ),
         (  # registered pre-flight results; a skipped one (a server without ranks) is left out
             {"s0": {"npu_smi_version": "24.1.0", "changed": False}, "s1": {"skipped": True, "changed": False}},
