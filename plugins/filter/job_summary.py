@@ -20,13 +20,16 @@ def job_summary(
     ok_rows: int = 4,
     failure: Any = None,
     message: str = "",
+    attempts: Any = None,
 ) -> dict:
     # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
     from ansible_collections.ascend.cluster.plugins.plugin_utils._job_report import job_summary as _job_summary
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._restart import summarised
 
-    return _job_summary(
+    summary = _job_summary(
         hosts, hostvars, result, job_id=job_id, kind=kind, all_rows=all_rows, ok_rows=ok_rows, failure=failure, message=message
     )
+    return summarised(summary, list(attempts or []))
 
 
 class FilterModule:

@@ -420,7 +420,8 @@ def diagnose(findings: list, live: dict | None = None, connect_timeout: float = 
     "ports": {server: [text]}}``. ``first_rank``: the rank the job's group named as its first failure
     (:func:`group_first_rank`), if any.
 
-    Returns ``{"line", "rows", "first", "evidence", "involved"}``: one row per code (ranks, from, first
+    Returns ``{"line", "rows", "first", "evidence", "seen", "involved"}`` (``seen``: the live evidence as
+    ``{"kind", "server", "text"}``, what the restart policy reads, ``_restart.at_fault``): one row per code (ranks, from, first
     rank, meaning, likely causes ranked: what the live checks saw first, then the code's usual causes),
     the first failing rank's row first (:func:`first_order`); ``first``: that rank (``rank_id``, ``server``,
     ``device_id``) and ``by``, what decided it (:data:`GROUP` or :data:`CLOCK`), or None.
@@ -499,6 +500,7 @@ def diagnose(findings: list, live: dict | None = None, connect_timeout: float = 
             "by": GROUP if lead["rank_id"] == first_rank else CLOCK,
         },
         "evidence": [e["text"] for e in seen],
+        "seen": seen,
         "involved": [list(p) for p in pairs],
     }
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -41,3 +42,16 @@ def pids_with_argv(*argv: str) -> list[int]:
             except (FileNotFoundError, ProcessLookupError, PermissionError):
                 continue
     return found
+
+
+def reap(proc) -> None:
+    """A process started in its own process group (a playbook) killed with its group if it still runs, and waited for."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def ctrl_c(proc, timeout: float = 60) -> int:
+    """SIGINT to a playbook's process group, as a terminal's Ctrl-C sends it; its exit code once it has ended."""
+    os.killpg(proc.pid, signal.SIGINT)
+    return proc.wait(timeout=timeout)

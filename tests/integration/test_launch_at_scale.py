@@ -14,7 +14,7 @@ import signal
 import time
 
 from tests.helpers.ansible_cli import run_playbook, start_playbook
-from tests.helpers.procs import alive, wait_for
+from tests.helpers.procs import alive, ctrl_c, reap, wait_for
 
 from .test_launch_playbooks import STATUS, TRAIN, launch_vars, rank_states
 
@@ -28,13 +28,6 @@ def task_section(stdout: str, name: str) -> str:
     """What the default callback printed under the task whose name contains ``name``."""
     head = stdout.index(name)
     return stdout[stdout.index("\n", head) + 1 :].lstrip("\n").split("\nTASK [", 1)[0]
-
-
-def reap(proc) -> None:
-    """The playbook's process group killed if it is still running, and waited for."""
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
 
 
 def eight_servers(sim_cluster):
@@ -91,8 +84,7 @@ def test_ctrl_c_beyond_forks_stops_every_rank_through_the_group(sim_cluster, tmp
             "16 ranks running and watched",
         )
         sent = time.time()
-        os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(timeout=60)
+        ctrl_c(proc)
     finally:
         reap(proc)
     text = output.read_text()
@@ -131,8 +123,9 @@ def test_ctrl_c_while_a_later_batch_stages_releases_every_server_with_one_line(s
         )
         sent = time.time()
         os.killpg(proc.pid, signal.SIGINT)
-        time.sleep(0.5)
-        reader = os.open(held / "env.log", os.O_RDONLY | os.O_NONBLOCK)  # rank 15 stages now, and finds the job stopped
+        # once the stop is recorded on server7, rank 15 may stage: it finds the job stopped
+        wait_for(lambda: (cluster.root / "server7" / "jobs" / "s8" / "abort").exists(), 60, "the stop recorded on server7")
+        reader = os.open(held / "env.log", os.O_RDONLY | os.O_NONBLOCK)
         proc.wait(timeout=60)
     finally:
         reader = reader if reader is not None else os.open(held / "env.log", os.O_RDONLY | os.O_NONBLOCK)
