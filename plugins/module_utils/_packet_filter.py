@@ -147,9 +147,7 @@ def blocking(chains: dict, entry: str, ports: Iterable[int]) -> list:
             hits = hits + [(None, policy, False)]
         for rule, how, conditional in hits:
             key = (rule.text if rule else None, how)
-            entry_found = found.setdefault(
-                key, {"rule": key[0], "verdict": how, "ports": [], "conditional": conditional, "unless": []}
-            )
+            entry_found = found.setdefault(key, {"rule": key[0], "verdict": how, "ports": [], "conditional": conditional, "unless": []})
             entry_found["ports"].append(port)
             if rule is None:
                 entry_found["unless"] = sorted(set(entry_found["unless"]) | set(r.text for r in maybe))
@@ -214,7 +212,9 @@ def iptables_rule(line: str) -> tuple:
             negate = False
             continue
         elif word == "--tcp-flags":
-            rule.conditions.append("%s--tcp-flags %s %s" % ("! " if negate else "", value, words[index + 2] if index + 2 < len(words) else ""))
+            rule.conditions.append(
+                "%s--tcp-flags %s %s" % ("! " if negate else "", value, words[index + 2] if index + 2 < len(words) else "")
+            )
             index += 3
             negate = False
             continue
@@ -398,7 +398,7 @@ def nft_blocks(data: Any, ports: Iterable[int], skip_iptables_tables: bool = Fal
         if kind == "set":
             table["sets"][body.get("name")] = body.get("elem") or []
         elif kind == "chain":
-            table["chains"][body.get("name")] = Chain(body.get("name"), body.get("policy") if body.get("hook") else None)
+            table["chains"][body.get("name")] = Chain(str(body.get("name")), body.get("policy") if body.get("hook") else None)
             if body.get("hook") in NFT_HOOKS and body.get("type", "filter") == "filter":
                 table["hooks"][body.get("name")] = NFT_HOOKS[body["hook"]]
         else:
@@ -408,7 +408,7 @@ def nft_blocks(data: Any, ports: Iterable[int], skip_iptables_tables: bool = Fal
         if skip_iptables_tables and family == "ip" and name in IPTABLES_NFT_TABLES:
             continue
         for body in table.get("rules", []):
-            chain = table["chains"].setdefault(body.get("chain"), Chain(body.get("chain")))
+            chain = table["chains"].setdefault(body.get("chain"), Chain(str(body.get("chain"))))
             chain.rules.append(nft_rule(body, table["sets"]))
         for chain_name, direction in sorted(table["hooks"].items()):
             out += [

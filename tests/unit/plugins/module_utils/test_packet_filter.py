@@ -114,7 +114,9 @@ def test_a_jump_to_a_target_that_is_no_chain_goes_on_and_a_goto_returns():
         ]
     )
     # 16666: LOG goes on, the goto'd chain falls through and returns past INPUT's DROP
-    assert texts(pf.iptables_blocks(text, [16666, 60000])) == ["iptables INPUT: -A SKIP -p tcp --dport 60000 -j REJECT rejects incoming TCP port 60000"]
+    assert texts(pf.iptables_blocks(text, [16666, 60000])) == [
+        "iptables INPUT: -A SKIP -p tcp --dport 60000 -j REJECT rejects incoming TCP port 60000"
+    ]
 
 
 class Runner:
