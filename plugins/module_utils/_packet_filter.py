@@ -46,7 +46,6 @@ NFT_FAMILIES = ("ip", "inet")
 # The tables iptables-nft keeps in nftables (iptables-nft-save shows their rules whole).
 IPTABLES_NFT_TABLES = ("filter", "mangle", "raw", "nat", "security")
 TCP_NAMES = ("tcp", "6", "all", "0")
-ANY = None  # a rule's protocol or port match that matches every TCP port
 
 # how a verdict reads in a finding
 VERBS = {"drop": "drops", "reject": "rejects"}
@@ -226,8 +225,8 @@ def iptables_rule(line: str) -> tuple:
 
 
 def iptables_chains(text: str) -> tuple:
-    """``(variant, chains)`` of iptables-save's ``filter`` table: variant ``nf_tables``, ``legacy`` or None
-    (iptables-save before 1.8 names none), chains by name."""
+    """``(variant, chains)`` of iptables-save's ``filter`` table, chains by name: variant ``nf_tables`` when its header
+    says so, else ``legacy`` (1.8's legacy build names none; before 1.8 there was no other), None without a header."""
     variant = None
     chains: dict = {}
     table = None
