@@ -109,3 +109,27 @@ def rank_env(
     for name, value in (extra or {}).items():
         env[str(name)] = str(value)
     return env
+
+
+# HCCL's ports (reference sections 4 and 7): the device port, and the host ports from HCCL_IF_BASE_PORT.
+HCCL_DEVICE_PORT = 16666
+HCCL_BASE_PORT = 60000
+
+
+def job_ports(env: dict, hccl_port_count: int) -> dict:
+    """``{port: what it is}`` of the TCP ports a job with environment ``env`` (a rank's ``env.log``) uses on a server.
+
+    HCCL's device port, ``hccl_port_count`` host ports from ``HCCL_IF_BASE_PORT`` (60000 unless the job sets it; none
+    when it sets ``HCCL_HOST_SOCKET_PORT_RANGE``, whose format the reference does not give, as the pre-flight does) and
+    the framework's ``MASTER_PORT`` when set. A value that is not a port number is left out.
+    """
+    ports = {HCCL_DEVICE_PORT: "HCCL's device port"}
+    base = str(env.get("HCCL_IF_BASE_PORT") or HCCL_BASE_PORT)
+    if "HCCL_HOST_SOCKET_PORT_RANGE" not in env and base.isdigit():
+        given = "HCCL_IF_BASE_PORT=%s" % base if env.get("HCCL_IF_BASE_PORT") else "HCCL_IF_BASE_PORT unset: 60000"
+        for port in range(int(base), min(int(base) + int(hccl_port_count), 65536)):
+            ports.setdefault(port, "HCCL's host ports (%s)" % given)
+    master = str(env.get("MASTER_PORT") or "")
+    if master.isdigit() and 0 < int(master) < 65536:
+        ports.setdefault(int(master), "the master port (MASTER_PORT)")
+    return ports

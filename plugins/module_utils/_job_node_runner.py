@@ -17,6 +17,8 @@ handling are the same code). ONE runner per server:
   launcher (and so all of the server's ranks) and is that rank's failure;
 - records each child process group it sees (``/proc``) and kills any left once the launcher has exited
   (torchrun starts every worker in its own session: a launcher killed with SIGKILL would leave them);
+- records each process under the launcher in the ``pids`` of the rank its environment names (``RANK``,
+  ``RANK_ID``), so that a rank's plogs are found by its own processes' pids, not the launcher's;
 - at the end gives each rank the exit code the launcher reports for it, or the launcher's own
   (``_job_launcher.rank_outcomes``), and writes the failing rank's abort line as a rank runner does.
 
@@ -35,6 +37,7 @@ from ansible_collections.ascend.cluster.plugins.module_utils import _job_launche
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_progress as progress
 from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import kill_group, kill_groups, signal_death, stat_fields
 from ansible_collections.ascend.cluster.plugins.module_utils._job_runner import (
+    MAX_PIDS,
     DeviceBusy,
     RankRunner,
     clock_offset,
@@ -115,6 +118,20 @@ def environ_names_rank(pid: int, names: tuple, rank_id: int) -> bool:
     return any(variable in wanted for variable in variables)
 
 
+def environ_rank(pid: int, names: tuple) -> int | None:
+    """The rank id the first of ``names`` set in process ``pid``'s environment gives, or None (Linux ``/proc/<pid>/environ``)."""
+    try:
+        with open("/proc/%d/environ" % int(pid), "rb") as handle:
+            variables = dict(v.split(b"=", 1) for v in handle.read().split(b"\0") if b"=" in v)
+    except OSError:
+        return None
+    for name in names:
+        value = variables.get(name.encode("utf-8"), b"")
+        if value.isdigit():
+            return int(value)
+    return None
+
+
 def still_ours(groups: dict) -> list:
     """The groups of ``{pgid: its leader's start time}`` that may still hold our processes.
 
@@ -161,6 +178,8 @@ class NodeRunner(RankRunner):
         self.offsets: dict = {}  # worker log path -> bytes already copied to the rank's train.log
         self.groups: dict = {}  # the children's process groups seen while the launcher ran -> their leader's start time
         self.stalled: tuple | None = None  # (rank id, its stalled record) once a rank stalled
+        self.classified: dict = {}  # pid under the launcher -> the rank its environment names (None: none of ours)
+        self.rank_pid_lists: dict = {}  # rank id -> its processes seen, in order
 
     def save(self, **changes) -> dict:
         """The node's state, then each rank's (the shared keys, its ids, and its outcome once known)."""
@@ -176,6 +195,8 @@ class NodeRunner(RankRunner):
                 node_dir=self.dir,
                 log=os.path.join(directory, files.TRAIN_LOG),
             )
+            if self.rank_pid_lists.get(int(rank["rank_id"])):
+                state["pids"] = self.rank_pid_lists[int(rank["rank_id"])]
             if self.stalled and self.stalled[0] == int(rank["rank_id"]):
                 state["stalled"] = self.stalled[1]
             outcome = self.outcomes.get(int(rank["rank_id"]))
@@ -257,8 +278,28 @@ class NodeRunner(RankRunner):
                         out.write(data)
                     self.offsets[source] = offset + len(data)
         if self.child is not None and self.child.poll() is None:
-            for group in descendant_groups(proc_table(), self.child.pid) - set(self.groups):
+            table = proc_table()
+            for group in descendant_groups(table, self.child.pid) - set(self.groups):
                 self.groups[group] = start_time(group)
+            self.note_rank_pids(descendants(table, self.child.pid))
+
+    def note_rank_pids(self, pids: list) -> None:
+        """Add each new process under the launcher to the ``pids`` of the rank its environment names (a worker and
+        what it starts), so that ``training_job state=diagnose`` finds every one's plog; saved when one was added."""
+        names = launchers.RANK_VARIABLES.get(self.p["launcher"], ())
+        ours = set(int(r["rank_id"]) for r in self.ranks)
+        added = False
+        for pid in pids:
+            if pid in self.classified:
+                continue
+            rank = environ_rank(pid, names)
+            self.classified[pid] = rank
+            found = self.rank_pid_lists.setdefault(rank, []) if rank in ours else None
+            if found is not None and len(found) < MAX_PIDS:
+                found.append(pid)
+                added = True
+        if added:
+            self.save()
 
     def console(self) -> str:
         """The end of the launcher's console log (where its failure report is)."""

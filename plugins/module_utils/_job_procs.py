@@ -74,6 +74,44 @@ def stat_fields(pid: int | str) -> list:
         return []
 
 
+def tree_pids(root: int) -> list:
+    """``root`` and every live descendant of it, parents first (Linux ``/proc/<pid>/task/<tid>/children``; a kernel
+    without those files: one scan of ``/proc`` for the parent of each process). [] when ``root`` is gone."""
+    if not os.path.isdir("/proc/%d/task" % int(root)):
+        return []
+    found: list = []
+    todo = [int(root)]
+    scanned: dict | None = None
+    while todo:
+        pid = todo.pop(0)
+        found.append(pid)
+        try:
+            tids = os.listdir("/proc/%d/task" % pid)
+        except OSError:
+            continue
+        children: list = []
+        readable = True
+        for tid in tids:
+            try:
+                with open("/proc/%d/task/%s/children" % (pid, tid)) as handle:
+                    children += [int(word) for word in handle.read().split()]
+            except FileNotFoundError:
+                readable = False
+                break
+            except OSError:
+                continue
+        if not readable:
+            if scanned is None:
+                scanned = {}
+                for name in os.listdir("/proc"):
+                    fields = stat_fields(name) if name.isdigit() else []
+                    if len(fields) > 1:
+                        scanned.setdefault(int(fields[1]), []).append(int(name))
+            children = scanned.get(pid, [])
+        todo += [child for child in children if child not in found and child not in todo]
+    return found
+
+
 def _only_zombies(pgid: int) -> bool:
     """True when every process of group ``pgid`` found in /proc has exited and waits to be reaped.
 

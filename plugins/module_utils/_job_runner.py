@@ -17,7 +17,10 @@ that makes no progress for ``stall_timeout`` seconds is stopped (its Python stac
 py-spy when it is on PATH) and fails the job as a rank that exits non-zero does (``stalled`` in its state).
 
 The training command runs in its own session (process group id = its pid), so stop and fail-fast
-signal the whole tree with ``killpg``. It is never passed through a shell: the argv list is
+signal the whole tree with ``killpg``. While it runs, the runner records the pids of its process tree
+(``pids`` in ``state.json``: a wrapper's children - ``bash train.sh`` runs ``python``, which writes the
+plog - as well as the command itself), so that ``training_job state=diagnose`` finds every process's
+plog (``plog-<pid>_*.log``). It is never passed through a shell: the argv list is
 exec'd directly, or through ``bash -c 'source "$1"; shift; exec "$@"'`` when the CANN
 ``set_env.sh`` exists, which hands every argument over unchanged.
 
@@ -37,11 +40,16 @@ from ansible_collections.ascend.cluster.plugins.module_utils import _job_files a
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_progress as progress
 from ansible_collections.ascend.cluster.plugins.module_utils._job_control import TIMED_OUT, tail
 from ansible_collections.ascend.cluster.plugins.module_utils._job_env import rank_env
-from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import kill_group, kill_groups, signal_death, signal_name
+from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import kill_group, kill_groups, signal_death, signal_name, tree_pids
 
 GATE_POLL_S = 0.02
 SUPERVISOR_DIED = "the supervisor of job %s on this server (pid %d) died (killed -9?); its ranks were stopped: none runs unsupervised"
 SOURCE_THEN_EXEC = 'source "$1"; shift; exec "$@"'
+# The rank's process tree is looked at every PIDS_FAST_POLL_S for its first PIDS_FAST_S seconds (a rank that fails at
+# HCCL's start lives about a second), then every progress.SAMPLE_S; at most MAX_PIDS pids are kept in its state.
+PIDS_FAST_S = 5.0
+PIDS_FAST_POLL_S = 0.05
+MAX_PIDS = 256
 
 
 class DeviceBusy(Exception):
@@ -254,9 +262,10 @@ class RankRunner:
         stalled = None
         orphaned = False
         while True:
+            self.note_pids()
             try:
-                sample = progress.SAMPLE_S if meter or self.supervisor else 60.0
-                rc = self.child.wait(timeout=max(0.1, min(sample, limit - time.time())))
+                sample = PIDS_FAST_POLL_S if time.time() - self.state["started"] < PIDS_FAST_S else progress.SAMPLE_S
+                rc = self.child.wait(timeout=max(PIDS_FAST_POLL_S, min(sample, limit - time.time())))
                 break
             except subprocess.TimeoutExpired:
                 now = time.time()
@@ -288,6 +297,15 @@ class RankRunner:
             self.stop_siblings(files.failed_line(self.p["rank_id"], rc, why))
         elif files.read_abort(self.job_dir) is None:  # this runner was signalled: say so, stop the rest
             self.stop_siblings(stopped_by)
+
+    def note_pids(self) -> None:
+        """Add the processes of the rank's tree not seen yet to its state's ``pids`` (the plogs' names carry them)."""
+        if self.child is None:
+            return
+        seen = list(self.state.get("pids") or [])
+        new = [pid for pid in tree_pids(self.child.pid) if pid not in seen]
+        if new and len(seen) < MAX_PIDS:
+            self.save(pids=(seen + new)[:MAX_PIDS])
 
     def progress_meter(self, log: str) -> progress.ProgressMeter | None:
         """A meter of the running rank's ``log`` when stall detection is on (``stall_timeout`` > 0), else None."""

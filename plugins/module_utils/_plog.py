@@ -4,7 +4,9 @@
 
 A process's application log is ``<root>/debug/plog/plog-<pid>_<timestamp>.log`` (run-level logs under
 ``<root>/run/plog/``, CANN 5.x ``<root>/plog/``), ``<root>`` being ``$ASCEND_PROCESS_LOG_PATH`` or else
-``$HOME/ascend/log``. The rank's environment is the one its runner wrote to ``env.log``.
+``$HOME/ascend/log``. The rank's environment is the one its runner wrote to ``env.log``; its processes are the
+command's and those its runner saw in the command's process tree (``pids`` in its ``state.json``), so that the plog of
+``python`` under ``bash train.sh``, or of a worker under torchrun or msrun, is found.
 
 Runs on target hosts: Python 3.8+, stdlib only.
 """
@@ -74,9 +76,15 @@ def plog_lines(paths: list, max_lines: int = 200) -> list:
     return lines
 
 
-def rank_plog(pid: int | None, env: dict, extra: list | None = None, max_lines: int = 200) -> dict:
-    """``{"pid", "files", "lines"}`` of one rank's process; no files when its pid is unknown."""
-    if not pid:
-        return {"pid": pid, "files": [], "lines": []}
-    paths = plog_files(pid, plog_dirs(env, extra))
-    return {"pid": pid, "files": paths, "lines": plog_lines(paths, max_lines)}
+def rank_plog(pid: int | None, env: dict, extra: list | None = None, max_lines: int = 200, pids: list | None = None) -> dict:
+    """``{"pid", "pids", "files", "lines"}`` of one rank's processes: the command's ``pid`` and the ``pids`` its runner
+    saw in its process tree (a wrapper's children, a launcher's workers: ``state.json``); no files when none is known."""
+    every = []
+    for one in [pid] + list(pids or []):
+        if one and int(one) not in every:
+            every.append(int(one))
+    paths: list = []
+    directories = plog_dirs(env, extra)
+    for one in every:
+        paths += [path for path in plog_files(one, directories) if path not in paths]
+    return {"pid": pid, "pids": every, "files": paths, "lines": plog_lines(paths, max_lines)}

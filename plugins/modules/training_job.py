@@ -54,10 +54,15 @@ description:
   - V(stop) stops every local rank (TERM, then KILL after O(grace)), waits for their runners to
     release the device locks; O(job_id=all) stops every recorded job with live ranks.
   - V(diagnose) only reads (for C(playbooks/diagnose.yml)) every local rank's state, and for each failed or stopped
-    rank the last O(tail_failed) lines of its log and the ERROR and WARNING lines of its process's plog
+    rank the last O(tail_failed) lines of its log and the ERROR and WARNING lines of its processes' plogs
     (C(plog-<pid>_*.log) where CANN writes it for the rank's environment in C(env.log), that is
-    C($ASCEND_PROCESS_LOG_PATH) or C($HOME/ascend/log), under C(debug/plog), C(run/plog) or C(plog)); with them
-    what holds the job's devices now (npu-smi, job records, device locks) and which of O(ports) are listened on.
+    C($ASCEND_PROCESS_LOG_PATH) or C($HOME/ascend/log), under C(debug/plog), C(run/plog) or C(plog); the pids are the
+    command's and those its runner saw in the command's process tree - C(python) under C(bash train.sh), a worker under
+    torchrun or msrun); with them what holds the job's devices now (npu-smi, job records, device locks).
+  - V(diagnose) also takes the job's ports from its ranks' C(env.log) (RV(job_ports) - HCCL's device port 16666,
+    O(hccl_port_count) host ports from C(HCCL_IF_BASE_PORT), C(MASTER_PORT)) and O(ports), says which are listened on
+    (RV(ports_in_use)) and which the host's packet filter drops or rejects (RV(packet_filter) - the rules of
+    C(iptables-nft-save), C(iptables-legacy-save) and C(nft -j list ruleset)).
 author:
   - ascend.cluster contributors (!UNKNOWN)
 options:
@@ -148,7 +153,7 @@ options:
       - TCP ports the job will listen on here, which nothing may listen on yet (V(preflight)) - HCCL's host
         ports and, on rank 0's server, the framework's master port. A port in use fails the pre-flight, naming
         who holds it; O(kill_stale) does not stop such a process.
-      - With V(diagnose), the ports to report as listened on (RV(ports_in_use)); nothing fails.
+      - With V(diagnose), ports to check besides those of the job's environment (RV(job_ports)); nothing fails.
     type: list
     elements: int
     default: []
@@ -209,6 +214,12 @@ options:
     description: At most this many ERROR and WARNING lines of each rank's plog (V(diagnose)).
     type: int
     default: 200
+  hccl_port_count:
+    description:
+      - V(diagnose) - how many HCCL host ports, from the job's C(HCCL_IF_BASE_PORT) (60000 when unset), RV(job_ports)
+        counts - 16, 32 on newer CANN, 0 for none.
+    type: int
+    default: 16
   reason:
     description: Why the job is stopped (kept in the job's C(abort) file).
     type: str
@@ -314,8 +325,8 @@ ranks:
     - One entry per local rank (rank_id, device_id, state, phase, rc, started, ended, duration, pid, log, tail, error,
       clock_offset - this server's clock offset against the controller's, by which C(started) and C(ended), in this
       server's clock, are read in the controller's).
-    - With V(diagnose), a failed or stopped rank also has C(plog), C({pid, files, lines}) - its process's plog files
-      and their first O(plog_lines) ERROR and WARNING lines.
+    - With V(diagnose), a failed or stopped rank also has C(plog), C({pid, pids, files, lines}) - its processes' plog
+      files (C(pids) - the command's and those of its process tree) and their first O(plog_lines) ERROR and WARNING lines.
   returned: with staged, poll, status, stop and diagnose
   type: list
   elements: dict
@@ -390,6 +401,23 @@ ports_in_use:
   description: The O(ports) something already listens on, port to holder (C(pid N (name))) (V(preflight), when it fails for them; V(diagnose)).
   returned: on a failed preflight for ports, and with diagnose
   type: dict
+job_ports:
+  description: V(diagnose) - the ports the job uses here, port to what it is (from the ranks' C(env.log), and O(ports)).
+  returned: with diagnose
+  type: dict
+  sample: {"16666": "HCCL's device port", "60000": "HCCL's host ports (HCCL_IF_BASE_PORT unset: 60000)"}
+packet_filter:
+  description:
+    - V(diagnose) - what in the host's packet filter drops or rejects new TCP connections to RV(job_ports) - C(blocks), one
+      per rule or chain policy (C(tool), C(chain), C(direction), C(rule), C(verdict), C(ports), C(conditional), C(text)),
+      C(read) (the tools read), C(unread) (a tool that failed, and why) and C(found), all of it in one line.
+  returned: with diagnose
+  type: dict
+  sample:
+    found: "iptables (nf_tables) INPUT: -A INPUT -p tcp -m tcp --dport 16666 -j DROP drops incoming TCP port 16666"
+    read: [iptables-nft-save, iptables-legacy-save, nft]
+    unread: []
+    blocks: []
 failed_rank:
   description: The first local rank that failed (V(poll), V(diagnose)).
   returned: with poll and diagnose
@@ -414,6 +442,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _host_nic as host_nic
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_env as job_env
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_preflight as preflight
@@ -422,6 +451,7 @@ from ansible_collections.ascend.cluster.plugins.module_utils import _job_stage a
 from ansible_collections.ascend.cluster.plugins.module_utils import _listen_ports as listen_ports
 from ansible_collections.ascend.cluster.plugins.module_utils import _npu_smi as npu_smi
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
+from ansible_collections.ascend.cluster.plugins.module_utils import _packet_filter as packet_filter
 from ansible_collections.ascend.cluster.plugins.module_utils import _plog as plog
 
 ARGS = options.spec(
@@ -465,6 +495,7 @@ ARGS = options.spec(
     reason=dict(type="str", default="stop requested"),
     plog_dirs=dict(type="list", elements="path", default=[]),
     plog_lines=dict(type="int", default=200),
+    hccl_port_count=dict(type="int", default=16),
 )
 REQUIRED_IF = [
     ("state", "record", ["run_dir", "job_id"]),
@@ -616,17 +647,25 @@ def do_diagnose(module: AnsibleModule, job: dict) -> dict:
     """Read-only: the ranks, the log tail and plog lines of each failed or stopped one, the devices' holders, ports in use."""
     p = module.params
     ranks = control.rank_states(p["job_root"], job)
+    ports: dict = {}
     for rank in ranks:
+        state = files.read_json(os.path.join(os.path.dirname(rank["log"]), files.STATE_FILE))
+        state = state if isinstance(state, dict) else {}
+        # a launcher's ranks share its node directory's env.log
+        env = plog.read_env_log(os.path.join(state.get("node_dir") or os.path.dirname(rank["log"]), files.ENV_LOG))
+        for port, what in job_env.job_ports(env, p["hccl_port_count"]).items():
+            ports.setdefault(port, what)
         if rank["state"] in ("failed", "stopped"):
             rank["tail"] = control.tail(rank["log"], p["tail_failed"])
-            env = plog.read_env_log(os.path.join(os.path.dirname(rank["log"]), files.ENV_LOG))
-            rank["plog"] = plog.rank_plog(rank["pid"], env, p["plog_dirs"], p["plog_lines"])
+            rank["plog"] = plog.rank_plog(rank["pid"], env, p["plog_dirs"], p["plog_lines"], state.get("pids"))
+    for port in p["ports"]:
+        ports.setdefault(port, "given in ports")
     devices = sorted(set(r["device_id"] for r in ranks))
     info, problem = preflight.read_npu(module, p["npu_smi"])
     if problem:
         module.warn("%s: the processes holding the job's devices are read from job records and locks only" % problem)
     busy = preflight.find_busy(devices, p["lock_dir"], p["job_root"], info["processes"] if info else [])
-    taken = listen_ports.ports_in_use(p["ports"])
+    taken = listen_ports.ports_in_use(sorted(ports))
     # on rank 0's server: the job's group's first failure, as its coordinator decided it (what the FAILED line names)
     view = files.read_json(os.path.join(files.job_dir(p["job_root"], job["job_id"]), group.GROUP_FILE))
     return dict(
@@ -638,6 +677,8 @@ def do_diagnose(module: AnsibleModule, job: dict) -> dict:
         busy=busy,
         npu_smi_problem=problem,
         ports_in_use=taken,
+        job_ports=dict((str(port), ports[port]) for port in sorted(ports)),
+        packet_filter=packet_filter.read(sorted(ports)),
         group_cause=view.get("cause") if isinstance(view, dict) else None,
     )
 

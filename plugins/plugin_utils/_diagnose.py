@@ -49,6 +49,8 @@ _IP_RE = re.compile(r"\b(" + _IP + r")\b")
 _LISTEN = re.compile(r"listen on ip\[(" + _IP + r")\] and specific port\[(\d+)\] fail")
 _WAIT_RANK = re.compile(r"wait socket establish timeout, role\[\d+\] rank\[(\d+)\]")
 _STANDIN_PEER = re.compile(r"\brank (\d+) (" + _IP + r"):(\d+)")
+# EADDRNOTAVAIL's text (strerror): the address HCCL binds is not this device's (the stand-in and the OS print it so)
+ADDRESS_TEXT = "Cannot assign requested address"
 _STANDIN_SELF = re.compile(r"hccl_standin: EI\d{4} [^:]*: rank (\d+) \(device (\d+), (" + _IP + r")\)")
 
 # HCCL texts the reference quotes, and the code they belong to when a log shows the text without it.
@@ -92,18 +94,29 @@ CODES: dict = {
     "EI0019": {
         "meaning": "a port HCCL listens on is in use",
         "causes": [
-            "another process listens on the device port (16666) or HCCL's host ports (60000+, HCCL_HOST_SOCKET_PORT_RANGE)",
+            "another process listens on HCCL's device port (16666) or its host ports (from the job's HCCL_IF_BASE_PORT, "
+            "60000 when unset; HCCL_HOST_SOCKET_PORT_RANGE)",
             "a leftover training holds the port",
         ],
         "checks": ["port", "leftover"],
     },
 }
 CODES["EJ0003"] = dict(CODES["EI0019"])
+# An EI0019 (or EJ0003) whose own text says ADDRESS_TEXT: HCCL could not bind the table's device IP at all.
+ADDRESS: dict = {
+    "meaning": "HCCL cannot listen on the rank table's device IP (%s): the table names an IP this device does not have" % ADDRESS_TEXT,
+    "causes": [
+        "a rank table built from a stale /etc/hccn.conf or another cluster's table: rebuild it from the devices "
+        "(ascend.cluster.rank_table; ascend.cluster.train rebuilds it)",
+        "the device's IP was changed or lost after the table was built: ascend.cluster.prepare (device IPs), then rebuild the table",
+    ],
+    "checks": ["device_ip"],
+}
 UNKNOWN_CAUSE = "not in the reference's list of codes: read the rank's log and plog around this line"
 TORCH_MEANING = "an HCCL call from torch_npu failed; the HCCL code above it in the log says why"
 
 # Evidence kinds in the order they are trusted (a link down explains more than a clock offset).
-KINDS = ("link", "net_health", "tls", "port", "leftover", "firewall", "clock")
+KINDS = ("device_ip", "link", "net_health", "tls", "port", "leftover", "firewall", "clock")
 
 
 def cann_clock(cann_time: str | None) -> str | None:
@@ -211,10 +224,12 @@ def _text_code(text: str) -> str | None:
 def first_error(log_lines: list, plog_lines: list | None = None) -> dict | None:
     """The first Ascend error of one rank from its log lines and its plog lines, or None.
 
-    Returns ``{"code", "time", "clock", "message", "summary", "peers", "local_ip", "listen", "inferred",
+    Returns ``{"code", "time", "clock", "message", "summary", "peers", "local_ip", "listen", "variant", "inferred",
     "source"}``: ``code`` an Ascend code (``EI0006``), ``HCCL`` (torch_npu's ``error code is N`` only)
     or ``ERR01100`` and the like; ``inferred`` True when the code comes from an HCCL text, not the code
-    itself; ``time`` the CANN time of the error (of the block, else of the first ERROR plog line).
+    itself; ``time`` the CANN time of the error (of the block, else of the first ERROR plog line); ``variant``
+    ``address`` for an EI0019 / EJ0003 whose text says :data:`ADDRESS_TEXT` (a device IP that is not the device's,
+    not a port in use), else None.
     """
     log_lines = [str(line) for line in (log_lines or [])]
     plog = parse_plog([str(line) for line in (plog_lines or [])])
@@ -261,7 +276,9 @@ def first_error(log_lines: list, plog_lines: list | None = None) -> dict | None:
     names = [m for m in (_SUMMARY.search(line) for line in log_lines) if m and m.group(2) == found["code"]]
     listen = next((m for m in (_LISTEN.search(t) for t in log_lines + [e["text"] for e in plog]) if m), None)
     peers, local_ip = _peers(log_lines, plog)
+    address = found["code"] in ("EI0019", "EJ0003") and any(ADDRESS_TEXT in t for t in log_lines + [e["text"] for e in plog])
     found.update(
+        variant="address" if address else None,
         clock=cann_clock(found["time"]),
         summary=names[0].group(1) if names else None,
         peers=peers,
@@ -271,8 +288,10 @@ def first_error(log_lines: list, plog_lines: list | None = None) -> dict | None:
     return found
 
 
-def meaning(code: str | None) -> dict:
-    """``{"meaning", "causes", "checks", "known"}`` of a code; unknown codes say the cause is inferred."""
+def meaning(code: str | None, variant: str | None = None) -> dict:
+    """``{"meaning", "causes", "checks", "known"}`` of a code (and its ``variant``); unknown codes say the cause is inferred."""
+    if variant == "address" and code in CODES:
+        return dict(ADDRESS, known=True)
     if code in CODES:
         return dict(CODES[code], known=True)
     if code == "HCCL":
@@ -345,8 +364,16 @@ def evidence(pairs: list, live: dict, connect_timeout: float = 120.0) -> list:
             found.append({"kind": "port", "server": server, "text": "%s: %s - stop it, or move the job's ports" % (server, text)})
         for text in (live.get("leftovers") or {}).get(server) or []:
             found.append({"kind": "leftover", "server": server, "text": "%s: %s - ascend.cluster.stop, or kill it" % (server, text)})
+        for text in (live.get("packet_filter") or {}).get(server) or []:
+            found.append(
+                {
+                    "kind": "firewall",
+                    "server": server,
+                    "text": "%s packet filter: %s - delete the rule, or accept the job's ports before it" % (server, text),
+                }
+            )
         firewall = (live.get("firewall") or {}).get(server)
-        if firewall and _firewall_active(firewall):
+        if firewall and _firewall_active(firewall.split(";")[0]):
             found.append(
                 {
                     "kind": "firewall",
@@ -366,6 +393,43 @@ def evidence(pairs: list, live: dict, connect_timeout: float = 120.0) -> list:
                 }
             )
     return sorted(found, key=lambda e: KINDS.index(e["kind"]))
+
+
+def address_evidence(findings: list, live: dict) -> list:
+    """For each rank whose EI0019 says :data:`ADDRESS_TEXT`: the device IP the live read shows against the one the
+    rank could not listen on (its table's), ``{"kind": "device_ip", "server", "text"}``."""
+    found: list = []
+    devices = live.get("devices") or {}
+    for finding in findings:
+        error = finding.get("error") or {}
+        if error.get("variant") != "address":
+            continue
+        server, device_id = finding["server"], finding["device_id"]
+        wanted = (error.get("listen") or {}).get("ip")
+        device = (devices.get(server) or {}).get(device_id) or (devices.get(server) or {}).get(str(device_id)) or {}
+        has = device.get("device_ip")
+        if not has:
+            text = "%s device %d: its IP could not be read live (hccn_tool -i %d -ip -g) - compare it with the table's %s" % (
+                server,
+                device_id,
+                device_id,
+                wanted or "device_ip",
+            )
+        elif wanted and wanted != has:
+            text = (
+                "the rank table gives rank %d (%s device %d) device IP %s, but the device has %s (hccn_tool -i %d -ip -g) - "
+                "rebuild the table from the devices (ascend.cluster.rank_table; ascend.cluster.train rebuilds it)"
+                % (finding["rank_id"], server, device_id, wanted, has, device_id)
+            )
+        else:
+            text = (
+                "%s device %d has %s, the table's IP, yet HCCL cannot listen on it - check the device's network "
+                "(hccn_tool -i %d -ip -g, -link -g; ascend.cluster.prepare)" % (server, device_id, has, device_id)
+            )
+        entry = {"kind": "device_ip", "server": server, "text": text}
+        if entry not in found:
+            found.append(entry)
+    return found
 
 
 def _firewall_active(state: str) -> bool:
@@ -416,8 +480,8 @@ def diagnose(findings: list, live: dict | None = None, connect_timeout: float = 
 
     ``findings``: ``{"server", "rank_id", "device_id", "state", "rc", "ended", "clock_offset", "error": first_error(...)
     or None, "last_line"}`` per failed or stopped rank. ``live``: ``{"devices": {server: {device_id: hccn_facts
-    device}}, "firewall": {server: state}, "clock": {server: offset}, "leftovers": {server: [text]},
-    "ports": {server: [text]}}``. ``first_rank``: the rank the job's group named as its first failure
+    device}}, "firewall": {server: state}, "packet_filter": {server: [what drops or rejects the job's ports]}, "clock":
+    {server: offset}, "leftovers": {server: [text]}, "ports": {server: [text]}}``. ``first_rank``: the rank the job's group named as its first failure
     (:func:`group_first_rank`), if any.
 
     Returns ``{"line", "rows", "first", "evidence", "seen", "involved"}`` (``seen``: the live evidence as
@@ -431,13 +495,13 @@ def diagnose(findings: list, live: dict | None = None, connect_timeout: float = 
     ordered = [f for f in ordered_all if f.get("error")]
     groups: dict = {}
     for finding in ordered:
-        groups.setdefault(finding["error"]["code"], []).append(finding)
+        groups.setdefault((finding["error"]["code"], finding["error"].get("variant")), []).append(finding)
     silent = [f for f in ordered_all if not f.get("error")]
     pairs = involved(ordered + silent, live)
-    seen = evidence(pairs, live, connect_timeout)
+    seen = sorted(address_evidence(ordered, live) + evidence(pairs, live, connect_timeout), key=lambda e: KINDS.index(e["kind"]))
     rows = []
-    for code, members in groups.items():
-        info = meaning(code)
+    for (code, variant), members in groups.items():
+        info = meaning(code, variant)
         inferred = any(m["error"]["inferred"] for m in members) or not info["known"]
         here = [e for e in seen if e["kind"] in info["checks"]]
         causes = [e["text"] for e in here] + list(info["causes"])
@@ -451,6 +515,7 @@ def diagnose(findings: list, live: dict | None = None, connect_timeout: float = 
         rows.append(
             {
                 "code": code,
+                "variant": variant,
                 "ranks": rank_ranges([m["rank_id"] for m in members]),
                 "rank_ids": sorted(m["rank_id"] for m in members),
                 "from": cann_clock(times[0]) if times else None,
@@ -555,7 +620,7 @@ def from_hostvars(servers: list, hostvars: Any, names: dict, connect_timeout: fl
     """
     results: list = []
     findings: list = []
-    live: dict = {"devices": {}, "firewall": {}, "clock": {}, "leftovers": {}, "ports": {}}
+    live: dict = {"devices": {}, "firewall": {}, "packet_filter": {}, "clock": {}, "leftovers": {}, "ports": {}, "job_ports": {}}
     job_ids: list = []
     unread: dict = {}
     for server in servers:
@@ -592,9 +657,20 @@ def from_hostvars(servers: list, hostvars: Any, names: dict, connect_timeout: fl
         if isinstance(clock.get("offset"), (int, float)):
             live["clock"][server] = clock["offset"]
         firewall = _result(hostvars, server, names["firewall"])
-        live["firewall"][server] = firewall.get("found") or ("unknown: %s" % firewall["msg"] if firewall.get("msg") else "not read")
+        packet: dict = job["packet_filter"] if isinstance(job.get("packet_filter"), dict) else {}
+        # ufw or firewalld (host_firewall), then the packet filter as the kernel holds it (iptables, nftables)
+        live["firewall"][server] = "; ".join(
+            [firewall.get("found") or ("unknown: %s" % firewall["msg"] if firewall.get("msg") else "not read")]
+            + (["packet filter: %s" % packet["found"]] if packet.get("found") else [])
+        )
+        live["packet_filter"][server] = [b["text"] for b in packet.get("blocks") or [] if b.get("text")]
         live["leftovers"][server] = [b["detail"] for b in job.get("busy") or [] if b.get("detail")]
-        live["ports"][server] = ["TCP port %s is listened on by %s" % item for item in sorted((job.get("ports_in_use") or {}).items())]
+        job_ports = job.get("job_ports") or {}
+        live["job_ports"][server] = job_ports
+        live["ports"][server] = [
+            "TCP port %s%s is listened on by %s" % (port, " (%s)" % job_ports[port] if port in job_ports else "", who)
+            for port, who in sorted((job.get("ports_in_use") or {}).items(), key=lambda item: int(item[0]))
+        ]
     cause = group_cause(results, group_view)
     out = diagnose(findings, live, connect_timeout, group_first_rank(cause))
     out.update(

@@ -37,6 +37,11 @@ HCCL_STAND_IN = REPO_ROOT / "examples" / "train" / "hccl_standin.py"
 @pytest.fixture(scope="module")
 def launch_bed(bed):
     """The session bed with device IPs on every host, and a run root on the shared /var/tmp."""
+    return with_device_ips(bed)
+
+
+def with_device_ips(bed):
+    """``(bed, run root)``: device IPs 198.19.<device>.<host index> on every host, a run root on the shared /var/tmp."""
     for index, host in enumerate(bed.hosts, start=1):
         for device in range(8):
             bed.exec(host, "hccn_tool", "-i", str(device), "-ip", "-s", "address", f"198.19.{device}.{index}", "netmask", "255.255.255.0")

@@ -118,7 +118,7 @@ def test_msrun_stand_in_runs_16_ranks_then_status_and_stop_a_detached_job(launch
 
 
 def test_torchrun_failing_worker_fails_the_play_naming_it_and_stops_both_servers(launch_bed):
-    bed, _root = launch_bed
+    bed, root = launch_bed
     marker = "--data_path=launchers-failing"  # tells this job's workers from any other train_1p.sh
     res = run_playbook(
         TRAIN,
@@ -144,3 +144,10 @@ def test_torchrun_failing_worker_fails_the_play_naming_it_and_stops_both_servers
     nodes = [node_state(launch_bed, "torchrun-failing", n) for n in (0, 1)]
     assert not any(alive(n["pid"]) or alive(n["runner_pid"]) for n in nodes)
     assert not pids_with_argv("bash", str(STAND_IN), marker)
+    # issue 26 item 2: diagnose finds a rank's plogs by its own workers' pids, not the launcher's - the worker torchrun
+    # names in its failure report is among the pids the runner recorded for rank 3
+    report = (root / "runs" / "torchrun-failing" / "node_1" / "launcher.log").read_text()
+    worker = re.search(r"exitcode\s*:\s*1 \(pid: (\d+)\)", report)
+    assert worker, report
+    assert int(worker.group(1)) in ranks[3]["pids"] and nodes[1]["pid"] not in ranks[3]["pids"], (worker.group(1), ranks[3])
+    assert not set(ranks[3]["pids"]) & set(ranks[2]["pids"])

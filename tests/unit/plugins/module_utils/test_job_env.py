@@ -73,3 +73,17 @@ def test_unsupported_aoe_mode_names_the_choices(mode):
 
 def test_aoe_mode_as_string_from_templating():
     assert aoe_env(None, "2") == {"AOE_MODE": "2"}
+
+
+def test_a_jobs_ports_follow_its_hccl_if_base_port_as_the_preflight_does():
+    from ansible_collections.ascend.cluster.plugins.module_utils._job_env import job_ports
+
+    assert job_ports({}, 2) == {
+        16666: "HCCL's device port",
+        60000: "HCCL's host ports (HCCL_IF_BASE_PORT unset: 60000)",
+        60001: "HCCL's host ports (HCCL_IF_BASE_PORT unset: 60000)",
+    }
+    assert sorted(job_ports({"HCCL_IF_BASE_PORT": "61000", "MASTER_PORT": "29500"}, 32)) == [16666, 29500] + list(range(61000, 61032))
+    # the range's format is not in the reference: its host ports are not guessed; nor is a bad value read as a port
+    assert job_ports({"HCCL_HOST_SOCKET_PORT_RANGE": "auto", "MASTER_PORT": "x"}, 16) == {16666: "HCCL's device port"}
+    assert sorted(job_ports({"HCCL_IF_BASE_PORT": "65534"}, 16)) == [16666, 65534, 65535]

@@ -147,3 +147,17 @@ def test_a_stalled_worker_stops_the_launcher_and_fails_its_rank_with_its_own_sta
     assert sum(line.startswith("Process ") for line in state["stalled"]["stack"]) == 1
     assert "stalled" not in json.loads((tmp_path / "run" / "device_2" / "state.json").read_text())
     assert not pids_with_argv(sys.executable, f"{tmp_path}/worker.py")
+
+
+def test_each_ranks_state_records_the_pids_of_its_own_workers_not_only_the_launchers(tmp_path):
+    """diagnose finds a rank's plogs by these pids: under msrun (or torchrun) the launcher's pid is no rank's process."""
+    script = f'echo $$ > {tmp_path}/worker_$RANK_ID; sleep 2'
+    thread, result = start(node_args(tmp_path, script))
+    job, _states = staged(tmp_path, 2)
+    control.open_gate(str(tmp_path / "jobs"), job, 0)
+    thread.join(60)
+    assert not result.get("failed"), result
+    for rank in (2, 3):
+        worker = int((tmp_path / f"worker_{rank}").read_text())
+        state = json.loads((tmp_path / "run" / f"device_{rank}" / "state.json").read_text())
+        assert worker in state["pids"] and state["pid"] not in state["pids"], (rank, worker, state)

@@ -42,7 +42,7 @@ def test_rank_plog_matches_the_pid_and_keeps_error_and_warning_lines(tmp_path):
     assert found["files"] == [str(directory / "plog-42_20250723034957177.log")]
     assert found["lines"] == [ERROR % 42, "[WARNING] W"]
     assert plog.rank_plog(42, {"HOME": str(tmp_path)}, max_lines=1)["lines"] == [ERROR % 42]
-    assert plog.rank_plog(None, {"HOME": str(tmp_path)}) == {"pid": None, "files": [], "lines": []}
+    assert plog.rank_plog(None, {"HOME": str(tmp_path)}) == {"pid": None, "pids": [], "files": [], "lines": []}
     assert plog.rank_plog(7, {"HOME": str(tmp_path)})["files"] == []
 
 
@@ -90,3 +90,68 @@ def test_training_job_diagnose_returns_failed_and_stopped_ranks_logs_and_plogs_a
     assert list(out["ports_in_use"]) == [str(port)] and "python" in out["ports_in_use"][str(port)]
     assert out["busy"] == []
     assert sorted(os.listdir(jobs / "j")) == before
+
+
+def test_rank_plog_takes_every_pid_of_the_ranks_tree(tmp_path):
+    directory = tmp_path / "ascend" / "log" / "debug" / "plog"
+    directory.mkdir(parents=True)
+    (directory / "plog-43_20250723034957177.log").write_text(ERROR % 43 + "\n")
+    found = plog.rank_plog(42, {"HOME": str(tmp_path)}, pids=[42, 43, 44])
+    assert found["pids"] == [42, 43, 44] and found["files"] == [str(directory / "plog-43_20250723034957177.log")]
+    assert found["lines"] == [ERROR % 43]
+
+
+# A wrapper as the README's `bash train_1p.sh`: its python child (not exec'd) is the process that writes the plog.
+WRAPPER = """python3 - <<'PY'
+import os, time
+d = os.path.join(os.environ["ASCEND_PROCESS_LOG_PATH"], "debug", "plog")
+os.makedirs(d, exist_ok=True)
+with open(os.path.join(d, "plog-%d_20250723034957177.log" % os.getpid()), "w") as f:
+    f.write("[ERROR] HCCL(%d,python3):2025-07-23-03:49:57.177.194 [hccl_socket.cc:1] listen on ip[198.19.3.9] and specific port[16666] fail\\n" % os.getpid())
+time.sleep(0.5)
+PY
+exit 1
+"""
+
+
+def test_a_wrappers_child_plog_is_found_by_the_pid_its_runner_saw_and_the_jobs_ports_come_from_env_log(tmp_path):
+    """`bash train.sh` under a real runner: the plog is python's, not the shell's; diagnose finds it, and checks the
+    HCCL host ports of the job's own HCCL_IF_BASE_PORT."""
+    import threading
+
+    from tests.helpers.ansible_cli import run_module
+    from tests.unit.plugins.module_utils.test_job_launch import one_rank_job
+
+    (tmp_path / "train.sh").write_text(WRAPPER)
+    logs = tmp_path / "logs"
+    args = one_rank_job(
+        tmp_path,
+        ["bash", str(tmp_path / "train.sh")],
+        env={"ASCEND_PROCESS_LOG_PATH": str(logs), "HCCL_IF_BASE_PORT": "61000"},
+        stall_timeout=0,
+    )
+    jobs = tmp_path / "jobs"
+    runner = threading.Thread(target=lambda: run_module("training_rank", args))
+    runner.start()
+    try:
+        job = control.load_job(str(jobs), "j")
+        assert control.wait_staged(str(jobs), job, 30)[0]["state"] == "staged"
+        control.open_gate(str(jobs), job, time.time())
+    finally:
+        runner.join(60)
+    state = files.read_json(str(tmp_path / "run" / "device_5" / files.STATE_FILE))
+    assert state["rc"] == 1 and len(state["pids"]) >= 2 and state["pids"][0] == state["pid"], state
+    out = run_module(
+        "training_job", {"state": "diagnose", "job_root": str(jobs), "lock_dir": str(tmp_path / "locks"), "hccl_port_count": 2}
+    )
+    [rank] = out["ranks"]
+    [path] = rank["plog"]["files"]
+    child = int(os.path.basename(path)[len("plog-") :].split("_")[0])
+    assert child != state["pid"] and child in state["pids"] and path.startswith(str(logs)), (path, state)
+    assert rank["plog"]["lines"][0].endswith("listen on ip[198.19.3.9] and specific port[16666] fail")
+    assert out["job_ports"] == {
+        "16666": "HCCL's device port",
+        "61000": "HCCL's host ports (HCCL_IF_BASE_PORT=61000)",
+        "61001": "HCCL's host ports (HCCL_IF_BASE_PORT=61000)",
+    }
+    assert set(out["packet_filter"]) == {"blocks", "read", "unread", "found"}

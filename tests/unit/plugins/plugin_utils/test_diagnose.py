@@ -382,3 +382,101 @@ def test_from_hostvars_reads_each_servers_registered_results() -> None:
     assert out["table"][0].split() == ["CODE", "RANKS", "FROM", "FIRST_RANK", "MEANING", "LIKELY_CAUSES"]
     assert out["table"][1].startswith("EI0006  3 ") and "1. h2 eth3 link DOWN" in out["table"][1]
     assert out["table"][-1] == "h3: not read - job j is not recorded under /jobs on this host"
+
+
+IPTABLES_DROP = "iptables (nf_tables) INPUT: -A INPUT -p tcp -m tcp --dport 16666 -j DROP drops incoming TCP port 16666"
+
+
+def _job(ranks: list, **more: Any) -> dict:
+    return dict({"job_id": "j", "ranks": ranks, "busy": [], "ports_in_use": {}}, **more)
+
+
+def test_a_raw_iptables_drop_rule_is_named_first_for_ei0006_not_the_cabling() -> None:
+    log, plog = _standin(_cut_link())
+    rank3 = {"rank_id": 3, "device_id": 3, "state": "failed", "rc": 1, "ended": 5.0, "tail": log, "plog": {"files": [], "lines": plog}}
+    devices = [{"device_id": 3, "device_ip": "198.19.3.%d" % h, "link": "UP", "net_health": "Success"} for h in (1, 2)]
+    packet = {"found": IPTABLES_DROP, "blocks": [{"text": IPTABLES_DROP}], "read": ["iptables-nft-save", "nft"], "unread": []}
+    hostvars = {
+        "h1": {
+            "_ascend_diag": _job(
+                [rank3], packet_filter={"found": "iptables-nft-save, nft: nothing drops or rejects TCP 16666", "blocks": []}
+            ),
+            "_ascend_diag_npu": {"ansible_facts": {"ascend_npu": {"devices": devices[:1]}}},
+            "_ascend_diag_firewall": {"found": "ufw inactive"},
+        },
+        "h2": {
+            "_ascend_diag": _job([], packet_filter=packet, job_ports={"16666": "HCCL's device port"}),
+            "_ascend_diag_npu": {"ansible_facts": {"ascend_npu": {"devices": devices[1:]}}},
+            "_ascend_diag_firewall": {"found": "ufw inactive"},
+        },
+    }
+    names = {"job": "_ascend_diag", "npu": "_ascend_diag_npu", "clock": "_ascend_diag_clock", "firewall": "_ascend_diag_firewall"}
+    out = dg.from_hostvars(["h1", "h2"], hostvars, names, 20)
+    named = "h2 packet filter: %s - delete the rule, or accept the job's ports before it" % IPTABLES_DROP
+    assert out["line"].endswith(": " + named), out["line"]
+    assert out["rows"][0]["seen_live"] == [named]
+    assert out["live"]["firewall"]["h2"] == "ufw inactive; packet filter: " + IPTABLES_DROP
+    assert out["live"]["firewall"]["h1"] == "ufw inactive; packet filter: iptables-nft-save, nft: nothing drops or rejects TCP 16666"
+    assert out["live"]["job_ports"]["h2"] == {"16666": "HCCL's device port"}
+
+
+def test_a_port_in_use_says_which_of_the_jobs_ports_it_is() -> None:
+    error = dg.first_error([hs.error_block(hs.listen_error("198.19.3.1", 60003, "the port is in use"), 7, 1_800_000_000.0)[0]], [])
+    assert error is not None
+    hostvars = {
+        "h1": {
+            "_ascend_diag": _job(
+                [{"rank_id": 3, "device_id": 3, "state": "failed", "rc": 1, "tail": [error["message"]]}],
+                ports_in_use={"60003": "pid 9 (nc)"},
+                job_ports={"60003": "HCCL's host ports (HCCL_IF_BASE_PORT=60000)"},
+            ),
+        }
+    }
+    names = {"job": "_ascend_diag", "npu": "_ascend_diag_npu", "clock": "_ascend_diag_clock", "firewall": "_ascend_diag_firewall"}
+    out = dg.from_hostvars(["h1"], hostvars, names, 20)
+    assert (
+        "h1: TCP port 60003 (HCCL's host ports (HCCL_IF_BASE_PORT=60000)) is listened on by pid 9 (nc) - stop it, or move the job's ports"
+        in (out["evidence"])
+    )
+
+
+def _address_error(ip: str) -> dict:
+    # the stand-in binds the table's device IP: an IP this host does not have fails with EADDRNOTAVAIL's text
+    error = hs.listen_error(ip, 16666, "Cannot assign requested address (is %s this host's device IP?)" % ip)
+    log, plog = _standin(error)
+    found = dg.first_error(log, plog)
+    assert found is not None
+    return found
+
+
+def test_an_ei0019_that_cannot_assign_the_address_is_a_wrong_device_ip_with_the_live_one() -> None:
+    error = _address_error("198.19.3.9")
+    assert (error["code"], error["variant"], error["listen"]) == ("EI0019", "address", {"ip": "198.19.3.9", "port": 16666})
+    out = dg.diagnose([_finding(3, "h1", 3, error)], _live())
+    wrong = (
+        "the rank table gives rank 3 (h1 device 3) device IP 198.19.3.9, but the device has 198.19.3.1 (hccn_tool -i 3 -ip -g) - "
+        "rebuild the table from the devices (ascend.cluster.rank_table; ascend.cluster.train rebuilds it)"
+    )
+    row = out["rows"][0]
+    assert row["meaning"] == dg.ADDRESS["meaning"] and row["variant"] == "address"
+    assert row["likely_causes"][0] == wrong and "in use" not in out["line"]
+    assert out["line"].endswith(": " + wrong), out["line"]
+
+
+def test_an_address_error_on_the_devices_own_ip_or_without_a_live_read_says_so() -> None:
+    out = dg.diagnose([_finding(3, "h1", 3, _address_error("198.19.3.1"))], _live())
+    assert out["rows"][0]["likely_causes"][0].startswith("h1 device 3 has 198.19.3.1, the table's IP, yet HCCL cannot listen on it")
+    out = dg.diagnose([_finding(3, "h1", 3, _address_error("198.19.3.9"))], _live(devices={}))
+    assert out["rows"][0]["likely_causes"][0] == (
+        "h1 device 3: its IP could not be read live (hccn_tool -i 3 -ip -g) - compare it with the table's 198.19.3.9"
+    )
+
+
+def test_a_port_in_use_stays_a_port_in_use_and_gets_its_own_row_beside_a_wrong_ip() -> None:
+    busy = dg.first_error(*_standin(hs.listen_error("198.19.4.1", 16666, "the port is in use")))
+    assert busy is not None and busy["variant"] is None
+    out = dg.diagnose([_finding(3, "h1", 3, _address_error("198.19.3.9")), _finding(4, "h1", 4, busy)], _live())
+    assert [(r["code"], r["variant"], r["meaning"]) for r in out["rows"]] == [
+        ("EI0019", "address", dg.ADDRESS["meaning"]),
+        ("EI0019", None, dg.CODES["EI0019"]["meaning"]),
+    ]
