@@ -742,7 +742,11 @@ def checkpoint_files(directory: str, pattern: re.Pattern) -> list:
 
 
 def write_atomically(path: str, data: bytes, mode: int = 0o644) -> None:
-    """``data`` to ``path`` whole or not at all: a temporary file of ``mode`` beside it, fsync, rename, fsync of the directory."""
+    """``data`` to ``path`` whole or not at all: a temporary file of ``mode`` beside it, fsync, rename, fsync of the directory.
+
+    The collection's own ``module_utils/_text_file.write_text_atomic`` does the same for text; this
+    file cannot import it (it runs alone on the servers).
+    """
     directory = os.path.dirname(path) or "."
     os.makedirs(directory, mode=0o755, exist_ok=True)
     tmp = os.path.join(directory, ".%s.tmp-%d" % (os.path.basename(path), os.getpid()))
@@ -806,15 +810,16 @@ def decode_checkpoint(data: bytes, path: str) -> tuple:
 
 def read_newest_checkpoint(directory: str) -> tuple | None:
     """``(path, step, state, fields)`` of the newest checkpoint in ``directory``, checked; None when there is none."""
-    found = checkpoint_files(directory, CHECKPOINT_NAME)
-    if not found:
-        return None
-    path = found[-1][1]
+    path = directory
     try:
+        found = checkpoint_files(directory, CHECKPOINT_NAME)
+        if not found:
+            return None
+        path = found[-1][1]
         with open(path, "rb") as handle:
             data = handle.read()
     except OSError as exc:
-        raise checkpoint_error("cannot read checkpoint %s (%s)" % (path, exc.strerror)) from None
+        raise checkpoint_error("cannot read the checkpoints in %s (%s: %s)" % (directory, path, exc.strerror)) from None
     return (path,) + decode_checkpoint(data, path)
 
 
@@ -982,8 +987,11 @@ def run(args: argparse.Namespace, env: dict) -> int:
         state = next_state(state, iteration, bytes.fromhex(digest))
         if rank_id == 0 and args.checkpoint_dir and args.checkpoint_every and iteration % args.checkpoint_every == 0:
             path = os.path.join(args.checkpoint_dir, "step_%08d.json" % iteration)
-            write_atomically(path, encode_checkpoint(iteration, state, len(ranks), size, args.seed))
-            prune_checkpoints(args.checkpoint_dir, CHECKPOINT_NAME)
+            try:
+                write_atomically(path, encode_checkpoint(iteration, state, len(ranks), size, args.seed))
+                prune_checkpoints(args.checkpoint_dir, CHECKPOINT_NAME)
+            except OSError as exc:
+                raise checkpoint_error("cannot write checkpoint %s (%s): make --checkpoint-dir writable" % (path, exc)) from None
             print("hccl_standin: checkpoint step %d written to %s" % (iteration, path), flush=True)
     steps_run = max(0, args.iters - done)
     elapsed = time.monotonic() - began

@@ -28,9 +28,11 @@ Leftover temporary files of a writer that died are ignored.
 
 What a resumed run reproduces: each step's batch is a function of (rank, step) only, and the
 checkpoint holds the exact weights and momentum buffers, so a run resumed from step N with the
-same world size ends with the same final weights as an uninterrupted run - bit for bit on the same
-torch build (the digest is of the weights rounded to 6 decimals). With another world size the
-ranks' batches differ, so the weights differ too (training still converges).
+same world size ends with the same final weights as an uninterrupted run, wherever its ranks run
+(a spare server in place of a lost one included) - bit for bit on the same torch build, whose gloo
+all-reduce of a given world size sums in a fixed order (the digest is of the weights rounded to 6
+decimals, so it matches too). With another world size (a job shrunk to fewer ranks) the ranks'
+batches differ, so the weights differ too; the run says so in a ``note:`` line and still converges.
 
 ``ASCEND_RESTART_COUNT`` (set by the launch on every attempt, 0 on the first) or else
 ``TORCHELASTIC_RESTART_COUNT`` (torchrun's): printed as ``restart count N`` when set.
@@ -250,7 +252,13 @@ def main(argv: list[str]) -> int:
         print(f"step {step} loss {loss.item():.6f}", flush=True)
         if rank == 0 and args.checkpoint_dir and args.checkpoint_every and step % args.checkpoint_every == 0:
             state = {"step": step, "world_size": world, "model": model.module.state_dict(), "optimizer": optimizer.state_dict()}
-            print(f"checkpoint step {step} written to {write_checkpoint(args.checkpoint_dir, step, state)}", flush=True)
+            try:
+                print(f"checkpoint step {step} written to {write_checkpoint(args.checkpoint_dir, step, state)}", flush=True)
+            except OSError as exc:
+                print(
+                    f"train_gloo: cannot write a checkpoint in {args.checkpoint_dir} ({exc}): make it writable", file=sys.stderr, flush=True
+                )
+                os._exit(1)  # the other ranks are mid-step: leave at once, as fail-fast expects
     weights = [round(v, 6) for p in model.module.parameters() for v in p.detach().flatten().tolist()]
     digest = hashlib.sha256(json.dumps(weights).encode()).hexdigest()
     with open("final_weights.json", "w", encoding="utf-8") as handle:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -41,3 +42,18 @@ def pids_with_argv(*argv: str) -> list[int]:
             except (FileNotFoundError, ProcessLookupError, PermissionError):
                 continue
     return found
+
+
+def finish(procs: list[subprocess.Popen], timeout: float = 60) -> list[tuple[int, str, str]]:
+    """``[(rc, stdout, stderr)]`` of processes started with pipes, in order; any still running after ``timeout`` s is killed."""
+    out = []
+    try:
+        for proc in procs:
+            stdout, stderr = proc.communicate(timeout=timeout)
+            out.append((proc.returncode, stdout, stderr))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return out

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.collection import REPO_ROOT
+from tests.helpers.procs import finish
 
 SCRIPT = REPO_ROOT / "examples" / "train" / "train_gloo.py"
 TORCH_PYTHON = REPO_ROOT / "build" / "torch-venv" / "bin" / "python"
@@ -44,17 +45,7 @@ def job(tmp_path: Path, name: str, args: list[str], rank1_args: tuple[str, ...] 
         rank_env.update(GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1", HCCL_CONNECT_TIMEOUT="60", **env)
         argv = [str(TORCH_PYTHON), str(SCRIPT), "--steps", str(STEPS), *args, *(rank1_args if rank == 1 else ())]
         procs.append(subprocess.Popen(argv, cwd=cwd, env=rank_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    out = []
-    try:
-        for proc in procs:
-            stdout, stderr = proc.communicate(timeout=120)
-            out.append((proc.returncode, stdout, stderr))
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    return out
+    return finish(procs, timeout=120)
 
 
 def losses(stdout: str) -> dict[int, str]:

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.collection import REPO_ROOT
+from tests.helpers.procs import finish
 
 SCRIPT = REPO_ROOT / "examples" / "train" / "hccl_standin.py"
 _spec = importlib.util.spec_from_file_location("hccl_standin", SCRIPT)
@@ -327,20 +328,6 @@ def start_rank(
     return subprocess.Popen(argv, env=rank_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def finish(procs: list, timeout: float = 60) -> list:
-    out = []
-    try:
-        for proc in procs:
-            stdout, stderr = proc.communicate(timeout=timeout)
-            out.append((proc.returncode, stdout, stderr))
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    return out
-
-
 def plogs(tmp_path: Path, rank: int) -> list:
     return sorted((tmp_path / f"home{rank}" / "ascend" / "log" / "debug" / "plog").glob("plog-*_*.log"))
 
@@ -516,6 +503,9 @@ def test_checkpoints_are_written_whole_with_mode_0644_and_the_newest_two_kept(tm
     path, step, _state, fields = hs.read_newest_checkpoint(str(directory))
     assert (path, step, fields["ranks"]) == (str(directory / "step_00000006.json"), 6, 1)
     assert hs.read_newest_checkpoint(str(tmp_path / "none")) is None
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(hs.HcclError, match=r"^cannot read the checkpoints in .*/a-file \(.*/a-file: Not a directory\)$"):
+        hs.read_newest_checkpoint(str(tmp_path / "a-file"))
 
 
 def test_fail_once_and_the_restart_count(tmp_path):
