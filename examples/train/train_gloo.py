@@ -130,7 +130,7 @@ def decode_checkpoint(data: bytes, path: str) -> tuple[int, dict]:
         raise CheckpointError(refuse % "its state does not match the sha256 in its header")
     try:
         state = torch.load(io.BytesIO(payload), weights_only=True)
-    except Exception as exc:  # torch raises many kinds here; any of them means the state is unusable
+    except Exception as exc:  # pylint: disable=broad-except  # torch raises many kinds here: each means the state is unusable
         raise CheckpointError(refuse % f"torch cannot load its state ({exc})") from None
     if not isinstance(state, dict) or state.get("step") != step or not {"model", "optimizer"} <= set(state):
         raise CheckpointError(refuse % "its state lacks the step, model or optimizer")
