@@ -696,9 +696,9 @@ class Transport:
 
 # --------------------------------------------------------------------------- checkpoints and restarts
 #
-# The file helpers here (write_atomically, checkpoint_files, prune_checkpoints, fail_once, restart_count) are
-# also train_gloo.py's, which imports them from beside it: this file stays one standard-library file, as
-# the smoke check copies it alone to the servers.
+# The file helpers here (write_atomically, checkpoint_files, newest_checkpoint, prune_checkpoints, fail_once,
+# restart_count) are also train_gloo.py's, which imports them from beside it: this file stays one
+# standard-library file, as the smoke check copies it alone to the servers.
 
 CHECKPOINT_FORMAT = "hccl_standin checkpoint 1"
 CHECKPOINT_NAME = re.compile(r"^step_(\d+)\.json$")
@@ -808,19 +808,25 @@ def decode_checkpoint(data: bytes, path: str) -> tuple:
     return step, bytes.fromhex(state), fields
 
 
+def newest_checkpoint(directory: str, pattern: re.Pattern) -> tuple | None:
+    """``(path, bytes)`` of the newest checkpoint in ``directory`` (by the step in its name), unchecked; None when there is none."""
+    found = checkpoint_files(directory, pattern)
+    if not found:
+        return None
+    path = found[-1][1]
+    with open(path, "rb") as handle:
+        return path, handle.read()
+
+
 def read_newest_checkpoint(directory: str) -> tuple | None:
     """``(path, step, state, fields)`` of the newest checkpoint in ``directory``, checked; None when there is none."""
-    path = directory
     try:
-        found = checkpoint_files(directory, CHECKPOINT_NAME)
-        if not found:
-            return None
-        path = found[-1][1]
-        with open(path, "rb") as handle:
-            data = handle.read()
+        found = newest_checkpoint(directory, CHECKPOINT_NAME)
     except OSError as exc:
-        raise checkpoint_error("cannot read the checkpoints in %s (%s: %s)" % (directory, path, exc.strerror)) from None
-    return (path,) + decode_checkpoint(data, path)
+        raise checkpoint_error("cannot read the checkpoints in %s (%s)" % (directory, exc)) from None
+    if not found:
+        return None
+    return (found[0],) + decode_checkpoint(found[1], found[0])
 
 
 def agree_on_checkpoint(directory: str, rank_id: int, plan: list, transport: Transport) -> tuple | None:

@@ -61,7 +61,7 @@ warnings.filterwarnings("ignore", message="Failed to initialize NumPy")  # numpy
 # restart count are this script's too.
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
-from hccl_standin import checkpoint_files, fail_once, prune_checkpoints, restart_count, write_atomically  # noqa: E402
+from hccl_standin import fail_once, newest_checkpoint, prune_checkpoints, restart_count, write_atomically  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
 FEATURES = 8
@@ -147,14 +147,10 @@ def write_checkpoint(directory: str, step: int, state: dict) -> str:
 
 def read_newest(directory: str) -> tuple[str, bytes] | None:
     """``(path, bytes)`` of the newest checkpoint in ``directory``, checked; None when there is none."""
-    found = checkpoint_files(directory, CHECKPOINT_NAME)
-    if not found:
-        return None
-    path = found[-1][1]
-    with open(path, "rb") as handle:
-        data = handle.read()
-    decode_checkpoint(data, path)
-    return path, data
+    found = newest_checkpoint(directory, CHECKPOINT_NAME)
+    if found:
+        decode_checkpoint(found[1], found[0])
+    return found
 
 
 def broadcast_bytes(data: bytes, rank: int) -> bytes:
