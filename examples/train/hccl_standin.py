@@ -694,6 +694,177 @@ class Transport:
         return socket_timeout_error(self.links.me, [self.links.link(ring, outgoing)], self.exec_timeout, why)
 
 
+# --------------------------------------------------------------------------- checkpoints and restarts
+#
+# The file helpers here (write_atomically, checkpoint_files, newest_checkpoint, prune_checkpoints, fail_once,
+# restart_count) are also train_gloo.py's, which imports them from beside it: this file stays one
+# standard-library file, as the smoke check copies it alone to the servers.
+
+CHECKPOINT_FORMAT = "hccl_standin checkpoint 1"
+CHECKPOINT_NAME = re.compile(r"^step_(\d+)\.json$")
+CHECKPOINTS_KEPT = 2  # the newest and the one before it (to resume from when the newest is damaged)
+RESTART_COUNT_VARS = ("ASCEND_RESTART_COUNT", "TORCHELASTIC_RESTART_COUNT")
+BROADCAST_BYTES = 4096  # rank 0's checkpoint message, sent to every rank as an XOR all-reduce with zeros
+
+
+def restart_count(env: dict) -> str | None:
+    """``N`` from the launch's ``ASCEND_RESTART_COUNT``, else torchrun's ``TORCHELASTIC_RESTART_COUNT``; None when neither is set."""
+    for name in RESTART_COUNT_VARS:
+        if env.get(name, "") != "":
+            return env[name]
+    return None
+
+
+def fail_once(path: str) -> bool:
+    """True the first time only: creates ``path`` (O_EXCL, so of racing ranks one wins); False when it exists already."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    except FileExistsError:
+        return False
+    return True
+
+
+def checkpoint_files(directory: str, pattern: re.Pattern) -> list:
+    """``[(step, path)]`` of the names in ``directory`` that ``pattern`` (group 1: the step) matches, oldest first.
+
+    Temporary files (``.<name>.tmp-<pid>``, left by a writer that died) never match: they are not checkpoints.
+    """
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    found = []
+    for name in names:
+        match = pattern.match(name)
+        if match:
+            found.append((int(match.group(1)), os.path.join(directory, name)))
+    return sorted(found)
+
+
+def write_atomically(path: str, data: bytes, mode: int = 0o644) -> None:
+    """``data`` to ``path`` whole or not at all: a temporary file of ``mode`` beside it, fsync, rename, fsync of the directory.
+
+    The collection's own ``module_utils/_text_file.write_text_atomic`` does the same for text; this
+    file cannot import it (it runs alone on the servers).
+    """
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, mode=0o755, exist_ok=True)
+    tmp = os.path.join(directory, ".%s.tmp-%d" % (os.path.basename(path), os.getpid()))
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fchmod(handle.fileno(), mode)  # whatever the umask
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)  # the rename survives a crash too
+    finally:
+        os.close(dir_fd)
+
+
+def prune_checkpoints(directory: str, pattern: re.Pattern, keep: int = CHECKPOINTS_KEPT) -> None:
+    for _step, old in checkpoint_files(directory, pattern)[:-keep]:
+        os.unlink(old)
+
+
+def checkpoint_error(text: str) -> HcclError:
+    """A checkpoint that must not be resumed from (no HCCL code: the stand-in's own failure)."""
+    return HcclError("", text, [("hccl_standin.py:checkpoint", text)], text)
+
+
+def _checkpoint_sum(fields: dict) -> str:
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+
+
+def encode_checkpoint(step: int, state: bytes, ranks: int, size: int, seed: int) -> bytes:
+    """The checkpoint's JSON: the step, the state (sha256 chain), the job's shape, and the sha256 of all of these."""
+    fields = {"format": CHECKPOINT_FORMAT, "step": step, "state_sha256": state.hex(), "ranks": ranks, "bytes": size, "seed": seed}
+    fields["sha256"] = _checkpoint_sum(fields)
+    return (json.dumps(fields, sort_keys=True) + "\n").encode()
+
+
+def decode_checkpoint(data: bytes, path: str) -> tuple:
+    """``(step, state bytes, fields)`` of a checkpoint; HcclError naming ``path`` when any check fails."""
+    refuse = "checkpoint %s is damaged: %%s - it is not resumed from; move it aside to resume from the one before it" % path
+    try:
+        fields = json.loads(data.decode("utf-8"))
+    except ValueError:
+        raise checkpoint_error(refuse % "it is not JSON (cut short?)") from None
+    if not isinstance(fields, dict) or fields.get("format") != CHECKPOINT_FORMAT:
+        raise checkpoint_error(refuse % ("it is not a '%s' file" % CHECKPOINT_FORMAT))
+    written = fields.pop("sha256", None)
+    if written != _checkpoint_sum(fields):
+        raise checkpoint_error(refuse % "its content does not match the sha256 in it")
+    step, state = fields.get("step"), str(fields.get("state_sha256", ""))
+    if not isinstance(step, int) or step < 0 or not re.fullmatch(r"[0-9a-f]{64}", state):
+        raise checkpoint_error(refuse % "its step or state is not valid")
+    return step, bytes.fromhex(state), fields
+
+
+def newest_checkpoint(directory: str, pattern: re.Pattern) -> tuple | None:
+    """``(path, bytes)`` of the newest checkpoint in ``directory`` (by the step in its name), unchecked; None when there is none."""
+    found = checkpoint_files(directory, pattern)
+    if not found:
+        return None
+    path = found[-1][1]
+    with open(path, "rb") as handle:
+        return path, handle.read()
+
+
+def read_newest_checkpoint(directory: str) -> tuple | None:
+    """``(path, step, state, fields)`` of the newest checkpoint in ``directory``, checked; None when there is none."""
+    try:
+        found = newest_checkpoint(directory, CHECKPOINT_NAME)
+    except OSError as exc:
+        raise checkpoint_error("cannot read the checkpoints in %s (%s)" % (directory, exc)) from None
+    if not found:
+        return None
+    return (found[0],) + decode_checkpoint(found[1], found[0])
+
+
+def agree_on_checkpoint(directory: str, rank_id: int, plan: list, transport: Transport) -> tuple | None:
+    """Rank 0 reads the newest checkpoint and every rank gets it: ``(path, step, state)``, or None to start afresh.
+
+    Only rank 0 reads ``directory`` (the other ranks' servers may not see it); its answer, one JSON
+    message of at most BROADCAST_BYTES, reaches every rank as an all-reduce (XOR) in which every
+    other rank gives zeros. A checkpoint rank 0 refuses fails every rank, naming it.
+    """
+    message = {"kind": "none"}
+    if rank_id == 0:
+        try:
+            found = read_newest_checkpoint(directory)
+            if found:
+                message = {"kind": "ok", "path": found[0], "step": found[1], "state": found[2].hex()}
+        except HcclError as error:
+            message = {"kind": "refused", "error": error.cause}
+    buf = bytearray(BROADCAST_BYTES)
+    if rank_id == 0:
+        text = json.dumps(message).encode()
+        if len(text) > BROADCAST_BYTES:  # a path or error near PATH_MAX: refuse, saying why, rather than send half
+            error = "the checkpoint message (%d bytes: %s...) exceeds %d bytes" % (len(text), text[:200].decode(), BROADCAST_BYTES)
+            text = json.dumps({"kind": "refused", "error": error}).encode()
+        buf[: len(text)] = text
+    allreduce(plan, rank_id, buf, transport.exchange)
+    got = json.loads(bytes(buf).rstrip(b"\0").decode("utf-8"))
+    if got["kind"] == "refused":
+        raise checkpoint_error(got["error"] if rank_id == 0 else "rank 0 refused its checkpoint: %s" % got["error"])
+    if got["kind"] == "none":
+        return None
+    return got["path"], int(got["step"]), bytes.fromhex(got["state"])
+
+
+def next_state(state: bytes, step: int, result_sha256: bytes) -> bytes:
+    """The state after all-reduce ``step``: a sha256 chain over the steps and their results (the same on every rank)."""
+    return hashlib.sha256(state + struct.pack("!Q", step) + result_sha256).digest()
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -740,7 +911,16 @@ def parse_args(argv: list) -> argparse.Namespace:
     # every rank waits on it and prints nothing until HCCL_EXEC_TIMEOUT - what the launch's stall detection is for
     parser.add_argument("--hang-rank", type=int, default=None, help="this rank stops inside the all-reduce of --hang-step")
     parser.add_argument("--hang-step", type=int, default=1, help="the all-reduce (1-based) in which --hang-rank stops")
-    return parser.parse_args(argv)
+    parser.add_argument("--checkpoint-dir", default="", help="rank 0 writes checkpoints here; every rank resumes from the newest")
+    parser.add_argument("--checkpoint-every", type=int, default=5, help="all-reduces between checkpoints (0: never write one)")
+    # stand-in fault: a rank that exits 1 before an all-reduce (a crashed process), once only with --fail-once-file
+    parser.add_argument("--fail-rank", type=int, default=None, help="this rank exits 1 before the all-reduce of --fail-step")
+    parser.add_argument("--fail-step", type=int, default=1, help="the all-reduce (1-based) before which --fail-rank exits")
+    parser.add_argument("--fail-once-file", default="", help="--fail-rank fails only while this file does not exist, creating it")
+    args = parser.parse_args(argv)
+    if args.checkpoint_every < 0:
+        parser.error("--checkpoint-every must be 0 (never) or a number of all-reduces")
+    return args
 
 
 def run(args: argparse.Namespace, env: dict) -> int:
@@ -769,6 +949,9 @@ def run(args: argparse.Namespace, env: dict) -> int:
         % (rank_id, len(ranks), device_id, me.device_ip, me.device_port, chip or "unknown"),
         flush=True,
     )
+    count = restart_count(env)
+    if count is not None:
+        print("hccl_standin: restart count %s" % count, flush=True)
     plan = plan_rings(ranks)
     rings = my_rings(plan, rank_id)
     links = Links(me, by_id, rings, started + timeout, timeout)
@@ -778,12 +961,23 @@ def run(args: argparse.Namespace, env: dict) -> int:
         flush=True,
     )
     size = int(args.size_mb * (1 << 20))
+    done, state = 0, bytes(32)
+    if args.checkpoint_dir:
+        resumed = agree_on_checkpoint(args.checkpoint_dir, rank_id, plan, Transport(links, exec_timeout))
+        if resumed:
+            checkpoint, done, state = resumed
+            print("hccl_standin: resumed from step %d (checkpoint %s)" % (done, checkpoint), flush=True)
+        else:
+            print("hccl_standin: no checkpoint in %s: starting at step 0" % args.checkpoint_dir, flush=True)
     transport = Transport(links, exec_timeout)
     expected = expected_result(len(ranks), size, args.seed)
+    digest = hashlib.sha256(expected).hexdigest()
     began = time.monotonic()
-    for iteration in range(1, args.iters + 1):
+    for iteration in range(done + 1, args.iters + 1):
         if args.hang_rank == rank_id and iteration >= args.hang_step:
             hang()
+        if args.fail_rank == rank_id and iteration >= args.fail_step and (not args.fail_once_file or fail_once(args.fail_once_file)):
+            raise usage_error("rank %d failing on purpose before all-reduce %d (--fail-rank, a stand-in fault)" % (rank_id, iteration))
         step_began = time.monotonic()
         buf = bytearray(rank_data(rank_id, size, args.seed))
         allreduce(plan, rank_id, buf, transport.exchange)
@@ -796,8 +990,17 @@ def run(args: argparse.Namespace, env: dict) -> int:
                 [("hccl_standin.py:verify", "all-reduce result differs from the expected bytes")],
                 "rank %d: the all-reduce result is wrong" % rank_id,
             )
+        state = next_state(state, iteration, bytes.fromhex(digest))
+        if rank_id == 0 and args.checkpoint_dir and args.checkpoint_every and iteration % args.checkpoint_every == 0:
+            path = os.path.join(args.checkpoint_dir, "step_%08d.json" % iteration)
+            try:
+                write_atomically(path, encode_checkpoint(iteration, state, len(ranks), size, args.seed))
+                prune_checkpoints(args.checkpoint_dir, CHECKPOINT_NAME)
+            except OSError as exc:
+                raise checkpoint_error("cannot write checkpoint %s (%s): make --checkpoint-dir writable" % (path, exc)) from None
+            print("hccl_standin: checkpoint step %d written to %s" % (iteration, path), flush=True)
+    steps_run = max(0, args.iters - done)
     elapsed = time.monotonic() - began
-    digest = hashlib.sha256(expected).hexdigest()
     report = []
     for ring in rings:
         link = links.link(ring, True)
@@ -831,14 +1034,16 @@ def run(args: argparse.Namespace, env: dict) -> int:
             ),
             flush=True,
         )
-    algbw = size * args.iters / elapsed / 1e6 if elapsed > 0 else 0.0
+    algbw = size * steps_run / elapsed / 1e6 if elapsed > 0 else 0.0
     print(
         "hccl_standin: all-reduce (xor) of %.2f MiB x %d over %d ranks in %.3fs, algbw %.1f MB/s; result verified, sha256 %s"
-        % (size / (1 << 20), args.iters, len(ranks), elapsed, algbw, digest),
+        % (size / (1 << 20), steps_run, len(ranks), elapsed, algbw, digest),
         flush=True,
     )
-    summary = {"rank": rank_id, "device": device_id, "ranks": len(ranks), "bytes": size, "iters": args.iters}
+    print("hccl_standin: final state sha256 %s after step %d" % (state.hex(), max(done, args.iters)), flush=True)
+    summary = {"rank": rank_id, "device": device_id, "ranks": len(ranks), "bytes": size, "iters": steps_run}
     summary.update({"seconds": round(elapsed, 6), "algbw_mb_per_s": round(algbw, 2), "sha256": digest, "links": report})
+    summary.update({"resumed_from": done, "step": max(done, args.iters), "state_sha256": state.hex()})
     print("%s %s" % (RESULT_PREFIX, json.dumps(summary, sort_keys=True)), flush=True)
     del device
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -55,3 +56,18 @@ def ctrl_c(proc, timeout: float = 60) -> int:
     """SIGINT to a playbook's process group, as a terminal's Ctrl-C sends it; its exit code once it has ended."""
     os.killpg(proc.pid, signal.SIGINT)
     return proc.wait(timeout=timeout)
+
+
+def finish(procs: list[subprocess.Popen], timeout: float = 60) -> list[tuple[int, str, str]]:
+    """``[(rc, stdout, stderr)]`` of processes started with pipes, in order; any still running after ``timeout`` s is killed."""
+    out = []
+    try:
+        for proc in procs:
+            stdout, stderr = proc.communicate(timeout=timeout)
+            out.append((proc.returncode, stdout, stderr))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return out
