@@ -7,6 +7,7 @@ The simulated 2 x 8 cluster; every check reads what the ranks themselves wrote (
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -132,3 +133,38 @@ def test_ctrl_c_while_a_restart_waits_stops_everything_and_starts_nothing_more(s
     assert not (cluster.root / "runs" / "b1-r1").exists(), text  # the next attempt never started
     states = attempt_states(cluster, "b1")
     assert not any(alive(p) for s in states.values() for p in (s["pid"], s["runner_pid"])), states
+
+
+def test_a_restarted_job_resumes_from_its_checkpoint_and_ends_at_the_right_step(sim_cluster, tmp_path):
+    """The stand-in's checkpoint (rank 0 writes the step every 3 steps; every rank reads the newest earlier attempt's at
+    start): rank 3 fails once at step 9, the restart resumes every rank from rank 0's last checkpoint (step 6, or 9: the
+    stand-in's ranks do not wait for each other), and the job ends at step 10."""
+    cluster = sim_cluster()
+    checkpoints = tmp_path / "checkpoints"
+    checkpoints.mkdir()
+    env = {
+        "STEPS": "10",
+        "STEP_S": "0.2",
+        "FAIL_RANK": "3",
+        "FAIL_STEP": "9",
+        "FAIL_ONCE_FILE": str(tmp_path / "failed-once"),
+        "CHECKPOINT_DIR": str(checkpoints),
+        "CHECKPOINT_EVERY": "3",
+    }
+    res = run_playbook(
+        TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, ascend_job_id="k1", ascend_train_env=env, max_restarts=1), env=QUIET
+    )
+    assert res.rc == 0, res
+    assert attempt_states(cluster, "k1")[3]["rc"] == 1
+    resumed = set()
+    for rank in range(16):
+        log = (cluster.root / "runs" / "k1-r1" / f"device_{rank}" / "train.log").read_text()
+        found = re.search(r"^resumed from step (\d+) \(checkpoint ", log, re.M)
+        assert found and log.rstrip().endswith("step 10 loss 100"), log
+        step = int(found.group(1))
+        resumed.add(step)
+        # from the step after the checkpoint, nothing done twice
+        assert f"step {step + 1} loss" in log and f"step {step} loss" not in log, log
+    # one step for every rank, rank 0's last checkpoint before rank 3 failed: 6, or 9 when rank 0 got there first
+    assert len(resumed) == 1 and resumed <= {6, 9}, resumed
+    assert summary_of(cluster, "k1-r1")["ok"] is True
