@@ -124,7 +124,7 @@ def test_ctrl_c_while_a_later_batch_stages_releases_every_server_with_one_line(s
         sent = time.time()
         os.killpg(proc.pid, signal.SIGINT)
         # once the stop is recorded on server7, rank 15 may stage: it finds the job stopped
-        wait_for(lambda: (cluster.root / "server7" / "jobs" / "s8" / "abort").exists(), 60, "the stop recorded on server7")
+        wait_for((cluster.root / "server7" / "jobs" / "s8" / "abort").exists, 60, "the stop recorded on server7")
         reader = os.open(held / "env.log", os.O_RDONLY | os.O_NONBLOCK)
         proc.wait(timeout=60)
     finally:

@@ -167,7 +167,7 @@ def test_ctrl_c_during_staging_releases_the_staged_runners_at_once_and_latest_st
         time.sleep(1)  # well inside the staging wait (120 s)
         played.ctrl_c()
         # once the stop is recorded on server0, rank 3 may stage: it finds the job stopped
-        wait_for(lambda: (cluster.root / "server0" / "jobs" / "s1" / "abort").exists(), 60, "the stop recorded on server0")
+        wait_for((cluster.root / "server0" / "jobs" / "s1" / "abort").exists, 60, "the stop recorded on server0")
         reader = os.open(rank3 / "env.log", os.O_RDONLY | os.O_NONBLOCK)
         played.proc.wait(timeout=60)
     finally:
