@@ -107,7 +107,7 @@ ADDRESS: dict = {
     "meaning": "HCCL cannot listen on the rank table's device IP (%s): the table names an IP this device does not have" % ADDRESS_TEXT,
     "causes": [
         "a rank table built from a stale /etc/hccn.conf or another cluster's table: rebuild it from the devices "
-        "(ascend.cluster.rank_table; ascend.cluster.train rebuilds it)",
+        "(the rank_table playbook; train.yml rebuilds it)",
         "the device's IP was changed or lost after the table was built: ascend.cluster.prepare (device IPs), then rebuild the table",
     ],
     "checks": ["device_ip"],
@@ -418,7 +418,7 @@ def address_evidence(findings: list, live: dict) -> list:
         elif wanted and wanted != has:
             text = (
                 "the rank table gives rank %d (%s device %d) device IP %s, but the device has %s (hccn_tool -i %d -ip -g) - "
-                "rebuild the table from the devices (ascend.cluster.rank_table; ascend.cluster.train rebuilds it)"
+                "rebuild the table from the devices (the rank_table playbook; train.yml rebuilds it)"
                 % (finding["rank_id"], server, device_id, wanted, has, device_id)
             )
         else:

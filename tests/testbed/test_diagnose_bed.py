@@ -87,7 +87,7 @@ def test_a_table_naming_a_foreign_device_ip_is_a_wrong_ip_with_the_live_one_and_
     done, diagnosis = diagnose(launch_bed, "stale-ip")
     wrong = (
         "the rank table gives rank 1 (h1 device 1) device IP 198.19.1.9, but the device has 198.19.1.1 (hccn_tool -i 1 -ip -g) - "
-        "rebuild the table from the devices (ascend.cluster.rank_table; ascend.cluster.train rebuilds it)"
+        "rebuild the table from the devices (the rank_table playbook; train.yml rebuilds it)"
     )
     assert "diagnosis: EI0019 on rank 1 from " in done.stdout and done.stdout.count(wrong) >= 1, str(done)
     row = diagnosis["rows"][0]

@@ -455,7 +455,7 @@ def test_an_ei0019_that_cannot_assign_the_address_is_a_wrong_device_ip_with_the_
     out = dg.diagnose([_finding(3, "h1", 3, error)], _live())
     wrong = (
         "the rank table gives rank 3 (h1 device 3) device IP 198.19.3.9, but the device has 198.19.3.1 (hccn_tool -i 3 -ip -g) - "
-        "rebuild the table from the devices (ascend.cluster.rank_table; ascend.cluster.train rebuilds it)"
+        "rebuild the table from the devices (the rank_table playbook; train.yml rebuilds it)"
     )
     row = out["rows"][0]
     assert row["meaning"] == dg.ADDRESS["meaning"] and row["variant"] == "address"
