@@ -44,6 +44,19 @@ def tamper(path: str) -> None:
         handle.write(TAMPERED)
 
 
+def run_on_a_changed_table(tmp_path, args: dict) -> tuple:
+    """Record the job with its own table, start ``args``' ranks (training_ranks), change the table while they wait at
+    the gate, open it; the module's result (once every runner ended) and the table's path."""
+    own = record_with_own_table(tmp_path, args["ranks"])
+    thread, result = start(dict(args, rank_table_path=own))
+    job = staged(tmp_path, len(args["ranks"]))[0]
+    tamper(own)
+    control.open_gate(str(tmp_path / "jobs"), job, time.time() + 0.2)
+    thread.join(60)
+    assert result["failed"], result
+    return result, own, job
+
+
 def refusal(path: str) -> str:
     return (
         f"the rank table {path} was changed after the launch wrote it: its sha256 is {SHA_TAMPERED}, the launch wrote {SHA}; "
@@ -56,14 +69,7 @@ def test_a_table_changed_after_the_launch_wrote_it_refuses_every_rank_and_stops_
     wait at the gate; no command runs, every rank is refused naming the file and both digests, the job's abort line
     names the first, and the devices are free."""
     ranks = [{"rank_id": 0, "device_id": 0}, {"rank_id": 1, "device_id": 1}]
-    args = ranks_args(tmp_path, ranks, ["sh", "-c", f"touch {tmp_path}/ran_$RANK_ID"])
-    own = record_with_own_table(tmp_path, ranks)
-    thread, result = start(dict(args, rank_table_path=own))
-    job = staged(tmp_path, 2)[0]
-    tamper(own)
-    control.open_gate(str(tmp_path / "jobs"), job, time.time() + 0.2)
-    thread.join(60)
-    assert result["failed"], result
+    result, own, job = run_on_a_changed_table(tmp_path, ranks_args(tmp_path, ranks, ["sh", "-c", f"touch {tmp_path}/ran_$RANK_ID"]))
     assert [(s["rank_id"], s["phase"], s["error"]) for s in result["ranks"]] == [(0, "refused", refusal(own)), (1, "refused", refusal(own))]
     assert not list(tmp_path.glob("ran_*"))  # no rank started
     abort = files.read_abort(str(tmp_path / "jobs" / "j")) or ""
@@ -115,14 +121,7 @@ def test_a_table_removed_after_the_launch_wrote_it_is_refused_naming_the_file(tm
 
 def test_a_per_node_launcher_is_not_started_on_a_changed_table(tmp_path):
     """msrun mode: the server's one runner checks the table before it starts the launcher; both of its ranks are refused."""
-    args = node_args(tmp_path, PRINT_IDS)
-    own = record_with_own_table(tmp_path, args["ranks"])
-    thread, result = start(dict(args, rank_table_path=own))
-    job = staged(tmp_path, 2)[0]
-    tamper(own)
-    control.open_gate(str(tmp_path / "jobs"), job, time.time() + 0.2)
-    thread.join(60)
-    assert result["failed"], result
+    result, own, _job = run_on_a_changed_table(tmp_path, node_args(tmp_path, PRINT_IDS))
     assert [(s["rank_id"], s["phase"], s["error"]) for s in result["ranks"]] == [(2, "refused", refusal(own)), (3, "refused", refusal(own))]
     assert not (tmp_path / "run" / "node_1" / "launcher.log").exists()  # the launcher never started
     assert files.read_abort(str(tmp_path / "jobs" / "j")) == "rank 2 could not start: " + " ".join(refusal(own).split())

@@ -102,6 +102,20 @@ def test_apply_text_file_writes_then_changes_nothing_and_json_file_matches_reads
     assert not json_file_matches(str(path), TABLE)
 
 
+def record_args(tmp_path, table_path, **more):
+    """training_job state=record of job j1 (rank 0 on device 0) with TABLE at ``table_path``."""
+    return {
+        "state": "record",
+        "job_id": "j1",
+        "run_dir": str(tmp_path / "run"),
+        "job_root": str(tmp_path / "jobs"),
+        "ranks": [{"rank_id": 0, "device_id": 0}],
+        "rank_table_path": str(table_path),
+        "rank_table": TABLE,
+        **more,
+    }
+
+
 @pytest.mark.parametrize(
     ("args", "written", "failed"),
     [
@@ -116,17 +130,7 @@ def test_training_job_record_writes_and_compares_the_jobs_own_table_before_recor
     if not args["write_rank_table"]:
         path.parent.mkdir()
         path.write_text(written)
-    record = {
-        "state": "record",
-        "job_id": "j1",
-        "run_dir": str(tmp_path / "run"),
-        "job_root": str(tmp_path / "jobs"),
-        "ranks": [{"rank_id": 0, "device_id": 0}],
-        "rank_table_path": str(path),
-        "rank_table": TABLE,
-        **args,
-    }
-    result = run_module("training_job", record)
+    result = run_module("training_job", record_args(tmp_path, path, **args))
     assert bool(result.get("failed")) is failed, result
     job_file = tmp_path / "jobs" / "j1" / "job.json"
     assert job_file.exists() is not failed
@@ -147,16 +151,7 @@ def test_training_job_record_writes_and_compares_the_jobs_own_table_before_recor
 def test_training_job_record_refuses_a_table_path_that_is_not_the_jobs_own_copy(tmp_path):
     """A job reads only its own copy: a shared path (what prepare and rank_table rewrite) is refused, nothing written."""
     shared = tmp_path / "etc" / "rank_table.json"
-    record = {
-        "state": "record",
-        "job_id": "j1",
-        "run_dir": str(tmp_path / "run"),
-        "job_root": str(tmp_path / "jobs"),
-        "ranks": [{"rank_id": 0, "device_id": 0}],
-        "rank_table_path": str(shared),
-        "rank_table": TABLE,
-    }
-    result = run_module("training_job", record)
+    result = run_module("training_job", record_args(tmp_path, shared))
     assert result.get("failed"), result
     own = tmp_path / "run" / "rank_table.json"
     assert result["msg"].startswith(f"rank_table_path {shared} is not job j1's own copy of its rank table, {own}: "), result
