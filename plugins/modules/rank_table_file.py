@@ -113,7 +113,7 @@ from ansible_collections.ascend.cluster.plugins.module_utils._text_file import a
 # The refusal while a job holds the server's devices (docs/when-it-fails.md quotes it).
 HELD = (
     "the rank table %s is not rewritten while a job holds this server's devices, nothing was changed: %s. "
-    "Wait until the job ends (ascend.cluster.status shows it), or stop it (ascend.cluster.stop -e job_id=<id>), "
+    "Wait until the job ends (ascend.cluster.status shows it), or stop it (ascend.cluster.stop, given the job's id), "
     "then write the table again"
 )
 

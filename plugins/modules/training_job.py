@@ -38,7 +38,7 @@ description:
     O(rank_table) it first writes the job's own copy of its table there (O(write_rank_table); its directory when missing,
     atomic rename, mode 0444), reads the file back and fails, recording nothing, when it is not that table; the record
     keeps the file's path and sha256 (RV(rank_table_sha256)), which each rank's runner checks just before it starts the
-    rank. O(rank_table_path) must be C(<run_dir>/rank_table.json): the ranks read only that copy, which nothing else
+    rank. O(rank_table_path) must be C(<run_dir>/rank_table.json) - the ranks read only that copy, which nothing else
     writes, never a shared path such as C(/etc/ascend/rank_table.json).
   - V(staged) waits until every local rank is staged at the gate; fails if any could not stage, saying what the job
     leaves on the server (its record and run directory, with its own rank table).

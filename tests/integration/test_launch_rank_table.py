@@ -118,7 +118,7 @@ def test_rank_table_and_prepare_refuse_while_a_job_holds_the_devices_and_write_o
     held = (
         f"the rank table {path} is not rewritten while a job holds this server's devices, nothing was changed: job holder holds "
         "devices 0, 1, 2, 3, 4, 5, 6, 7. Wait until the job ends (ascend.cluster.status shows it), or stop it "
-        "(ascend.cluster.stop -e job_id=<id>), then write the table again"
+        "(ascend.cluster.stop, given the job's id), then write the table again"
     )
     unchanged = snapshot(cluster, skip=("runs", "controller"))
     for playbook, extra in ((RANK_TABLE, {"np": 4}), (PREPARE, {})):
