@@ -34,6 +34,7 @@ FINAL = ("done", "failed", "stopped")
 TIMED_OUT = "stopped after running longer than the launch timeout"
 VANISHED = "the rank's processes vanished without recording an exit code (killed -9?)"
 RUNNER_DIED = "its runner died without recording an exit (killed -9?); the training, process group %s, was left unsupervised"
+LEFT_BEHIND = "left on this server: "  # how left_behind's words begin
 JOB_TABLE_MODE = 0o444  # the job's own rank table: read-only, nobody is meant to edit it
 LOST_PHASES = (files.STAGING, files.STAGED, files.RUNNING)  # a failed rank still in one of these is lost
 
@@ -256,13 +257,37 @@ def staging_failure(ranks: list, left: str | None = None) -> str | None:
     return "%s; %s" % (message, left) if left else message
 
 
-def left_behind(job_root: str, job: dict) -> str:
-    """What a launch that failed while staging leaves on a server where it recorded the job: the job's own files only."""
-    return (
-        "left on this server: job %s's record %s and run directory %s (the job's own rank table %s, its ranks' env.log and "
-        "state.json), kept for status and diagnose; no other file was written"
-        % (job["job_id"], files.job_dir(job_root, job["job_id"]), job["run_dir"], files.RANK_TABLE)
+def _entries(directory: str, most: int = 20) -> str:
+    """The names in ``directory`` now (folders with a ``/``), sorted; ``none`` when it is empty or missing."""
+    try:
+        names = sorted(n + "/" if os.path.isdir(os.path.join(directory, n)) else n for n in os.listdir(directory))
+    except OSError:
+        names = []
+    shown = ", ".join(names[:most]) or "none"
+    return shown + (" and %d more" % (len(names) - most) if len(names) > most else "")
+
+
+def left_behind(job_root: str, job: dict, lock_dir: str | None = None) -> str:
+    """Exactly what a launch that failed while staging leaves on a server where it recorded the job, as it is now: the
+    job's record and run directory (with its own rank table), the lock files of its devices that exist (free once its
+    runners ended); it never writes the shared rank table."""
+    directory = files.job_dir(job_root, job["job_id"])
+    left = LEFT_BEHIND + "job %s's record %s (%s) and run directory %s (%s), kept for status and diagnose" % (
+        job["job_id"],
+        directory,
+        _entries(directory),
+        job["run_dir"],
+        _entries(job["run_dir"]),
     )
+    devices = sorted(int(r["device_id"]) for r in job["ranks"] if lock_dir and os.path.exists(files.lock_path(lock_dir, r["device_id"])))
+    if devices:
+        left += ", and the lock file%s of device%s %s in %s" % (
+            "s" if len(devices) > 1 else "",
+            "s" if len(devices) > 1 else "",
+            ", ".join(str(d) for d in devices),
+            lock_dir,
+        )
+    return left + "; no shared rank table was written"
 
 
 class RankTableMismatch(JobError):

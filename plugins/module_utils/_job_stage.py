@@ -161,18 +161,17 @@ def start_detached(p: dict) -> dict:
             raise StageFailed(str(exc)) from None
         if table.get("rank_table_sha256"):
             p["rank_table_sha256"] = table["rank_table_sha256"]  # every runner checks it just before its rank starts
-        left = control.left_behind(p["job_root"], p)
     else:
-        table, left = {}, None
+        table = {}
     try:
-        return supervise_detached(p, table, left)
+        return supervise_detached(p, table)
     except StageFailed as exc:
-        if left and left not in exc.fields["msg"]:
-            exc.fields["msg"] = "%s; %s" % (exc.fields["msg"], left)
+        if p["record"] and control.LEFT_BEHIND not in exc.fields["msg"]:
+            exc.fields["msg"] = "%s; %s" % (exc.fields["msg"], control.left_behind(p["job_root"], p, p["lock_dir"]))
         raise
 
 
-def supervise_detached(p: dict, table: dict, left: str | None) -> dict:
+def supervise_detached(p: dict, table: dict) -> dict:
     """:func:`start_detached` once the job is recorded: ``run_files``, the supervisor, the wait until staged."""
     write_run_files(p)
     job_dir = files.job_dir(p["job_root"], p["job_id"])
@@ -196,7 +195,7 @@ def supervise_detached(p: dict, table: dict, left: str | None) -> dict:
             ranks = control.wait_staged(p["job_root"], control.load_job(p["job_root"], p["job_id"]), p["stage_timeout"])
         except control.JobError as exc:
             raise StageFailed(str(exc), **unchanged) from None
-        failure = control.staging_failure(ranks, left)
+        failure = control.staging_failure(ranks, control.left_behind(p["job_root"], p, p["lock_dir"]) if p["record"] else None)
         result["staged"] = dict(changed=False, job_id=p["job_id"], ranks=ranks, **(dict(failed=True, msg=failure) if failure else {}))
         if failure:
             raise StageFailed(failure, **dict(unchanged, staged=result["staged"]))

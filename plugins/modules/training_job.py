@@ -723,7 +723,7 @@ def main() -> None:
         job = control.load_job(p["job_root"], p["job_id"])
         if state == "staged":
             ranks = control.wait_staged(p["job_root"], job, p["timeout"])
-            failure = control.staging_failure(ranks, control.left_behind(p["job_root"], job))
+            failure = control.staging_failure(ranks, control.left_behind(p["job_root"], job, p["lock_dir"]))
             if failure:
                 module.fail_json(msg=failure, job_id=job["job_id"], ranks=ranks)
             module.exit_json(changed=False, job_id=job["job_id"], ranks=ranks)

@@ -48,7 +48,12 @@ def test_unstarted_line_round_trip():
     """A rank that never started its command (its table changed, its device refused): a failure without an exit code."""
     line = files.unstarted_line(13, "the rank table /r/t.json was changed: x")
     assert line == "rank 13 could not start: the rank table /r/t.json was changed: x"
-    assert files.parse_abort_line(line + "\n") == {"reason": line, "rank_id": 13, "rc": None, "why": "the rank table /r/t.json was changed: x"}
+    assert files.parse_abort_line(line + "\n") == {
+        "reason": line,
+        "rank_id": 13,
+        "rc": None,
+        "why": "the rank table /r/t.json was changed: x",
+    }
 
 
 @pytest.mark.parametrize("line", ["stop requested", "another server failed", "rank x failed (rc=3)", "rank 1 failed", ""])

@@ -127,12 +127,19 @@ def test_a_per_node_launcher_is_not_started_on_a_changed_table(tmp_path):
     assert files.read_abort(str(tmp_path / "jobs" / "j")) == "rank 2 could not start: " + " ".join(refusal(own).split())
 
 
-def test_a_staging_failure_says_what_the_job_left_on_the_server(tmp_path):
-    job = {"job_id": "j", "run_dir": str(tmp_path / "run"), "ranks": [{"rank_id": 0, "device_id": 0}]}
-    ranks = [{"rank_id": 0, "device_id": 0, "state": "failed", "error": "device 0 is locked"}]
-    message = control.staging_failure(ranks, control.left_behind(str(tmp_path / "jobs"), job))
+def test_a_staging_failure_says_exactly_what_the_job_left_on_the_server(tmp_path):
+    """The job's record and run directory as they are, and the lock files of its devices that exist."""
+    ranks = [{"rank_id": 0, "device_id": 0}, {"rank_id": 1, "device_id": 5}]
+    own = record_with_own_table(tmp_path, ranks)
+    (tmp_path / "run" / "device_0").mkdir()
+    (tmp_path / "locks").mkdir()
+    (tmp_path / "locks" / "device_0.lock").write_text("")
+    states = [dict(ranks[0], state="staged", error=None), dict(ranks[1], state="failed", error="device 5 is locked")]
+    job = {"job_id": "j", "run_dir": str(tmp_path / "run"), "ranks": ranks}
+    message = control.staging_failure(states, control.left_behind(str(tmp_path / "jobs"), job, str(tmp_path / "locks")))
     assert message == (
-        "ranks could not stage, nothing was started: rank 0 (device 0): device 0 is locked; left on this server: job j's record "
-        f"{tmp_path}/jobs/j and run directory {tmp_path}/run (the job's own rank table rank_table.json, its ranks' env.log and "
-        "state.json), kept for status and diagnose; no other file was written"
+        "ranks could not stage, nothing was started: rank 1 (device 5): device 5 is locked; left on this server: job j's record "
+        f"{tmp_path}/jobs/j (job.json) and run directory {tmp_path}/run (device_0/, rank_table.json), kept for status and "
+        f"diagnose, and the lock file of device 0 in {tmp_path}/locks; no shared rank table was written"
     )
+    assert own == str(tmp_path / "run" / "rank_table.json")
