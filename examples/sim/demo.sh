@@ -23,9 +23,9 @@ export ANSIBLE_HOST_KEY_CHECKING=False
 echo "== ansible-playbook ascend.cluster.prepare -i examples/sim/inventory.yml -e @examples/sim/ip_plan.yml"
 ansible-playbook ascend.cluster.prepare -i examples/sim/inventory.yml -e @examples/sim/ip_plan.yml
 
-# The main job: select np NPUs, write the rank table everywhere, launch one gated rank per NPU
+# The main job: select np NPUs, write the job's own rank table into its run directory, launch one gated rank per NPU
 # running a real data-parallel PyTorch (gloo) training, watch it, report per rank.
 echo "== ansible-playbook ascend.cluster.train -i examples/sim/inventory.yml -e np=$np -e @examples/train/sim.yml -e @examples/train/gloo.yml"
 ansible-playbook ascend.cluster.train -i examples/sim/inventory.yml -e "np=$np" \
     -e @examples/train/sim.yml -e @examples/train/gloo.yml -e "torch_python=$repo/build/torch-venv/bin/python" "$@"
-echo "== rank table: $root/rank_table.json; rank logs: $root/runs/<job>/device_<rank>/"
+echo "== rank table: $root/rank_table.json (prepare's); the job's own: $root/runs/<job>/rank_table.json; rank logs: $root/runs/<job>/device_<rank>/"

@@ -44,9 +44,19 @@ options:
     type: int
     required: true
   rank_table_path:
-    description: The rank table on this server (C(RANK_TABLE_FILE)).
+    description:
+      - The rank table on this server (C(RANK_TABLE_FILE), and C(MINDSPORE_HCCL_CONFIG_PATH) for V(mindspore_legacy)).
+      - The launch passes the job's own copy, C(<run_dir>/rank_table.json), which nothing but the launch writes.
     type: path
     required: true
+  rank_table_sha256:
+    description:
+      - The sha256 of O(rank_table_path) as the launch wrote it. Just before the rank starts, its runner reads the file's
+        sha256 and refuses the rank when it differs (phase C(refused), an error naming the file and both digests), which
+        stops the job as any rank that could not start does.
+      - Unset, the job record's C(rank_table_sha256) is used when the record names the same file; with neither, the
+        file is not checked.
+    type: str
   master_addr:
     description: Rank 0's server (PyTorch C(MASTER_ADDR)).
     type: str

@@ -17,6 +17,7 @@ Runs on target hosts: Python 3.8+, stdlib only.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import time
@@ -33,6 +34,8 @@ FINAL = ("done", "failed", "stopped")
 TIMED_OUT = "stopped after running longer than the launch timeout"
 VANISHED = "the rank's processes vanished without recording an exit code (killed -9?)"
 RUNNER_DIED = "its runner died without recording an exit (killed -9?); the training, process group %s, was left unsupervised"
+LEFT_BEHIND = "left on this server: "  # how left_behind's words begin
+JOB_TABLE_MODE = 0o444  # the job's own rank table: read-only, nobody is meant to edit it
 LOST_PHASES = (files.STAGING, files.STAGED, files.RUNNING)  # a failed rank still in one of these is lost
 
 
@@ -242,18 +245,53 @@ def wait_staged(job_root: str, job: dict, timeout: float) -> list:
         time.sleep(0.05)
 
 
-def staging_failure(ranks: list) -> str | None:
-    """The message for ranks that could not stage (``wait_staged``'s states), None when all did."""
+def staging_failure(ranks: list, left: str | None = None) -> str | None:
+    """The message for ranks that could not stage (``wait_staged``'s states), None when all did; ``left``
+    (:func:`left_behind`) says what stays on the server."""
     bad = [r for r in ranks if r["state"] != "staged"]
     if not bad:
         return None
-    return "ranks could not stage, nothing was started: %s" % "; ".join(
+    message = "ranks could not stage, nothing was started: %s" % "; ".join(
         "rank %d (device %d): %s" % (r["rank_id"], r["device_id"], r["error"] or r["state"]) for r in bad
     )
+    return "%s; %s" % (message, left) if left else message
+
+
+def _entries(directory: str, most: int = 20) -> str:
+    """The names in ``directory`` now (folders with a ``/``), sorted; ``none`` when it is empty or missing."""
+    try:
+        names = sorted(n + "/" if os.path.isdir(os.path.join(directory, n)) else n for n in os.listdir(directory))
+    except OSError:
+        names = []
+    shown = ", ".join(names[:most]) or "none"
+    return shown + (" and %d more" % (len(names) - most) if len(names) > most else "")
+
+
+def left_behind(job_root: str, job: dict, lock_dir: str | None = None) -> str:
+    """Exactly what a launch that failed while staging leaves on a server where it recorded the job, as it is now: the
+    job's record and run directory (with its own rank table), the lock files of its devices that exist (free once its
+    runners ended); it never writes the shared rank table."""
+    directory = files.job_dir(job_root, job["job_id"])
+    left = LEFT_BEHIND + "job %s's record %s (%s) and run directory %s (%s), kept for status and diagnose" % (
+        job["job_id"],
+        directory,
+        _entries(directory),
+        job["run_dir"],
+        _entries(job["run_dir"]),
+    )
+    devices = sorted(int(r["device_id"]) for r in job["ranks"] if lock_dir and os.path.exists(files.lock_path(lock_dir, r["device_id"])))
+    if devices:
+        left += ", and the lock file%s of device%s %s in %s" % (
+            "s" if len(devices) > 1 else "",
+            "s" if len(devices) > 1 else "",
+            ", ".join(str(d) for d in devices),
+            lock_dir,
+        )
+    return left + "; no shared rank table was written"
 
 
 class RankTableMismatch(JobError):
-    """The rank table on disk is not the job's (``record_with_table``); ``steps`` are what writing it did."""
+    """The job's rank table on disk is not the job's (``record_with_table``); ``steps`` are what writing it did."""
 
     def __init__(self, message: str, steps: list) -> None:
         super().__init__(message)
@@ -263,31 +301,53 @@ class RankTableMismatch(JobError):
 def record_with_table(
     job_root: str, job: dict, table_path: str | None, table_text: str | None, write: bool, check_mode: bool = False
 ) -> dict:
-    """Write (``write``) or only check the rank table at ``table_path``, then record ``job``; nothing is recorded for a wrong table.
+    """Write (``write``) or only check the job's own rank table at ``table_path``, then record ``job`` with the table's path
+    and sha256; nothing is recorded for a wrong table.
 
-    The result's ``rank_table_steps`` (with ``table_path``): what writing the file did. Raises :class:`JobError` when the
-    file cannot be written, :class:`RankTableMismatch` when it is not the job's table.
+    ``table_path`` must be the job's copy in its run directory (``_job_files.job_table_path``): no other job, and no
+    prepare or rank_table run, writes there, so nothing swaps the table the job's ranks read (``RANK_TABLE_FILE``); each
+    runner checks the recorded sha256 just before it starts its rank. The shared table (``ascend_rank_table_path``) is
+    never written here. The result's ``rank_table_steps`` (with ``table_path``): what writing the file did, and
+    ``rank_table_path`` / ``rank_table_sha256``. Raises :class:`JobError` when the path is not the job's copy or the
+    file cannot be written, :class:`RankTableMismatch` when what is read back is not the job's table.
     """
     table: dict = {}
+    record = {
+        "job_id": job["job_id"],
+        "run_dir": job["run_dir"],
+        "ranks": [{"rank_id": int(r["rank_id"]), "device_id": int(r["device_id"])} for r in job["ranks"]],
+    }
     if table_path:
+        own = files.job_table_path(job["run_dir"])
+        if os.path.normpath(table_path) != os.path.normpath(own):
+            raise JobError(
+                "rank_table_path %s is not job %s's own copy of its rank table, %s: the ranks read only the table the launch "
+                "writes into the job's run directory, which nothing else writes (a shared path such as /etc/ascend/rank_table.json "
+                "is rewritten by prepare, rank_table or a hand); pass %s" % (table_path, job["job_id"], own, own)
+            )
         steps: list = []
         if write:
             try:
-                steps = text_file.apply_text_file(table_path, table_text or "", 0o644, check_mode=check_mode)["steps"]
+                steps = text_file.apply_text_file(table_path, table_text or "", JOB_TABLE_MODE, check_mode=check_mode)["steps"]
             except OSError as exc:
-                raise JobError("cannot write %s: %s; run the task as root (become) or choose another path" % (table_path, exc)) from exc
+                raise JobError(
+                    "cannot write %s: %s; run the task as root (become) or choose another run directory" % (table_path, exc)
+                ) from exc
         table["rank_table_steps"] = steps
-        if not (check_mode and steps) and not text_file.json_file_matches(table_path, table_text or ""):
-            raise RankTableMismatch("%s is not the job's rank table: re-run the rank_table role" % table_path, steps)
+        if check_mode and steps:
+            digest = hashlib.sha256((table_text or "").encode("utf-8")).hexdigest()
+        else:
+            if not text_file.json_file_matches(table_path, table_text or ""):
+                raise RankTableMismatch("%s is not the job's rank table: re-run the rank_table role" % table_path, steps)
+            try:
+                digest = files.sha256_file(table_path)
+            except OSError as exc:
+                raise JobError("cannot read %s back: %s" % (table_path, exc)) from exc
+        table.update(rank_table_path=table_path, rank_table_sha256=digest)
+        record.update(table)
+        record.pop("rank_table_steps")
     if not check_mode:
-        record_job(
-            job_root,
-            {
-                "job_id": job["job_id"],
-                "run_dir": job["run_dir"],
-                "ranks": [{"rank_id": int(r["rank_id"]), "device_id": int(r["device_id"])} for r in job["ranks"]],
-            },
-        )
+        record_job(job_root, record)
     return table
 
 

@@ -12,6 +12,9 @@ Layout on each server (see docs/launch.md):
 - ``<job_root>/latest``              the id of the newest job whose gate opened (a job refused or
   interrupted while staging never becomes ``latest``; status, stop and diagnose default to it, or to a
   newer job still staged at its gate: ``_job_control.resolve_job_id``);
+- ``<run_dir>/rank_table.json``      the job's own rank table (:data:`RANK_TABLE`), written by the launch with the job's
+  record, mode 0444; ``RANK_TABLE_FILE`` (and ``MINDSPORE_HCCL_CONFIG_PATH``) name it, and its sha256, recorded in
+  ``job.json`` (``rank_table_sha256``), is checked by each runner just before it starts its rank (:func:`sha256_file`);
 - ``<run_dir>/device_<rank>/``       the rank's working directory: ``env.log``, ``train.log``,
   ``state.json`` (``phase`` - one of :data:`PHASES` -, pids, start/end time in the server's clock and
   ``clock_offset``, that clock's offset against the controller's, exit code, and at the end ``stopped_by``:
@@ -26,6 +29,7 @@ Runs on target hosts: Python 3.8+, stdlib only.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import posixpath
@@ -38,6 +42,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 JOB_FILE = "job.json"
+# The job's own rank table, in its run directory: no other job and no prepare / rank_table run writes there.
+RANK_TABLE = "rank_table.json"
 GATE_FILE = "gate"
 ABORT_FILE = "abort"
 LATEST_FILE = "latest"
@@ -64,6 +70,7 @@ FINAL_PHASES = (EXITED, REFUSED, ABORTED, GATE_TIMEOUT)
 JSON_SEPARATORS = (", ", ": ")
 
 _FAILED_LINE = re.compile(r"^rank (\d+) failed \(rc=(-?\d+)\)(?:: (.*))?$")
+_UNSTARTED_LINE = re.compile(r"^rank (\d+) could not start: (.*)$")
 _GATE_END = "ascend-gate-ok"
 _ABORT_END = "ascend-abort-ok"
 
@@ -74,6 +81,20 @@ def job_dir(job_root: str, job_id: str) -> str:
 
 def rank_dir(run_dir: str, rank_id: int) -> str:
     return os.path.join(run_dir, "device_%d" % int(rank_id))
+
+
+def job_table_path(run_dir: str) -> str:
+    """The job's own rank table: ``<run_dir>/rank_table.json``."""
+    return os.path.join(run_dir, RANK_TABLE)
+
+
+def sha256_file(path: str) -> str:
+    """The hex sha256 of the file's bytes (OSError when it cannot be read)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(65536), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def lock_path(lock_dir: str, device_id: int) -> str:
@@ -137,13 +158,23 @@ def failed_line(rank_id: int, rc: object, why: str | None = None) -> str:
     return "%s: %s" % (line, why) if why else line
 
 
+def unstarted_line(rank_id: int, why: str) -> str:
+    """The abort line of a rank that failed before its command started: ``rank N could not start: why`` (its device
+    refused, its gate timed out, its rank table changed after the launch wrote it)."""
+    return "rank %d could not start: %s" % (int(rank_id), why)
+
+
 def parse_abort_line(line: str) -> dict:
-    """An abort line as ``{"reason", "rank_id", "rc", "why"}``; ``rank_id`` None unless a rank failed."""
+    """An abort line as ``{"reason", "rank_id", "rc", "why"}``; ``rank_id`` None unless a rank failed (``rc`` None for a
+    rank that could not start: :func:`unstarted_line`)."""
     line = line.strip()
     found = _FAILED_LINE.match(line)
-    if not found:
-        return {"reason": line, "rank_id": None, "rc": None, "why": None}
-    return {"reason": line, "rank_id": int(found.group(1)), "rc": int(found.group(2)), "why": found.group(3)}
+    if found:
+        return {"reason": line, "rank_id": int(found.group(1)), "rc": int(found.group(2)), "why": found.group(3)}
+    found = _UNSTARTED_LINE.match(line)
+    if found:
+        return {"reason": line, "rank_id": int(found.group(1)), "rc": None, "why": found.group(2)}
+    return {"reason": line, "rank_id": None, "rc": None, "why": None}
 
 
 def record_abort(job_dir_path: str, reason: str) -> None:

@@ -251,7 +251,7 @@ class NodeRunner(RankRunner):
 
     def start(self, start_at: float, lock_fd: list) -> None:  # type: ignore[override]
         """Start the launcher at ``start_at``; ``lock_fd``: every device's lock fd (the launcher inherits them)."""
-        if self.wait_for_gate(start_at):
+        if self.wait_for_gate(start_at) and self.table_intact():
             argv = self.argv()
             self.spawn(argv, LAUNCHER_LOG, start_at, tuple(lock_fd), header=("ascend.cluster: %r\n" % (argv,)).encode("utf-8"))
 

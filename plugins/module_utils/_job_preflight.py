@@ -19,6 +19,7 @@ import errno
 import fcntl
 import fnmatch
 import os
+import re
 import signal
 import time
 from typing import TYPE_CHECKING
@@ -30,6 +31,10 @@ from ansible_collections.ascend.cluster.plugins.module_utils import _npu_smi as 
 from ansible_collections.ascend.cluster.plugins.module_utils._command import TIMEOUT_RC
 from ansible_collections.ascend.cluster.plugins.module_utils._job_control import load_job, rank_states, stop_job
 from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import pid_alive, wait_gone
+
+# device_<id>.lock (_job_files.lock_path), and the text a rank's runner writes into it (job <id> rank <n> ...)
+_LOCK_NAME = re.compile(r"^device_(\d+)\.lock$")
+_LOCK_HOLDER = re.compile(r"^job (\S+) rank ")
 
 if TYPE_CHECKING:
     from typing import Callable
@@ -99,8 +104,9 @@ def lock_holder(lock_dir: str, device_id: int) -> str | None:
         os.close(fd)
 
 
-def job_holders(job_root: str, devices: list) -> list:
-    """``[{"job_id", "rank_id", "device_id", "pid"}]`` for recorded ranks still alive on ``devices``."""
+def job_holders(job_root: str, devices: list | None) -> list:
+    """``[{"job_id", "rank_id", "device_id", "pid"}]`` for recorded ranks still alive (staged or running) on ``devices``
+    (None: on any device)."""
     held = []
     for job_id in files.list_jobs(job_root):
         try:
@@ -108,11 +114,34 @@ def job_holders(job_root: str, devices: list) -> list:
         except Exception:  # a half-written record is not a holder  # pylint: disable=broad-except
             continue
         for rank in rank_states(job_root, job):
-            if rank["device_id"] in devices and rank["state"] in ("staged", "running"):
+            if (devices is None or rank["device_id"] in devices) and rank["state"] in ("staged", "running"):
                 held.append(
                     {"job_id": job_id, "rank_id": rank["rank_id"], "device_id": rank["device_id"], "pid": rank["pid"] or rank["runner_pid"]}
                 )
     return held
+
+
+def server_jobs(job_root: str, lock_dir: str) -> list:
+    """Every job of ours that holds devices of this server now, whatever devices: a recorded job with a rank staged or
+    running, or a device lock held (a launch staging right now); one line per job, naming it and its devices ([] when no
+    job holds any). What ``prepare`` and ``rank_table`` check before they write the shared rank table."""
+    jobs: dict = {}
+    for held in job_holders(job_root, None):
+        jobs.setdefault("job %s" % held["job_id"], set()).add(int(held["device_id"]))
+    try:
+        names = os.listdir(lock_dir)
+    except OSError:
+        names = []
+    for name in sorted(names):
+        found = _LOCK_NAME.match(name)
+        holder = lock_holder(lock_dir, int(found.group(1))) if found else None
+        if found and holder:
+            owner = _LOCK_HOLDER.match(holder)
+            jobs.setdefault("job %s" % owner.group(1) if owner else "a lock holder (%s)" % holder, set()).add(int(found.group(1)))
+    return [
+        "%s holds device%s %s" % (who, "s" if len(devices) > 1 else "", ", ".join(str(d) for d in sorted(devices)))
+        for who, devices in sorted(jobs.items())
+    ]
 
 
 def group_ports(job_root: str, taken: dict) -> dict:

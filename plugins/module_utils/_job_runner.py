@@ -8,7 +8,8 @@ the training process, so the device stays booked while either of them is alive) 
 every change of phase to ``<run_dir>/device_<rank>/state.json``:
 
 ``staged`` (waiting at the gate) -> ``running`` -> ``exited`` (with ``rc``), or ``refused``
-(device locked by another job), ``aborted`` (stopped before the gate opened), ``gate_timeout``
+(device locked by another job; or, just before the start, the rank table is not the one the launch wrote - its sha256
+differs from the one recorded with the job -, which also stops the job), ``aborted`` (stopped before the gate opened), ``gate_timeout``
 (the controller never opened the gate). Its times (``staged_at``, ``started``, ``ended``) are this server's clock;
 ``clock_offset`` beside them is that clock's offset against the controller's, as the pre-flight measured it.
 
@@ -93,6 +94,35 @@ def clock_offset(p: dict) -> float:
     so that they can be read in the controller's: ``_job_control.controller_time``.
     """
     return float((p.get("group") or {}).get("clock_offset") or 0.0)
+
+
+def expected_table_digest(p: dict, job_dir: str) -> str | None:
+    """The sha256 the launch recorded for the rank table the rank reads (``rank_table_path``): the runner's own
+    ``rank_table_sha256``, else the job record's when it names that file; None when the launch recorded none (a table the
+    caller wrote itself: nothing to check)."""
+    if p.get("rank_table_sha256"):
+        return str(p["rank_table_sha256"])
+    job = files.read_json(os.path.join(job_dir, files.JOB_FILE))
+    if isinstance(job, dict) and job.get("rank_table_sha256") and job.get("rank_table_path") == p["rank_table_path"]:
+        return str(job["rank_table_sha256"])
+    return None
+
+
+def table_problem(path: str, expected: str | None) -> str | None:
+    """Why the rank table at ``path`` is not the one the launch wrote (sha256 ``expected``); None when it is (or when
+    nothing is expected)."""
+    if not expected:
+        return None
+    try:
+        found = files.sha256_file(path)
+    except OSError as exc:
+        return "the rank table %s cannot be read (%s); the launch wrote sha256 %s there: launch the job again" % (path, exc, expected)
+    if found == expected:
+        return None
+    return (
+        "the rank table %s was changed after the launch wrote it: its sha256 is %s, the launch wrote %s; the rank was not "
+        "started on it. Find what rewrote the job's table, then launch the job again" % (path, found, expected)
+    )
 
 
 def own_fault(timed_out: bool, stalled: dict | None) -> str | None:
@@ -206,7 +236,7 @@ class RankRunner:
         return None
 
     def start(self, start_at: float, lock_fd: int) -> None:
-        if self.wait_for_gate(start_at):
+        if self.wait_for_gate(start_at) and self.table_intact():
             self.spawn(command_argv(self.p["argv"], self.p["set_env"]), files.TRAIN_LOG, start_at, (lock_fd,))
 
     def wait_for_gate(self, start_at: float) -> bool:
@@ -219,6 +249,17 @@ class RankRunner:
             if delay <= 0:
                 return True
             time.sleep(min(delay, GATE_POLL_S))
+
+    def table_intact(self) -> bool:
+        """Just before the rank starts: the rank table it reads is the one the launch wrote (its sha256). When it is not,
+        the rank is refused (never started), naming the file and both digests, and the job is stopped as for any rank
+        that could not start (its abort line, then the siblings here; the job's group stops the other servers)."""
+        problem = table_problem(self.p["rank_table_path"], expected_table_digest(self.p, self.job_dir))
+        if problem is None:
+            return True
+        self.save(phase=files.REFUSED, ended=time.time(), error=problem, stopped_by=None)
+        self.stop_siblings(files.unstarted_line(self.p["rank_id"], problem))
+        return False
 
     def spawn(self, argv: list, log_name: str, start_at: float, pass_fds: tuple, header: bytes = b"") -> None:
         """Start ``argv`` in its own session, logging to ``log_name`` in the run directory; record it running."""

@@ -148,9 +148,10 @@ def run(p: dict) -> dict:
 
 
 def start_detached(p: dict) -> dict:
-    """With ``record``: the table written and checked, the job recorded; ``run_files`` written; the supervisor started
-    as a daemon; with ``stage_timeout``: the wait until every rank is staged (``staged``). The first failure raises
-    StageFailed."""
+    """With ``record``: the job's own rank table written into its run directory and checked, the job recorded with the
+    table's sha256 (each runner checks it before its rank starts); ``run_files`` written; the supervisor started as a
+    daemon; with ``stage_timeout``: the wait until every rank is staged (``staged``). The first failure raises
+    StageFailed; one after the job was recorded says what the job left on the server (``_job_control.left_behind``)."""
     if p["record"]:
         try:
             table = control.record_with_table(p["job_root"], p, p["rank_table_path"], p["rank_table"], p["write_rank_table"])
@@ -158,8 +159,20 @@ def start_detached(p: dict) -> dict:
             raise StageFailed(str(exc), rank_table_mismatch=True, rank_table_steps=exc.steps) from None
         except control.JobError as exc:
             raise StageFailed(str(exc)) from None
+        if table.get("rank_table_sha256"):
+            p["rank_table_sha256"] = table["rank_table_sha256"]  # every runner checks it just before its rank starts
     else:
         table = {}
+    try:
+        return supervise_detached(p, table)
+    except StageFailed as exc:
+        if p["record"] and control.LEFT_BEHIND not in exc.fields["msg"]:
+            exc.fields["msg"] = "%s; %s" % (exc.fields["msg"], control.left_behind(p["job_root"], p, p["lock_dir"]))
+        raise
+
+
+def supervise_detached(p: dict, table: dict) -> dict:
+    """:func:`start_detached` once the job is recorded: ``run_files``, the supervisor, the wait until staged."""
     write_run_files(p)
     job_dir = files.job_dir(p["job_root"], p["job_id"])
     try:
@@ -182,7 +195,7 @@ def start_detached(p: dict) -> dict:
             ranks = control.wait_staged(p["job_root"], control.load_job(p["job_root"], p["job_id"]), p["stage_timeout"])
         except control.JobError as exc:
             raise StageFailed(str(exc), **unchanged) from None
-        failure = control.staging_failure(ranks)
+        failure = control.staging_failure(ranks, control.left_behind(p["job_root"], p, p["lock_dir"]) if p["record"] else None)
         result["staged"] = dict(changed=False, job_id=p["job_id"], ranks=ranks, **(dict(failed=True, msg=failure) if failure else {}))
         if failure:
             raise StageFailed(failure, **dict(unchanged, staged=result["staged"]))

@@ -265,8 +265,8 @@ class Supervisor:
             self.report(line, {"rank_id": -1, "lost": ids, "since": None, "error": why})
         else:
             rank, state = unstarted[0]
-            line = "rank %d could not start: %s" % (int(rank["rank_id"]), state.get("error") or state.get("phase"))
-            self.report(line, None)
+            line = files.unstarted_line(rank["rank_id"], state.get("error") or state.get("phase"))
+            self.report(line, self.failure_of(line))
         files.record_abort(self.job_dir, line)
         self.stop_here(None)
 

@@ -41,6 +41,7 @@ RANK = dict(
     rank_size=dict(type="int", required=True),
     local_count=dict(type="int", required=True),
     rank_table_path=dict(type="path", required=True),
+    rank_table_sha256=dict(type="str"),
     master_addr=dict(type="str", default="127.0.0.1"),
     master_port=dict(type="int", default=29500),
     host_ip=dict(type="str", default="127.0.0.1"),

@@ -35,9 +35,13 @@ description:
     read over the connection like M(ascend.cluster.clock_offset) does (RV(clock)); a server whose offset is refused
     runs no other check (nothing is stopped there, also with O(kill_stale)).
   - V(record) writes the job record (C(<job_root>/<job_id>/job.json)) for O(ranks). With O(rank_table_path) and
-    O(rank_table) it first writes the table there (O(write_rank_table); its directory when missing, atomic rename,
-    mode 0644), reads the file back and fails, recording nothing, when it is not that table.
-  - V(staged) waits until every local rank is staged at the gate; fails if any could not stage.
+    O(rank_table) it first writes the job's own copy of its table there (O(write_rank_table); its directory when missing,
+    atomic rename, mode 0444), reads the file back and fails, recording nothing, when it is not that table; the record
+    keeps the file's path and sha256 (RV(rank_table_sha256)), which each rank's runner checks just before it starts the
+    rank. O(rank_table_path) must be C(<run_dir>/rank_table.json) - the ranks read only that copy, which nothing else
+    writes, never a shared path such as C(/etc/ascend/rank_table.json).
+  - V(staged) waits until every local rank is staged at the gate; fails if any could not stage, saying what the job
+    leaves on the server (its record and run directory, with its own rank table).
   - V(stage) does what M(ascend.cluster.training_ranks) does, with that module's options given as O(stage). The
     C(ascend.cluster.training_ranks) action sends its O(ascend.cluster.training_ranks#module:detach) calls here, to the
     module the pre-flight has just run on the server, so that one module payload is built for both. Not run in check mode.
@@ -106,7 +110,9 @@ options:
     description: The job's run directory (V(record)).
     type: path
   rank_table_path:
-    description: The rank table's file on this server (V(record)), the file C(RANK_TABLE_FILE) names.
+    description:
+      - The job's own rank table on this server (V(record)), the file C(RANK_TABLE_FILE) names; it must be
+        C(<run_dir>/rank_table.json) (O(run_dir)).
     type: path
   rank_table:
     description:
@@ -393,6 +399,18 @@ rank_table_steps:
   returned: with record and rank_table
   type: list
   elements: str
+rank_table_path:
+  description: The job's own rank table (V(record) with O(rank_table)).
+  returned: with record and rank_table
+  type: str
+  sample: /var/lib/ascend-cluster/runs/20261127T001500-4711/rank_table.json
+rank_table_sha256:
+  description:
+    - The sha256 of the job's rank table as written (V(record) with O(rank_table); in check mode, of the text that would
+      be). Kept in the job record; each runner refuses its rank when the file no longer has it.
+  returned: with record and rank_table
+  type: str
+  sample: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
 rank_table_mismatch:
   description: True when the file at O(rank_table_path) is not O(rank_table) (V(record), which then fails).
   returned: on that failure
@@ -746,7 +764,7 @@ def main() -> None:
         job = control.load_job(p["job_root"], p["job_id"])
         if state == "staged":
             ranks = control.wait_staged(p["job_root"], job, p["timeout"])
-            failure = control.staging_failure(ranks)
+            failure = control.staging_failure(ranks, control.left_behind(p["job_root"], job, p["lock_dir"]))
             if failure:
                 module.fail_json(msg=failure, job_id=job["job_id"], ranks=ranks)
             module.exit_json(changed=False, job_id=job["job_id"], ranks=ranks)

@@ -91,8 +91,12 @@ options:
     default: false
   rank_table:
     description:
-      - With O(record), the job's rank table as JSON text; the file at O(rank_table_path) is written with it (unless
-        O(write_rank_table) is false), read back, and must be this table before the job is recorded and anything starts.
+      - With O(record), the job's rank table as JSON text; the job's own copy at O(rank_table_path) - which must be
+        C(<run_dir>/rank_table.json), a file nothing else writes - is written with it (unless O(write_rank_table) is
+        false; mode 0444), read back, and must be this table before the job is recorded and anything starts. Its sha256
+        is recorded with the job and given to every runner (O(rank_table_sha256)), which refuses its rank when the file
+        has changed by the time the rank starts.
+      - The shared table (C(/etc/ascend/rank_table.json), the C(ascend.cluster.rank_table) role's) is never written here.
     type: str
   write_rank_table:
     description: With O(record) and O(rank_table), write the table first; V(false) only reads the file back and compares.
@@ -218,7 +222,10 @@ EXAMPLES = r"""
       - {rank_id: 9, device_id: 1}
     local_count: 2
     rank_size: 16
-    rank_table_path: /etc/ascend/rank_table.json
+    # the job's own copy of its table, written and recorded with the job (record, rank_table)
+    record: true
+    rank_table: "{{ ascend_rank_table | to_nice_json(indent=4) }}\n"
+    rank_table_path: /data/runs/20260101T000000-1/rank_table.json
     detach: true
     stage_timeout: 120
 
@@ -267,6 +274,8 @@ ranks:
   description:
     - Every rank's final C(state.json), in the order of O(ranks) - C(phase) (C(exited), C(refused), C(aborted),
       C(gate_timeout)), C(rc), C(started) / C(ended), C(pid), C(runner_pid), C(log), C(error).
+    - C(refused) with an C(error) naming the rank table and two sha256 digests - the job's table was changed after the
+      launch wrote it; the rank was not started.
   returned: always
   type: list
   elements: dict

@@ -164,6 +164,8 @@ def _line(kind: str, job_id: str, ranks: list[dict[str, Any]], failure: dict | N
     how = rank_outcome(dict(failure, state="failed"))
     if failure.get("early") and failure.get("error") and how != failure["error"]:
         how = f"{how} - {failure['error']}"
+    if failure.get("rc") is None and failure.get("error"):  # its command never started (its table changed, its device refused)
+        how = f"could not start: {failure['error']}"
     return (
         f"FAILED: {name}: rank {failure['rank_id']} (server {failure.get('server')}, device {failure.get('device_id')}) {how}; "
         f"{stopped} stopped"

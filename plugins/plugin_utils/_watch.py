@@ -122,6 +122,8 @@ def _stopped_words(left: list, ranks: list) -> str:
 
 def _how_it_ended(failure: dict) -> str:
     rc, error = failure.get("rc"), failure.get("error")
+    if rc is None:  # no exit code: the rank's command never started (_job_files.unstarted_line)
+        return f"could not start: {error}" if error else "could not start"
     if isinstance(rc, int) and rc < 0:
         return str(error or signal_death(rc))
     return f"exit code {rc}{' - ' + error if error else ''}"

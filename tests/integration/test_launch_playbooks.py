@@ -92,7 +92,7 @@ def test_np16_runs_every_rank_together_and_reports(sim_cluster):
     job = next((cluster.root / "runs").iterdir())
     env11 = read_env_log(job / "device_11" / "env.log")
     assert (env11["RANK_ID"], env11["DEVICE_ID"], env11["RANK_SIZE"], env11["DEVICE_NUM"]) == ("11", "3", "16", "8")
-    assert env11["RANK_TABLE_FILE"].endswith("server1/etc/rank_table.json")
+    assert env11["RANK_TABLE_FILE"] == str(job / "rank_table.json")  # the job's own copy, which nothing else writes
     assert env11["HCCL_CONNECT_TIMEOUT"] == "120"
     assert "step 3 loss 333" in (job / "device_11" / "train.log").read_text()
     # logs fetched to the controller, per-rank table printed
@@ -355,16 +355,18 @@ def test_wait_false_status_leftover_kill_stale_and_stop(sim_cluster):
     first_job = next((cluster.root / "runs").iterdir()).name
     assert f"status {first_job}: 16 running" in status.stdout, status  # the table lists the first four
 
-    # a second launch on the same devices is refused before anything starts, and the running job's
-    # table stays: written after the pre-flight (np=8 packed would write another, one-server table)
+    # a second launch on the same devices is refused before anything starts, and nothing is written: the job's own
+    # table is written after the pre-flight (np=8 packed would write another, one-server table)
     running = snapshot(cluster, skip=("runs", "controller"))
     jobs = sorted(p.name for p in (cluster.root / "runs").iterdir())
     second = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=8, spread=False, ascend_job_id="second"))
     assert second.rc != 0
     assert "devices in use, nothing was started" in second.stdout, second
     assert not (cluster.root / "runs" / "second").exists()
-    assert snapshot(cluster, skip=("runs", "controller")) == running  # the 16-rank table everywhere, as the job reads it
-    assert json.loads((cluster.root / "server0" / "etc" / "rank_table.json").read_text())["server_count"] == "2"
+    assert snapshot(cluster, skip=("runs", "controller")) == running
+    # the running job's own table, which it reads, is the 16-rank one; the launches wrote no shared table
+    assert json.loads((cluster.root / "runs" / first_job / "rank_table.json").read_text())["server_count"] == "2"
+    assert not (cluster.root / "server0" / "etc" / "rank_table.json").exists()
     assert sorted(p.name for p in (cluster.root / "runs").iterdir()) == jobs
     assert all(alive(p) for p in first_pids)
 

@@ -44,6 +44,18 @@ def test_failed_line_round_trip(args, line, parsed):
     assert {k: found[k] for k in parsed} == parsed and found["reason"] == line
 
 
+def test_unstarted_line_round_trip():
+    """A rank that never started its command (its table changed, its device refused): a failure without an exit code."""
+    line = files.unstarted_line(13, "the rank table /r/t.json was changed: x")
+    assert line == "rank 13 could not start: the rank table /r/t.json was changed: x"
+    assert files.parse_abort_line(line + "\n") == {
+        "reason": line,
+        "rank_id": 13,
+        "rc": None,
+        "why": "the rank table /r/t.json was changed: x",
+    }
+
+
 @pytest.mark.parametrize("line", ["stop requested", "another server failed", "rank x failed (rc=3)", "rank 1 failed", ""])
 def test_other_abort_lines_are_reasons_not_failures(line):
     assert files.parse_abort_line(line) == {"reason": line, "rank_id": None, "rc": None, "why": None}

@@ -7,6 +7,7 @@ it waits for the ranks to stage, opens the gate, and reads what the runners wrot
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import signal
@@ -311,13 +312,19 @@ def test_one_detached_call_records_the_job_with_its_table_starts_and_waits_until
     ranks = [{"rank_id": 0, "device_id": 0}, {"rank_id": 1, "device_id": 1}]
     table = json.dumps({"version": "1.0", "server_count": "1"}, indent=4) + "\n"
     args = ranks_args(tmp_path, ranks, ["true"], detach=True, record=True, stage_timeout=30, rank_table=table)
-    args["rank_table_path"] = str(tmp_path / "etc" / "rank_table.json")
+    own = tmp_path / "run" / "rank_table.json"  # the job's own copy, in its run directory
+    args["rank_table_path"] = str(own)
     (tmp_path / "jobs" / "j" / "job.json").unlink()  # the call records it
     result = start_by(entry, args, timeout=60)
     assert not result.get("failed"), result
     assert [r["state"] for r in result["staged"]["ranks"]] == ["staged", "staged"]
-    assert (tmp_path / "etc" / "rank_table.json").read_text() == table and result["rank_table_steps"]
+    assert own.read_text() == table and result["rank_table_steps"]
+    digest = hashlib.sha256(table.encode()).hexdigest()
+    assert (result["rank_table_path"], result["rank_table_sha256"]) == (str(own), digest)
     job = control.load_job(str(tmp_path / "jobs"), "j")
+    assert (job["rank_table_path"], job["rank_table_sha256"]) == (str(own), digest)
+    for rank in ranks:  # every rank reads the job's own copy
+        assert f"RANK_TABLE_FILE={own}\n" in (tmp_path / "run" / f"device_{rank['rank_id']}" / "env.log").read_text()
     control.open_gate(str(tmp_path / "jobs"), job, time.time())
     got = results.collect(str(tmp_path / "jobs"), job, result["results_file"], 30, False)
     assert got["runner"]["msg"] == "2 ranks exited 0", got
@@ -326,14 +333,17 @@ def test_one_detached_call_records_the_job_with_its_table_starts_and_waits_until
 @pytest.mark.parametrize("entry", ENTRIES)
 def test_one_detached_call_refuses_a_table_on_disk_that_is_not_the_jobs_and_starts_nothing(tmp_path, entry):
     ranks = [{"rank_id": 0, "device_id": 0}]
-    on_disk = tmp_path / "rank_table.json"
+    on_disk = tmp_path / "run" / "rank_table.json"
+    on_disk.parent.mkdir()
     on_disk.write_text('{"version": "1.0", "server_count": "2"}\n')
     args = ranks_args(tmp_path, ranks, ["true"], detach=True, record=True, stage_timeout=30, write_rank_table=False)
     args.update(rank_table='{"version": "1.0", "server_count": "1"}\n', rank_table_path=str(on_disk))
     result = start_by(entry, args, timeout=60)
     assert result["failed"] and result["rank_table_mismatch"], result
     assert result["msg"] == f"{on_disk} is not the job's rank table: re-run the rank_table role"
-    assert not (tmp_path / "jobs" / "j" / "supervisor.json").exists() and not (tmp_path / "run").exists()
+    assert not (tmp_path / "jobs" / "j" / "supervisor.json").exists() and [p.name for p in (tmp_path / "run").iterdir()] == [
+        "rank_table.json"
+    ]
 
 
 @pytest.mark.parametrize("entry", ENTRIES)

@@ -4,13 +4,22 @@ a second run changing nothing, and the refusals."""
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
+import os
 import stat
 
 import pytest
 
 from ansible_collections.ascend.cluster.plugins.module_utils._text_file import file_state, plan_text_file
 from tests.helpers.ansible_cli import run_module
+
+
+def no_jobs(tmp_path):
+    """The module's job records and device locks, under the test's own directory (none held: nothing refuses)."""
+    return {"job_root": str(tmp_path / "jobs"), "lock_dir": str(tmp_path / "locks")}
+
 
 TABLE = json.dumps({"version": "1.0", "server_count": "1", "server_list": [], "status": "completed"}, indent=4) + "\n"
 
@@ -41,16 +50,16 @@ def test_file_state_reads_the_directory_text_and_mode(tmp_path):
 
 def test_the_module_creates_the_directory_writes_once_and_then_changes_nothing(tmp_path):
     path = tmp_path / "ascend" / "rank_table.json"
-    checked = run_module("rank_table_file", {"path": str(path), "content": TABLE}, check=True, diff=True)
+    checked = run_module("rank_table_file", {**no_jobs(tmp_path), "path": str(path), "content": TABLE}, check=True, diff=True)
     assert checked["changed"] and checked["steps"] == ["mkdir", "write"], checked
     assert checked["diff"]["before"] == "" and checked["diff"]["after"] == TABLE
     assert not path.parent.exists()  # check mode wrote nothing
-    first = run_module("rank_table_file", {"path": str(path), "content": TABLE})
+    first = run_module("rank_table_file", {**no_jobs(tmp_path), "path": str(path), "content": TABLE})
     assert first["changed"] and first["steps"] == ["mkdir", "write"], first
     assert path.read_text() == TABLE and stat.S_IMODE(path.stat().st_mode) == 0o644
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o755
     assert [p.name for p in path.parent.iterdir()] == ["rank_table.json"]  # no temp file left behind
-    again = run_module("rank_table_file", {"path": str(path), "content": TABLE})
+    again = run_module("rank_table_file", {**no_jobs(tmp_path), "path": str(path), "content": TABLE})
     assert not again["changed"] and again["steps"] == [], again
 
 
@@ -58,7 +67,7 @@ def test_the_module_fixes_only_the_mode_when_the_text_is_there(tmp_path):
     path = tmp_path / "rank_table.json"
     path.write_text(TABLE)
     path.chmod(0o600)
-    result = run_module("rank_table_file", {"path": str(path), "content": TABLE})
+    result = run_module("rank_table_file", {**no_jobs(tmp_path), "path": str(path), "content": TABLE})
     assert result["changed"] and result["steps"] == ["chmod"], result
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
 
@@ -73,7 +82,7 @@ def test_the_module_fixes_only_the_mode_when_the_text_is_there(tmp_path):
 )
 def test_bad_input_fails_naming_the_fix_and_writes_nothing(tmp_path, args, message):
     path = tmp_path / "rank_table.json"
-    result = run_module("rank_table_file", {"path": str(path), **args})
+    result = run_module("rank_table_file", {**no_jobs(tmp_path), "path": str(path), **args})
     assert result.get("failed") and message in result["msg"], result
     assert not path.exists()
 
@@ -93,34 +102,94 @@ def test_apply_text_file_writes_then_changes_nothing_and_json_file_matches_reads
     assert not json_file_matches(str(path), TABLE)
 
 
-@pytest.mark.parametrize(
-    ("args", "written", "failed"),
-    [
-        ({"write_rank_table": True}, TABLE, False),
-        ({"write_rank_table": False}, TABLE, False),  # the rank_table role wrote it: only compared
-        ({"write_rank_table": False}, "{}\n", True),  # another table on disk: nothing recorded
-    ],
-    ids=["written and recorded", "only compared", "another table"],
-)
-def test_training_job_record_writes_and_compares_the_table_before_recording(tmp_path, args, written, failed):
-    path = tmp_path / "rank_table.json"
-    if not args["write_rank_table"]:
-        path.write_text(written)
-    record = {
+def record_args(tmp_path, table_path, **more):
+    """training_job state=record of job j1 (rank 0 on device 0) with TABLE at ``table_path``."""
+    return {
         "state": "record",
         "job_id": "j1",
         "run_dir": str(tmp_path / "run"),
         "job_root": str(tmp_path / "jobs"),
         "ranks": [{"rank_id": 0, "device_id": 0}],
-        "rank_table_path": str(path),
+        "rank_table_path": str(table_path),
         "rank_table": TABLE,
-        **args,
+        **more,
     }
-    result = run_module("training_job", record)
+
+
+@pytest.mark.parametrize(
+    ("args", "written", "failed"),
+    [
+        ({"write_rank_table": True}, TABLE, False),
+        ({"write_rank_table": False}, TABLE, False),  # written by the caller: only compared
+        ({"write_rank_table": False}, "{}\n", True),  # another table on disk: nothing recorded
+    ],
+    ids=["written and recorded", "only compared", "another table"],
+)
+def test_training_job_record_writes_and_compares_the_jobs_own_table_before_recording(tmp_path, args, written, failed):
+    path = tmp_path / "run" / "rank_table.json"  # the job's own copy, in its run directory
+    if not args["write_rank_table"]:
+        path.parent.mkdir()
+        path.write_text(written)
+    result = run_module("training_job", record_args(tmp_path, path, **args))
     assert bool(result.get("failed")) is failed, result
-    assert (tmp_path / "jobs" / "j1" / "job.json").exists() is not failed
+    job_file = tmp_path / "jobs" / "j1" / "job.json"
+    assert job_file.exists() is not failed
     if failed:
         assert result["rank_table_mismatch"] and result["msg"] == f"{path} is not the job's rank table: re-run the rank_table role"
-    else:
-        assert path.read_text() == TABLE and stat.S_IMODE(path.stat().st_mode) == 0o644
-        assert result["rank_table_steps"] == (["write"] if args["write_rank_table"] else [])
+        return
+    assert path.read_text() == TABLE
+    # the launch's copy is read-only: nobody is meant to edit it
+    assert stat.S_IMODE(path.stat().st_mode) == (0o444 if args["write_rank_table"] else 0o644)
+    assert result["rank_table_steps"] == (["mkdir", "write"] if args["write_rank_table"] else [])  # the run dir is made
+    # the digest of the file as written, returned and kept in the job record for the runners
+    digest = hashlib.sha256(TABLE.encode()).hexdigest()
+    assert (result["rank_table_path"], result["rank_table_sha256"]) == (str(path), digest)
+    job = json.loads(job_file.read_text())
+    assert (job["rank_table_path"], job["rank_table_sha256"]) == (str(path), digest)
+
+
+def test_training_job_record_refuses_a_table_path_that_is_not_the_jobs_own_copy(tmp_path):
+    """A job reads only its own copy: a shared path (what prepare and rank_table rewrite) is refused, nothing written."""
+    shared = tmp_path / "etc" / "rank_table.json"
+    result = run_module("training_job", record_args(tmp_path, shared))
+    assert result.get("failed"), result
+    own = tmp_path / "run" / "rank_table.json"
+    assert result["msg"].startswith(f"rank_table_path {shared} is not job j1's own copy of its rank table, {own}: "), result
+    assert not shared.exists() and not own.exists() and not (tmp_path / "jobs").exists()
+
+
+def test_the_module_refuses_while_a_job_holds_the_servers_devices_and_writes_once_none_does(tmp_path):
+    """Issue 26 item 7: the shared table is not rewritten under a running job. A recorded job with a live rank (its runner
+    is this process) and a device lock held by another launch's runner both refuse it, in check mode too, naming each job
+    and its devices; once the rank has ended and the lock is free, the table is written."""
+    from ansible_collections.ascend.cluster.plugins.modules.rank_table_file import HELD
+
+    jobs, locks, run = tmp_path / "jobs", tmp_path / "locks", tmp_path / "runs" / "j7"
+    (jobs / "j7").mkdir(parents=True)
+    (jobs / "j7" / "job.json").write_text(
+        json.dumps({"job_id": "j7", "run_dir": str(run), "ranks": [{"rank_id": 0, "device_id": 2}, {"rank_id": 1, "device_id": 3}]})
+    )
+    for rank, phase in ((0, "running"), (1, "staged")):
+        (run / f"device_{rank}").mkdir(parents=True)
+        (run / f"device_{rank}" / "state.json").write_text(json.dumps({"phase": phase, "runner_pid": os.getpid(), "pgid": None}))
+    locks.mkdir()
+    lock = os.open(locks / "device_5.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    os.write(lock, b"job j8 rank 3 pid 4242")
+    path = tmp_path / "etc" / "rank_table.json"
+    held = ["job j7 holds devices 2, 3", "job j8 holds device 5"]
+    try:
+        for check in (True, False):
+            result = run_module("rank_table_file", {**no_jobs(tmp_path), "path": str(path), "content": TABLE}, check=check)
+            assert result.get("failed") and result["jobs"] == held, result
+            assert result["msg"] == HELD % (path, "; ".join(held)), result
+            assert result["msg"].startswith(
+                f"the rank table {path} is not rewritten while a job holds this server's devices, nothing was changed: "
+            )
+            assert not path.parent.exists()
+    finally:
+        os.close(lock)
+    (run / "device_0" / "state.json").write_text(json.dumps({"phase": "exited", "rc": 0, "runner_pid": os.getpid()}))
+    (run / "device_1" / "state.json").write_text(json.dumps({"phase": "aborted", "runner_pid": os.getpid()}))
+    written = run_module("rank_table_file", {**no_jobs(tmp_path), "path": str(path), "content": TABLE})
+    assert written["changed"] and path.read_text() == TABLE, written

@@ -183,8 +183,12 @@ def test_the_completed_failure_wins_over_a_followers_early_copy():
             },
             "FAILED: train j: rank 3 (server s, device 3) stopped after running longer than the launch timeout; 1 stopped",
         ),
+        (  # never started (no exit code): its rank table changed after the launch wrote it, early or complete alike
+            {"server": "s", "rank_id": 3, "device_id": 3, "rc": None, "error": "the rank table /r/t.json was changed", "early": True},
+            "FAILED: train j: rank 3 (server s, device 3) could not start: the rank table /r/t.json was changed; 1 stopped",
+        ),
     ],
-    ids=["signal", "stopped from outside", "server error", "server lost", "stalled", "timed out, early"],
+    ids=["signal", "stopped from outside", "server error", "server lost", "stalled", "timed out, early", "could not start"],
 )
 def test_every_kind_of_failure_has_its_line(first, line):
     ranks = [finished(3, 3, state="failed", rc=-9), finished(4, 4, state="stopped", rc=-15)]

@@ -59,6 +59,16 @@ def test_a_failed_rank_is_named_with_its_log_tail_and_every_rank_confirmed_stopp
     )
 
 
+def test_a_rank_that_could_not_start_is_named_with_why_not_an_exit_code():
+    """Its command never ran (its rank table changed after the launch wrote it): no exit code to show."""
+    why = "the rank table /r/J/rank_table.json was changed after the launch wrote it: its sha256 is a, the launch wrote b"
+    cause = dict(FAILED, rc=None, error=why, tail=[])
+    result = watch.verdict("J", view([rank(0, "stopped", rc=-15), rank(9, "failed", host="h2", server="10.0.0.2", error=why)], cause))
+    assert result["msg"].startswith(f"rank 9 (server 10.0.0.2, device 1) failed first: could not start: {why}; every rank was stopped."), (
+        result
+    )
+
+
 def test_a_failure_never_claims_every_rank_stopped_when_a_server_could_not_confirm_it():
     ranks = [rank(0, "lost", host="h3", server="10.0.0.3"), rank(1, "lost", host="h3", server="10.0.0.3"), rank(9, "failed", host="h2")]
     result = watch.verdict("J", view(ranks, FAILED, members={"h3": {"state": "lost"}, "h2": {"state": "done"}}))
