@@ -185,7 +185,7 @@ class ActionModule(TrainingRankAction):
         """A rank table found wrong on disk: the message names the server."""
         if result.get("rank_table_mismatch"):
             server = task_vars.get("inventory_hostname", "?")
-            result["msg"] = f"{args.get('rank_table_path')} on {server} is not the job's rank table: re-run the rank_table role"
+            result["msg"] = f"{server}: {result.get('msg')}"
         return result
 
     def _staged(self, started: dict, args: dict, timeout: float, task_vars: dict) -> dict:

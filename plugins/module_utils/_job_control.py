@@ -338,7 +338,11 @@ def record_with_table(
             digest = hashlib.sha256((table_text or "").encode("utf-8")).hexdigest()
         else:
             if not text_file.json_file_matches(table_path, table_text or ""):
-                raise RankTableMismatch("%s is not the job's rank table: re-run the rank_table role" % table_path, steps)
+                raise RankTableMismatch(
+                    "%s is not the job's rank table (it changed after the launch wrote it): nothing was started; check what else "
+                    "writes the job's run directory, then launch again" % table_path,
+                    steps,
+                )
             try:
                 digest = files.sha256_file(table_path)
             except OSError as exc:

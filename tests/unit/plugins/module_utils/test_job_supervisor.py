@@ -340,7 +340,10 @@ def test_one_detached_call_refuses_a_table_on_disk_that_is_not_the_jobs_and_star
     args.update(rank_table='{"version": "1.0", "server_count": "1"}\n', rank_table_path=str(on_disk))
     result = start_by(entry, args, timeout=60)
     assert result["failed"] and result["rank_table_mismatch"], result
-    assert result["msg"] == f"{on_disk} is not the job's rank table: re-run the rank_table role"
+    assert result["msg"] == (
+        f"{on_disk} is not the job's rank table (it changed after the launch wrote it): nothing was started; "
+        "check what else writes the job's run directory, then launch again"
+    )
     assert not (tmp_path / "jobs" / "j" / "supervisor.json").exists() and [p.name for p in (tmp_path / "run").iterdir()] == [
         "rank_table.json"
     ]

@@ -135,7 +135,10 @@ def test_training_job_record_writes_and_compares_the_jobs_own_table_before_recor
     job_file = tmp_path / "jobs" / "j1" / "job.json"
     assert job_file.exists() is not failed
     if failed:
-        assert result["rank_table_mismatch"] and result["msg"] == f"{path} is not the job's rank table: re-run the rank_table role"
+        assert result["rank_table_mismatch"] and result["msg"] == (
+            f"{path} is not the job's rank table (it changed after the launch wrote it): nothing was started; "
+            "check what else writes the job's run directory, then launch again"
+        )
         return
     assert path.read_text() == TABLE
     # the launch's copy is read-only: nobody is meant to edit it
