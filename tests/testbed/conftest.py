@@ -23,3 +23,12 @@ def bed() -> Iterator[Bed]:
         Bed(prefix).down()
     left = leftovers(prefix)
     assert not left, f"bed.py down left {left} behind"
+
+
+@pytest.fixture(scope="module")
+def launch_bed(bed):
+    """The session bed with device IPs on every host, and a run root on the shared /var/tmp (test_launch_bed.py's
+    ``with_device_ips``), for the launch tests of any module."""
+    from tests.testbed.test_launch_bed import with_device_ips
+
+    return with_device_ips(bed)

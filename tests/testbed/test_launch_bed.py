@@ -15,8 +15,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import group_alive
 from tests.helpers.ansible_cli import BIN_DIR, ansible_env, run_playbook, start_playbook
 from tests.helpers.collection import REPO_ROOT
@@ -32,12 +30,6 @@ STAND_IN = REPO_ROOT / "examples" / "train" / "train_1p.sh"
 TORCH_PYTHON = REPO_ROOT / "build" / "torch-venv" / "bin" / "python"
 GLOO = REPO_ROOT / "examples" / "train" / "train_gloo.py"
 HCCL_STAND_IN = REPO_ROOT / "examples" / "train" / "hccl_standin.py"
-
-
-@pytest.fixture(scope="module")
-def launch_bed(bed):
-    """The session bed with device IPs on every host, and a run root on the shared /var/tmp."""
-    return with_device_ips(bed)
 
 
 def with_device_ips(bed):
