@@ -14,10 +14,7 @@ from tests.helpers.ansible_cli import run_playbook
 from tests.helpers.collection import REPO_ROOT
 from tests.helpers.procs import alive, pids_with_argv
 from tests.helpers.runs import read_env_log
-from tests.testbed import test_launch_bed as per_device
 from tests.testbed.test_launch_bed import GLOO, STAND_IN, STOP, TORCH_PYTHON, TRAIN, bed_vars, states
-
-launch_bed = per_device.launch_bed  # the same bed setup (device IPs, a run root on the shared /var/tmp)
 
 STATUS = REPO_ROOT / "playbooks" / "status.yml"
 TORCHRUN = TORCH_PYTHON.with_name("torchrun")
