@@ -148,7 +148,8 @@ LANE_TESTS := tests/unit \
     $(IT)/test_launch_playbooks.py::test_one_failing_rank_stops_every_rank_and_is_named \
     $(IT)/test_launch_playbooks.py::test_stop_of_a_watched_job_fails_the_watching_play_naming_the_stop \
     $(IT)/test_launch_interrupt.py::test_ctrl_c_stops_every_rank_names_the_cause_and_a_new_train_starts_at_once \
-    $(IT)/test_smoke.py::test_a_faulted_device_is_named_and_fails_the_run
+    $(IT)/test_smoke.py::test_a_faulted_device_is_named_and_fails_the_run \
+    $(IT)/test_launch_restarts.py::test_a_transient_rank_failure_restarts_in_place_and_the_job_succeeds
 
 # The lane's sanity checks what ansible-core loads and documents: the collection's plugins, roles, playbooks,
 # meta, changelog and docs. The Python that ansible-core never loads (tests/, simulator/, bench/, examples/)
