@@ -221,8 +221,10 @@ def main(argv: list[str]) -> int:
             resumed = agree_on_checkpoint(args.checkpoint_dir, rank)
         except CheckpointError as exc:
             print(f"train_gloo: {exc}", file=sys.stderr, flush=True)
-            dist.destroy_process_group()  # every rank is here: a clean exit 1, not an abort
-            return 1
+            sys.stdout.flush()
+            # exit 1 at once: tearing the gloo group down while the other rank leaves too sometimes aborts (rc -6,
+            # "terminate called without an active exception") instead
+            os._exit(1)
         if resumed:
             path, done, state = resumed
             model.module.load_state_dict(state["model"])
