@@ -6,7 +6,8 @@ The launch role reads each server once in its pre-flight (``training_job state=p
 devices' holders, the NIC, the ports, the chips, the AOE tuning repository) and decides here, in one
 ``run_once`` task, whether to go on - each refusal with the sentence the operator needs, in the order the
 checks used to run one task each: the clocks, npu-smi (a server where it could not be read), the tuning
-repository, what a server's own checks refused, the drivers, firmware and CANN. ``aoe_refusal`` is what can be refused before any server is read (the job's AOE settings).
+repository, what a server's own checks refused, the drivers, firmware and CANN. ``aoe_refusal`` is what can be refused
+before any server is read (the job's AOE settings).
 """
 
 from __future__ import annotations
