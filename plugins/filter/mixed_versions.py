@@ -10,11 +10,11 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filt
 
 
 @filter_errors("mixed_versions")
-def mixed_versions(versions: Any, what: str = "npu-smi (driver) version") -> str:
+def mixed_versions(versions: Any, what: str = "npu-smi (driver) version", key: str = "npu_smi_version") -> str:
     # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
     from ansible_collections.ascend.cluster.plugins.plugin_utils._versions import mixed_versions as _mixed_versions
 
-    return _mixed_versions(versions, what=what)
+    return _mixed_versions(versions, what=what, key=key)
 
 
 class FilterModule:

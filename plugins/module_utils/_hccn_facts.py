@@ -13,7 +13,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _chip, _hccn_conf, _hccn_tool, _npu_smi
+from ansible_collections.ascend.cluster.plugins.module_utils import _chip, _hccn_conf, _hccn_tool, _npu_smi, _sw_versions
 from ansible_collections.ascend.cluster.plugins.module_utils._hccn_parse import ParseError
 
 if TYPE_CHECKING:
@@ -158,6 +158,7 @@ class Gatherer:
         self.runner = runner
         self.warnings: list = []
         self.table: list | None = None
+        self.driver_version: str | None = None
 
     def warn(self, msg: str) -> None:
         self.warnings.append(msg)
@@ -191,11 +192,18 @@ class Gatherer:
         npus = None
         if npu_smi:
             client = _npu_smi.NpuSmi(self.module, npu_smi, timeout=self.params["timeout"], runner=self.runner)
-            calls = [client.info_table] + ([client.info_list] if self.params["devices"] is None else [])
+
+            def info_table() -> tuple:
+                raw = client.run(["info"])
+                return _npu_smi.parse_info_table(raw), _npu_smi.parse_version(raw)
+
+            calls = [info_table] + ([client.info_list] if self.params["devices"] is None else [])
             # Both npu-smi calls at once: each costs a process start, and the hccn_tool calls wait for them.
             with ThreadPoolExecutor(max_workers=len(calls)) as pool:
                 outcomes = list(pool.map(_attempt, calls))
-            table, exc = outcomes[0]
+            read, exc = outcomes[0]
+            if read is not None:
+                table, self.driver_version = read
             if isinstance(exc, _npu_smi.NpuSmiError):
                 self.warn("%s: chip model unknown" % exc)
             elif isinstance(exc, _npu_smi.NpuSmiParseError):
@@ -235,11 +243,21 @@ class Gatherer:
                 % (len(failed), len(entries), named, more)
             )
 
+    def versions(self, npu_smi: str | None) -> dict:
+        """The driver (``npu-smi info``'s header), firmware (every NPU's board) and CANN versions (``_sw_versions``)."""
+        found = dict(_sw_versions.read_cann(self.params.get("cann_dir")), driver_version=self.driver_version, firmware_version=None)
+        if npu_smi and self.table:
+            npus = [npu["npu_id"] for npu in self.table]
+            by_npu = _sw_versions.read_firmware(self.module, npu_smi, npus, timeout=self.params["timeout"], runner=self.runner)
+            found["firmware_version"] = _sw_versions.firmware_summary(by_npu)
+        return found
+
     def gather(self) -> dict:
         validate_params(self.params)
         hccn, npu = self.find_tools()
         conf = self.read_conf()
         devices, listed_by = self.discover(npu)
+        versions = self.versions(npu)
         if hccn is None:
             if conf is None:
                 raise FactsError(
@@ -279,4 +297,5 @@ class Gatherer:
             "hccn_conf": self.params["hccn_conf"],
             "npu_smi": npu,
             "warnings": list(self.warnings),
+            **versions,
         }

@@ -28,6 +28,7 @@ from ansible_collections.ascend.cluster.plugins.module_utils import _job_files a
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
 from ansible_collections.ascend.cluster.plugins.module_utils import _listen_ports as listen_ports
 from ansible_collections.ascend.cluster.plugins.module_utils import _npu_smi as npu_smi
+from ansible_collections.ascend.cluster.plugins.module_utils import _sw_versions as sw_versions
 from ansible_collections.ascend.cluster.plugins.module_utils._command import TIMEOUT_RC
 from ansible_collections.ascend.cluster.plugins.module_utils._job_control import load_job, rank_states, stop_job
 from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import pid_alive, wait_gone
@@ -70,6 +71,22 @@ def read_npu(module: BinFinder, explicit: str | None = None, runner: Runner | No
             exc.what,
             repr(first[:80]) + (" ..." if len(raw.strip()) > len(first[:80]) else "") if first else "nothing",
         )
+
+
+def read_versions(
+    module: BinFinder, explicit: str | None, info: dict | None, devices: list, cann_dir: str | None, runner: Runner | None = None
+) -> dict:
+    """The versions besides the driver's (``info["version"]``) that every server of a job must share:
+    ``{"firmware_version", "cann_toolkit_version", "cann_kernels_version"}`` (``_sw_versions``). The firmware is read from
+    the board of each NPU that holds one of ``devices`` (None without ``info``: npu-smi could not be read); CANN from its
+    version files under ``cann_dir`` (unset: the default install directories)."""
+    found = sw_versions.read_cann(cann_dir)
+    firmware = None
+    binary = npu_smi.find_binary(module, explicit) if info is not None else None
+    if binary is not None and info is not None:
+        npus = [info["npu_of"][device] for device in devices if device in info["npu_of"]]
+        firmware = sw_versions.firmware_summary(sw_versions.read_firmware(module, binary, npus, runner=runner))
+    return dict(found, firmware_version=firmware)
 
 
 def unknown_devices(info: dict, devices: list) -> str | None:

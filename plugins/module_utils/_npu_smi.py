@@ -244,7 +244,8 @@ def parse_npu_processes(raw: str, table: list) -> list:
 def read_info(raw: str) -> dict:
     """Everything the pre-flight and diagnose read from one ``npu-smi info``, devices numbered one way (:func:`chip_devices`).
 
-    ``{"health": {device: health}, "processes": parse_npu_processes(...), "version": str | None, "name": str | None}``;
+    ``{"health": {device: health}, "processes": parse_npu_processes(...), "version": str | None, "name": str | None,
+    "npu_of": {device: npu_id}}`` (``npu_of``: the NPU id a device's board queries take, ``npu-smi info -t board -i``);
     :class:`NpuSmiParseError` when the NPU table or the process section cannot be read.
     """
     table = parse_info_table(raw)
@@ -253,6 +254,7 @@ def read_info(raw: str) -> dict:
         "processes": parse_npu_processes(raw, table),
         "version": parse_version(raw),
         "name": chip_name(table),
+        "npu_of": dict((device, npu_id) for (npu_id, _chip_id), device in chip_devices(table).items()),
     }
 
 

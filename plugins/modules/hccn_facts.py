@@ -22,6 +22,9 @@ description:
     with the raw text.
   - Devices are discovered with C(npu-smi info -l), falling back to the C(/dev/davinciN) nodes;
     the O(devices) option overrides discovery.
+  - The facts also hold the versions every server of a multi-server job must share - the driver's (C(npu-smi info)'s
+    header), the NPU firmware's (C(npu-smi info -t board -i <NPU id>), one call per NPU) and CANN's toolkit and kernels
+    (their version files under O(cann_dir)).
 author:
   - ascend.cluster contributors (!UNKNOWN)
 options:
@@ -55,6 +58,12 @@ options:
         and tests may mount them elsewhere).
     type: path
     default: /dev
+  cann_dir:
+    description:
+      - Where CANN is installed (the directory holding C(ascend-toolkit/), or from CANN 8.5 C(cann/)), whose version files
+        give RV(ansible_facts.ascend_npu.cann_toolkit_version) and RV(ansible_facts.ascend_npu.cann_kernels_version).
+      - Unset, C(/usr/local/Ascend), and for a user other than root also C($HOME/Ascend).
+    type: path
 extends_documentation_fragment:
   - ascend.cluster.tools
   - ascend.cluster.hccn_calls
@@ -128,6 +137,34 @@ ansible_facts:
           type: str
           returned: always
           sample: 910B3
+        driver_version:
+          description: The driver's version, from the header of C(npu-smi info) (C(Version:)); null without it.
+          type: str
+          returned: always
+          sample: 24.1.0
+        firmware_version:
+          description:
+            - The C(Firmware Version) that C(npu-smi info -t board -i <NPU id>) prints, the same on every NPU; C(<version>
+              (NPU <ids>) / ...) when they differ; null when any is unknown (no npu-smi, a failing query, or C(NA), which
+              some boards print to a non-root user).
+          type: str
+          returned: always
+          sample: 7.1.0.4.218
+        cann_toolkit_version:
+          description:
+            - The C(version) in the CANN toolkit's C(ascend_toolkit_install.info) (C(<cann_dir>/ascend-toolkit/latest/<arch>-linux/),
+              or from CANN 8.5 C(<cann_dir>/cann/<arch>-linux/)); null when no such file gives one.
+          type: str
+          returned: always
+          sample: 8.3.RC2
+        cann_kernels_version:
+          description:
+            - The CANN kernels' version - C(version_dir) of C(<cann_dir>/ascend-toolkit/latest/opp_kernel/version.info), or
+              from CANN 8.5 the C(version) of C(<cann_dir>/cann/<arch>-linux/ascend_ops_install.info); V(not installed)
+              without such a file; null when the file gives none.
+          type: str
+          returned: always
+          sample: 8.3.RC2
         device_count:
           description: Number of entries in RV(ansible_facts.ascend_npu.devices).
           type: int
@@ -257,6 +294,7 @@ def main():
             gather=dict(type="list", elements="str", choices=list(EXTRA_QUERIES), default=[]),
             parallel=dict(type="int", default=128),
             dev_dir=dict(type="path", default="/dev"),
+            cann_dir=dict(type="path"),
         ),
         supports_check_mode=True,
     )

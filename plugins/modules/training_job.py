@@ -19,7 +19,9 @@ description:
   - V(preflight) also reads the chip health of each of O(devices) from the same C(npu-smi info) table. C(Alarm) or
     C(Critical) fails, naming the device (before anything is stopped or started); C(Warning) or C(UNKNOWN) is returned in
     RV(chip_health), and P(ascend.cluster.preflight_verdict#filter) warns of it on the controller, naming the server.
-    It returns the driver version npu-smi prints in its header, for a cluster-wide comparison on the controller.
+    It returns the driver version npu-smi prints in its header, the firmware version of each selected NPU's board
+    (C(npu-smi info -t board -i <NPU id>)) and the CANN toolkit and kernels versions (their version files under
+    O(cann_dir)), for a cluster-wide comparison on the controller (P(ascend.cluster.preflight_verdict#filter)).
   - Devices are numbered one way throughout - the health rows, the process rows and O(devices) - as the rank table
     and C(hccn_tool -i) number them - on A3 boards (two chips per NPU) a chip's C(Phy-ID), so the process row
     C(NPU 4, chip 1) is device 9.
@@ -186,6 +188,14 @@ options:
         the devices' holders read from job records and locks only; RV(npu_smi_status) is then V(allowed), not V(refuse).
     type: bool
     default: false
+  cann_dir:
+    description:
+      - Where CANN is installed (the toolkit's and kernels' install directory), whose version files V(preflight) reads -
+        C(<cann_dir>/ascend-toolkit/latest/<arch>-linux/ascend_toolkit_install.info) and
+        C(<cann_dir>/ascend-toolkit/latest/opp_kernel/version.info), or from CANN 8.5
+        C(<cann_dir>/cann/<arch>-linux/ascend_toolkit_install.info) and C(ascend_ops_install.info) beside it.
+      - Unset, C(/usr/local/Ascend), and for a user other than root also C($HOME/Ascend).
+    type: path
   stale_timeout:
     description: Seconds to wait for the devices to free after O(kill_stale).
     type: float
@@ -358,6 +368,26 @@ npu_smi_version:
   returned: with preflight
   type: str
   sample: 24.1.0
+firmware_version:
+  description:
+    - The C(Firmware Version) that C(npu-smi info -t board -i <NPU id>) prints for every NPU holding a selected device
+      (V(preflight)); C(<version> (NPU <ids>) / ...) when they differ; null when any NPU's is unknown (npu-smi not read,
+      the query failing, or C(NA), which some boards print to a non-root user).
+  returned: with preflight
+  type: str
+  sample: 7.1.0.4.218
+cann_toolkit_version:
+  description: The C(version) of the CANN toolkit's C(ascend_toolkit_install.info) under O(cann_dir); null when none was found (V(preflight)).
+  returned: with preflight
+  type: str
+  sample: 8.3.RC2
+cann_kernels_version:
+  description:
+    - The CANN kernels' version (V(preflight)) - C(version_dir) of C(opp_kernel/version.info), or from CANN 8.5 the
+      C(version) of C(ascend_ops_install.info); V(not installed) without such a file; null when the file gives none.
+  returned: with preflight
+  type: str
+  sample: 8.3.RC2
 npu_smi_problem:
   description:
     - What kept C(npu-smi info) from being read here - not found, failed (its exit code and error), an output without its
@@ -503,6 +533,7 @@ ARGS = options.spec(
     nic=dict(type="str", default=""),
     kill_stale=dict(type="bool", default=False),
     allow_unknown_health=dict(type="bool", default=False),
+    cann_dir=dict(type="path"),
     stale_timeout=dict(type="float", default=30.0),
     timeout=dict(type="float", default=120.0),
     start_at=dict(type="float"),
@@ -551,6 +582,8 @@ def do_preflight(module: AnsibleModule) -> dict:
         npu_smi_problem=problem,
         npu_smi_status="ok" if problem is None else "allowed" if p["allow_unknown_health"] else "refuse",
     )
+    # firmware (each selected NPU's board) and CANN, which every server must share with the driver: judged on the controller
+    found.update(preflight.read_versions(module, p["npu_smi"], info, devices, p["cann_dir"]))
     found["chip_health"] = chip_health(module, info, devices, found) if info else {}
     if found["npu_smi_status"] == "refuse":  # the controller refuses the launch naming every such server; nothing checked or stopped here
         return dict(changed=False, busy=[], **found)

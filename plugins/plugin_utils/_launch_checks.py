@@ -6,7 +6,8 @@ The launch role reads each server once in its pre-flight (``training_job state=p
 devices' holders, the NIC, the ports, the chips, the AOE tuning repository) and decides here, in one
 ``run_once`` task, whether to go on - each refusal with the sentence the operator needs, in the order the
 checks used to run one task each: the clocks, npu-smi (a server where it could not be read), the tuning
-repository, what a server's own checks refused, the drivers. ``aoe_refusal`` is what can be refused before any server is read (the job's AOE settings).
+repository, what a server's own checks refused, the drivers, firmware and CANN. ``aoe_refusal`` is what can be refused
+before any server is read (the job's AOE settings).
 """
 
 from __future__ import annotations
@@ -49,6 +50,33 @@ MIXED = (
 MIXED_UNKNOWN = (
     " (an unknown version counts as a different one: npu-smi info printed none on {servers}; check npu-smi and the driver there)"
 )
+# The versions besides the driver's that every server of a job must share (CANN's environment-variable reference):
+# (the pre-flight result's key, what the sentence calls them, what to do, why one can be unknown and what to do there).
+OTHER_VERSIONS = (
+    (
+        "firmware_version",
+        "NPU firmware version",
+        "install one NPU firmware everywhere (the one released with the driver)",
+        "npu-smi info -t board -i <NPU> printed no Firmware Version on {servers} (npu-smi not read, or NA, which some boards "
+        "print to a non-root user); read it there as root, or check npu-smi and the firmware",
+    ),
+    (
+        "cann_toolkit_version",
+        "CANN toolkit version",
+        "install one CANN toolkit everywhere",
+        "no CANN toolkit version file (ascend-toolkit/latest/<arch>-linux/ascend_toolkit_install.info, or from CANN 8.5 "
+        "cann/<arch>-linux/ascend_toolkit_install.info) gave a version on {servers}; install CANN there, or point "
+        "ascend_cann_dir at its install directory",
+    ),
+    (
+        "cann_kernels_version",
+        "CANN kernels version",
+        "install the same CANN kernels (ops) package everywhere, the toolkit's release",
+        "the kernels' version file (opp_kernel/version.info, or from CANN 8.5 ascend_ops_install.info) gave no version on "
+        "{servers}; reinstall the kernels there",
+    ),
+)
+MIXED_OTHER = "{mixed}. Ranks on different firmware or CANN fail or train differently: {fix}, or allow it with ascend_launch_allow_mixed_versions=true"
 NPU_SMI_REFUSED = (
     REFUSED + "npu-smi could not be read on {servers} - {problems}. Without it the health of the chips and the processes "
     "holding the selected devices there are unknown: a leftover process fails the job later (EJ0001), a failing chip fails "
@@ -143,6 +171,31 @@ def chip_warnings(results: Mapping[str, Mapping[str, Any]], hostvars: Mapping[st
     return warnings
 
 
+def _unknown(results: Mapping[str, Mapping[str, Any]], key: str) -> list[str]:
+    return [host for host, found in results.items() if key in found and found[key] in (None, "")]
+
+
+def mixed_refusal(results: Mapping[str, Mapping[str, Any]]) -> str:
+    """The refusal for servers that run different versions, or '': the driver (``npu_smi_version``), then each of
+    :data:`OTHER_VERSIONS` that differs, each sentence with its servers, what to do, and why a version is unknown where
+    one is (an unknown version counts as a different one). A driver-only mismatch reads as it always did (``MIXED``)."""
+    sentences = []
+    mixed = mixed_versions(results)
+    if mixed:
+        unknown = _unknown(results, "npu_smi_version")
+        sentences.append(MIXED.format(mixed=mixed) + (MIXED_UNKNOWN.format(servers=", ".join(unknown)) if unknown else ""))
+    for key, what, fix, why in OTHER_VERSIONS:
+        mixed = mixed_versions(results, what=what, key=key)
+        if mixed:
+            unknown = _unknown(results, key)
+            note = " (an unknown version counts as a different one: %s)" % why.format(servers=", ".join(unknown)) if unknown else ""
+            sentences.append(MIXED_OTHER.format(mixed=mixed, fix=fix) + note)
+    if not sentences:
+        return ""
+    rest = [sentence[len(REFUSED) :] if sentence.startswith(REFUSED) else sentence for sentence in sentences]
+    return REFUSED + ". ".join([rest[0]] + [sentence[:1].upper() + sentence[1:] for sentence in rest[1:]])
+
+
 def preflight_verdict(
     hosts: Any,
     hostvars: Mapping[str, Any],
@@ -157,8 +210,8 @@ def preflight_verdict(
     the clocks refused, else every server whose npu-smi could not be read (``npu_smi_status`` ``refuse``: the
     module checked nothing else there), else the tuning repository (on some selected servers only, or missing with
     ``use_library=true``), else what a server's own checks refused (its message; ``host: message`` each when
-    several did), else the servers' different drivers unless ``allow_mixed_versions`` (an unknown one counts as
-    different); ``clocks`` every
+    several did), else the servers' different drivers, NPU firmware, CANN toolkit or kernels (:func:`mixed_refusal`)
+    unless ``allow_mixed_versions`` (an unknown one counts as different); ``clocks`` every
     clock reading (the table's rows); ``tune_bank`` whether every rank gets ``TUNE_BANK_PATH`` (a training
     run that found the repository); ``warnings`` what the operator should know of a launch that goes on (a server whose
     npu-smi could not be read, let through by ``allow_unknown_health``; a chip whose health is Warning or UNKNOWN:
@@ -204,10 +257,9 @@ def preflight_verdict(
         )
         return verdict
     if not allow_mixed_versions:
-        mixed = mixed_versions(results)
-        if mixed:
-            unknown = [host for host, found in ran.items() if found.get("npu_smi_version") in (None, "")]
-            verdict["refusal"] = MIXED.format(mixed=mixed) + (MIXED_UNKNOWN.format(servers=", ".join(unknown)) if unknown else "")
+        refusal = mixed_refusal(ran)
+        if refusal:
+            verdict["refusal"] = refusal
             return verdict
     verdict["warnings"] = [
         NPU_SMI_WARNING.format(server=host, problem=found["npu_smi_problem"])

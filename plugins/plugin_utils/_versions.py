@@ -1,6 +1,6 @@
 # Copyright: ascend.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Whether the servers of a job run the same driver: the versions each server's pre-flight read."""
+"""Whether the servers of a job run the same driver, firmware and CANN: the versions each server's pre-flight read."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ from typing import Any
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
 
 
-def mixed_versions(versions: Any, what: str = "npu-smi (driver) version") -> str:
+def mixed_versions(versions: Any, what: str = "npu-smi (driver) version", key: str = "npu_smi_version") -> str:
     """One sentence naming each version and its servers when ``versions`` (server -> version) differ, else ''.
 
-    A value may also be the server's registered ``training_job`` pre-flight result: its
-    ``npu_smi_version`` counts, and a skipped result (the server runs no rank) is left out.
+    A value may also be the server's registered ``training_job`` pre-flight result: its ``key`` counts
+    (``npu_smi_version``, ``firmware_version``, ``cann_toolkit_version``, ``cann_kernels_version``); a skipped result
+    (the server runs no rank), or one without ``key`` (nothing read it), is left out.
 
     An unknown version (None or '': npu-smi missing, failing, or a header without ``Version:``) counts as a
     mismatch: nothing shows that such a server runs the others' driver (a broken driver is one of the reasons
@@ -27,9 +28,9 @@ def mixed_versions(versions: Any, what: str = "npu-smi (driver) version") -> str
     unknown = []
     for server, version in versions.items():
         if isinstance(version, Mapping):  # a registered pre-flight result (skipped on a server without ranks: left out)
-            if version.get("skipped"):
+            if version.get("skipped") or key not in version:
                 continue
-            version = version.get("npu_smi_version")
+            version = version[key]
         if version in (None, ""):
             unknown.append(str(server))
         else:

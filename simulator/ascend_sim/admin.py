@@ -7,8 +7,9 @@ import json
 import os
 import sys
 
-from . import answers, conf, store
+from . import answers, conf, store, versions
 from ._rt import DEFAULT_STATE_DIR, SimError, ip_to_int, load, read_fabric, state_dir
+from .npusmi import CHIP_INFO
 
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
@@ -137,6 +138,9 @@ def do_init(args):
         args.tls,
         args.driver_variant,
     )
+    cann_dir = getattr(args, "cann_dir", None)
+    if cann_dir:
+        state["cann_dir"] = os.path.abspath(cann_dir)
     os.makedirs(sdir, exist_ok=True)
     with store.locked(sdir):
         try:
@@ -149,6 +153,7 @@ def do_init(args):
                 store.publish(sdir, old)
                 answers.ensure(sdir)
                 conf.ensure(hccn_conf)
+                versions.write_files(old)
                 if not args.quiet:
                     print("ascend-sim: %s already initialised with these settings (unchanged)" % sdir)
                 return 0
@@ -164,6 +169,7 @@ def do_init(args):
                 pass  # a reset host starts with an empty hccn.conf
         conf.ensure(hccn_conf)
         store.write(sdir, state)
+        versions.write_files(state)
     if not args.quiet:
         where = "fabric %s" % fabric if fabric else "real interfaces eth%d..eth%d" % (ids[0], ids[-1])
         print(
@@ -415,6 +421,7 @@ def do_cluster(args):
             force=args.force,
             tls=args.tls,
             driver_variant=args.driver_variant,
+            cann_dir=os.path.join(base, "Ascend"),
             quiet=True,
         )
         do_init(init_args)
@@ -430,6 +437,7 @@ def do_cluster(args):
                 "state_dir": sdir,
                 "bin_dir": bin_dir,
                 "hccn_conf": hccn_conf,
+                "cann_dir": os.path.join(base, "Ascend"),
                 "device_ids": ids,
                 "env": {"ASCEND_SIM_STATE": sdir, "PATH_PREPEND": bin_dir},
             }
@@ -536,11 +544,16 @@ def do_fault(args):
                 dev["faults"] = {"error": False, "health": None}
                 dev.pop("npu_health", None)
             state.pop("npu_smi_version", None)
+            for key in ("firmware", "cann_toolkit", "cann_kernels"):
+                state.pop(key, None)
+            for dev in state["devices"].values():
+                dev.pop("firmware", None)
             restored.extend(down)
             state["faults"] = {"latency": None, "unreachable": [], "stale_conf": None, "driver_missing": []}
 
         store.update(sdir, change)
         state = load(sdir)
+        versions.write_files(state)
         _bed_link(state, restored, True)
         messages.append("cleared all faults of %s" % sdir)
     elif kind == "link":
@@ -599,6 +612,35 @@ def do_fault(args):
 
         store.update(sdir, change)
         messages.append("npu-smi now prints version %s" % args.version)
+    elif kind == "versions":
+        if args.firmware is None and args.toolkit is None and args.kernels is None:
+            raise SimError("fault versions takes --firmware V, --toolkit V and/or --kernels V (none: not there)")
+        if args.device is not None and args.firmware is None:
+            raise SimError("--device goes with --firmware (the firmware of those devices' NPUs)")
+
+        def change(state):
+            if args.firmware is not None:
+                if args.device is None:
+                    state["firmware"] = args.firmware
+                else:  # a board has one firmware: every chip of the NPUs holding these devices
+                    per_npu = CHIP_INFO[state["chip"]][1]
+                    npus = set(int(i) // per_npu for i in _devices_arg(state, args.device))
+                    for i, dev in state["devices"].items():
+                        if int(i) // per_npu in npus:
+                            dev["firmware"] = args.firmware
+            if args.toolkit is not None:
+                state["cann_toolkit"] = args.toolkit
+            if args.kernels is not None:
+                state["cann_kernels"] = args.kernels
+            if (args.toolkit is not None or args.kernels is not None) and not state.get("cann_dir"):
+                raise SimError("%s has no CANN directory for its version files (init --cann-dir DIR)" % sdir)
+
+        store.update(sdir, change)
+        versions.write_files(load(sdir))
+        for name, value in (("firmware", args.firmware), ("CANN toolkit", args.toolkit), ("CANN kernels", args.kernels)):
+            if value is not None:
+                where = " on the NPU(s) of device(s) %s" % args.device if name == "firmware" and args.device else ""
+                messages.append("%s version%s now %s" % (name, where, "absent" if value == versions.NONE else value))
     elif kind == "stale-conf":
 
         def change(state):
@@ -690,6 +732,7 @@ def build_parser():
         default="current",
         help="old drivers print 'netdetect address:' instead of 'netdetect addr:'",
     )
+    ini.add_argument("--cann-dir", metavar="DIR", help="write the CANN toolkit's and kernels' version files under DIR")
     ini.add_argument("--force", action="store_true", help="reset an existing state (and empty hccn.conf)")
     ini.set_defaults(func=do_init)
 
@@ -759,6 +802,13 @@ def build_parser():
     k = kinds.add_parser("npu-smi-version", help="the driver version npu-smi info prints in its header")
     _state_arg(k, suppress=True)
     k.add_argument("--version", required=True)
+
+    k = kinds.add_parser("versions", help="the firmware npu-smi's board query prints, the CANN toolkit and kernels versions")
+    _state_arg(k, suppress=True)
+    k.add_argument("--firmware", metavar="V", help="firmware version (none: the board prints NA)")
+    k.add_argument("--device", help="with --firmware: only the NPU(s) of these device(s) (id, comma list or 'all')")
+    k.add_argument("--toolkit", metavar="V", help="CANN toolkit version (none: no ascend_toolkit_install.info)")
+    k.add_argument("--kernels", metavar="V", help="CANN kernels version (none: no opp_kernel/version.info)")
 
     k = kinds.add_parser("stale-conf", help="rewrite hccn.conf so it disagrees with the device(s)")
     _state_arg(k, suppress=True)

@@ -204,8 +204,21 @@ def main(argv: list | None = None, default_state: str | None = None) -> int:
         if argv == ["info"]:
             sys.stdout.write(info_table(state, processes(state, sdir)))
             return 0
+        if len(argv) == 5 and argv[:4] == ["info", "-t", "board", "-i"]:
+            npus = dict(_npus(state))
+            if argv[4].isdigit() and int(argv[4]) in npus:
+                from . import versions
+
+                driver = state.get("npu_smi_version") or CHIP_INFO[state["chip"]][3]
+                sys.stdout.write(versions.board(state, int(argv[4]), [dev for _chip, dev in npus[int(argv[4])]], driver))
+                return 0
+            sys.stderr.write("ascend-sim: no NPU %s here (npu-smi info -l lists the NPU ids)\n" % argv[4])
+            return 1
     except SimError as exc:
         sys.stderr.write("ascend-sim: %s\n" % exc)
         return 125
-    sys.stderr.write("ascend-sim: the simulated npu-smi supports `npu-smi info` and `npu-smi info -l` (got: npu-smi %s)\n" % " ".join(argv))
+    sys.stderr.write(
+        "ascend-sim: the simulated npu-smi supports `npu-smi info`, `npu-smi info -l` and `npu-smi info -t board -i N` (got: npu-smi %s)\n"
+        % " ".join(argv)
+    )
     return 1

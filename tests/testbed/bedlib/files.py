@@ -60,6 +60,11 @@ def sshd_config(layout: Layout, host: str, clock_offset: int = 0, code_cache: st
     )
 
 
+# Each host's CANN version files, which its simulator writes: under its own /etc (an overlay), as /usr/local/Ascend is
+# this machine's.
+BED_CANN_DIR = "/etc/ascend-sim/Ascend"
+
+
 def sim_path(repo: Path) -> Path:
     """The simulator's admin CLI in this checkout (``docs/simulator.md``)."""
     return repo / "simulator" / "bin" / "ascend-sim"
@@ -85,6 +90,8 @@ def sim_init_argv(layout: Layout, host: str, repo: Path) -> list:
             "/etc/hccn.conf",
             "--host-id",
             host,
+            "--cann-dir",
+            BED_CANN_DIR,
         ],
         [SIM_PYTHON, sim, "install", "--bin-dir", "/usr/local/bin", "--python", SIM_PYTHON],
     ]
@@ -194,6 +201,7 @@ def inventory(layout: Layout) -> str:
         "ascend_bed_prefix": layout.prefix,
         "ascend_bed_chip": layout.chip,
         "ascend_bed_devices": layout.devices,
+        "ascend_cann_dir": BED_CANN_DIR,
     }
     out.append("  vars:\n")
     out += [f"    {k}: {j(v)}\n" for k, v in bed_vars.items()]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -268,3 +269,46 @@ def test_some_devices_failing_are_named_in_one_warning():
 def test_healthy_devices_give_no_device_warning():
     facts, dummy = gather({"devices": [0]}, device_answers(0, **CONFIGURED))
     assert not any("did not answer" in w or "no device answered" in w for w in facts["warnings"])
+
+
+BOARD = """        NPU ID                         : {npu}
+        Product Name                   : IT22DMDB02
+        Model                          : NA
+        Manufacturer                   : Huawei
+        Serial Number                  : 025VLB10K7000275
+        Software Version               : 23.0.0
+        Firmware Version               : {firmware}
+        Board ID                       : 0x45
+        PCB ID                         : B
+        BOM ID                         : 1
+        Chip Count                     : 1
+        Faulty Chip Count              : 0
+"""
+
+
+def test_the_facts_show_the_driver_firmware_and_cann_versions(tmp_path):
+    """Issue 26 item 5: the versions every server of a job must share, in the facts."""
+    transcript = npu_smi_transcript([0, 1])
+    transcript.update(device_answers(0))
+    transcript.update(device_answers(1))
+    for npu in (0, 1):
+        transcript[(NPU_SMI, "info", "-t", "board", "-i", str(npu))] = (0, BOARD.format(npu=npu, firmware="7.1.0.4.218"), "")
+    cann = tmp_path / "Ascend"
+    info = cann / "ascend-toolkit" / "latest" / ("%s-linux" % os.uname()[4]) / "ascend_toolkit_install.info"
+    info.parent.mkdir(parents=True)
+    info.write_text("package_name=Ascend-cann-toolkit\nversion=8.3.RC2\narch=x\nos=linux\n")
+    bins = {"hccn_tool": HCCN, "npu-smi": NPU_SMI}
+    facts, module = gather({"cann_dir": str(cann)}, transcript, bins)
+    assert (facts["driver_version"], facts["firmware_version"]) == ("23.0.0", "7.1.0.4.218")
+    assert (facts["cann_toolkit_version"], facts["cann_kernels_version"]) == ("8.3.RC2", "not installed")
+    assert sorted(c for c in module.calls if "board" in c) == [
+        (NPU_SMI, "info", "-t", "board", "-i", "0"),
+        (NPU_SMI, "info", "-t", "board", "-i", "1"),
+    ]
+    # NA on one board (a non-root user on some boards): unknown
+    transcript[(NPU_SMI, "info", "-t", "board", "-i", "1")] = (0, BOARD.format(npu=1, firmware="NA"), "")
+    facts, dummy = gather({"cann_dir": str(cann)}, transcript, bins)
+    assert facts["firmware_version"] is None
+    # without npu-smi: nothing read from it
+    facts, dummy = gather({"cann_dir": str(tmp_path / "elsewhere"), "devices": [0]}, device_answers(0))
+    assert (facts["driver_version"], facts["firmware_version"], facts["cann_toolkit_version"]) == (None, None, None)
