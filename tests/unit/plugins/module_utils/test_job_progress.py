@@ -151,7 +151,10 @@ def test_the_python_processes_of_a_group_get_their_stacks_taken_bounded(py_spy, 
     group = subprocess.Popen(["sh", "-c", f"{sys.executable} -c 'import time; time.sleep(30)' & sleep 30; wait"], start_new_session=True)
     try:
         deadline = time.time() + 10
-        while len(progress.group_pids(group.pid)) < 3 and time.time() < deadline:
+        # three members, the python one past its exec (a child just forked by sh is still sh for a moment)
+        while not (len(progress.group_pids(group.pid)) >= 3 and progress.python_pids(progress.group_pids(group.pid))):
+            if time.time() > deadline:
+                break
             time.sleep(0.05)
         members = progress.group_pids(group.pid)
         pythons = progress.python_pids(members)
