@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.bench_launch import STAND_IN, TRAIN, bed_target, sim_target  # noqa: E402
+from bench.bench_launch import STAND_IN, TRAIN, open_target  # noqa: E402
 from tests.helpers.ansible_cli import BIN_DIR, ansible_env  # noqa: E402
 from tests.helpers.procs import alive  # noqa: E402
 
@@ -94,15 +94,7 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="bench-interrupt-", dir="/var/tmp"))
     bed = None
     try:
-        if args.where == "bed":
-            from tests.testbed.harness import Bed, unique_prefix
-
-            bed = Bed.up(unique_prefix(), 2)
-            inventory, extra, runs = bed_target(root, bed)
-            where = "testbed 2 hosts x 8 ranks over ssh"
-        else:
-            inventory, extra, runs = sim_target(root)
-            where = "simulated local cluster 2 x 8 (local connection)"
+        bed, (inventory, extra, runs), where = open_target(args.where, root)
         values = [one_interrupt(inventory, extra, runs, root / "controller", f"ctrlc{run}") for run in range(args.repeat)]
     finally:
         if bed is not None:

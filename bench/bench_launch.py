@@ -42,6 +42,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -108,6 +109,17 @@ def bed_target(root: Path, bed) -> tuple[Path, dict, Path]:
         "ascend_launch_controller_dir": f"{root}/controller",
     }
     return bed.inventory, extra, root / "runs"
+
+
+def open_target(where: str, root: Path) -> tuple[Any, tuple[Path, dict, Path], str]:
+    """``(bed or None, (inventory, extra vars, run root), where in words)``: a 2-host test bed brought up (``bed``; the
+    caller takes it down) or the simulated local 2 x 8 cluster (``sim``), for the benches' ``--where``."""
+    if where == "bed":
+        from tests.testbed.harness import Bed, unique_prefix
+
+        bed = Bed.up(unique_prefix(), 2)
+        return bed, bed_target(root, bed), "testbed 2 hosts x 8 ranks over ssh"
+    return None, sim_target(root), "simulated local cluster 2 x 8 (local connection)"
 
 
 def one_run(inventory: Path, extra: dict, runs: Path, env: dict, cost: dict | None = None) -> tuple[dict, str]:
@@ -240,19 +252,11 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="bench-launch-", dir="/var/tmp"))
     bed = None
     try:
-        if args.where == "bed":
-            from tests.testbed.harness import Bed, unique_prefix
-
-            bed = Bed.up(unique_prefix(), 2)
-            target = bed_target(root, bed)
-            where = "testbed 2 hosts x 8 ranks over ssh"
-            if args.clock_offset:
-                bed.clock("h2", args.clock_offset)
-                target[1]["ascend_launch_allow_clock_skew"] = True  # the figure is the gate's, not the policy's
-                where += f", h2's clock {args.clock_offset:+d} s off"
-        else:
-            target = sim_target(root)
-            where = "simulated local cluster 2 x 8 (local connection)"
+        bed, target, where = open_target(args.where, root)
+        if bed is not None and args.clock_offset:
+            bed.clock("h2", args.clock_offset)
+            target[1]["ascend_launch_allow_clock_skew"] = True  # the figure is the gate's, not the policy's
+            where += f", h2's clock {args.clock_offset:+d} s off"
         skews, fails, walls, cpus = [], [], [], []
         detects, stops = [], []
         for _run in range(args.repeat if args.host_death else 0):

@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.bench_launch import STAND_IN, TRAIN, bed_target, sim_target  # noqa: E402
+from bench.bench_launch import STAND_IN, TRAIN, open_target  # noqa: E402
 from tests.helpers.ansible_cli import run_playbook  # noqa: E402
 
 
@@ -56,16 +56,7 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="bench-restart-", dir="/var/tmp"))
     bed = None
     try:
-        if args.where == "bed":
-            from tests.testbed.harness import Bed, unique_prefix
-
-            bed = Bed.up(unique_prefix(), 2)
-            target = bed_target(root, bed)
-            where = "testbed 2 hosts x 8 ranks over ssh"
-        else:
-            target = sim_target(root)
-            where = "simulated local cluster 2 x 8 (local connection)"
-        inventory, extra, _runs = target
+        bed, (inventory, extra, _runs), where = open_target(args.where, root)
         restarts, walls = [], []
         for run in range(args.repeat):
             restart_s, wall = one_restart(inventory, extra, root, f"restart{run}")
