@@ -19,6 +19,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _command
+from ansible_collections.ascend.cluster.plugins.module_utils._port_ranges import format_ranges, merge_ranges
 from ansible_collections.ascend.cluster.plugins.module_utils._text_file import read_text, write_text_atomic
 
 if TYPE_CHECKING:  # types only: nothing here runs, so the 3.8 floor does not apply
@@ -245,21 +246,6 @@ def parse_port_ranges(text: str) -> list[tuple[int, int]]:
             low, dummy, high = part.partition("-")
             ranges.append((int(low), int(high or low)))
     return ranges
-
-
-def merge_ranges(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Sorted, with overlapping and adjacent ranges joined: how the kernel prints the list back."""
-    merged: list[tuple[int, int]] = []
-    for low, high in sorted(ranges):
-        if merged and low <= merged[-1][1] + 1:
-            merged[-1] = (merged[-1][0], max(high, merged[-1][1]))
-        else:
-            merged.append((low, high))
-    return merged
-
-
-def format_ranges(ranges: Iterable[tuple[int, int]]) -> str:
-    return ",".join(str(low) if low == high else "%d-%d" % (low, high) for low, high in ranges)
 
 
 def reservation(current: str, low: int, high: int) -> tuple[bool, str]:

@@ -28,6 +28,7 @@ import shlex
 from typing import TYPE_CHECKING
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _command
+from ansible_collections.ascend.cluster.plugins.module_utils._port_ranges import format_ranges, merge_ranges
 
 if TYPE_CHECKING:  # types only: nothing here runs, so the 3.8 floor does not apply
     from typing import Any, Callable, Iterable
@@ -53,13 +54,7 @@ VERBS = {"drop": "drops", "reject": "rejects"}
 
 def _ranges_text(ports: Iterable[int]) -> str:
     """``[60000, 60001, 60002, 16666]`` -> ``16666, 60000-60002``."""
-    out: list = []
-    for port in sorted(set(ports)):
-        if out and port == out[-1][1] + 1:
-            out[-1][1] = port
-        else:
-            out.append([port, port])
-    return ", ".join(str(low) if low == high else "%d-%d" % (low, high) for low, high in out)
+    return format_ranges(merge_ranges((port, port) for port in ports), sep=", ")
 
 
 class Rule:
