@@ -45,7 +45,9 @@ class Server:
         return {r["rank_id"]: r for r in control.rank_states(str(self.jobs), job)}
 
     def raw(self, rank: int) -> dict:
-        return json.loads((self.run / f"device_{rank}" / files.STATE_FILE).read_text())
+        """The rank's state.json, {} before its runner has written it (a loaded machine starts runners late)."""
+        path = self.run / f"device_{rank}" / files.STATE_FILE
+        return json.loads(path.read_text()) if path.exists() else {}
 
 
 def stage_args(tmp_path, server: Server, group_cfg: dict, rank_size: int, env: dict | None = None) -> dict:
