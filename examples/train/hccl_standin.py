@@ -290,9 +290,7 @@ def parse_rank_table(text: str, path: str, chip: str | None = None) -> list:
     if version not in ("1.0", "1.2", "2.0"):
         raise table_error("rank table version %r is not supported" % version, path)
     if chip in CHIPS and CHIPS[chip][0] != version:
-        raise table_error(
-            "rank table version %s does not match chip %s, which reads version %s" % (version, chip, CHIPS[chip][0]), path
-        )
+        raise table_error("rank table version %s does not match chip %s, which reads version %s" % (version, chip, CHIPS[chip][0]), path)
     if table.get("status", "completed") != "completed":
         raise table_error("rank table status is %r, not 'completed'" % table.get("status"), path)
     servers = table.get("server_list")

@@ -134,7 +134,9 @@ def validate_params(params: dict) -> None:
     if devices is not None:
         bad = [d for d in devices if d < 0 or d > _chip.ANY_CHIP_MAX_DEVICE_ID]
         if bad:
-            raise FactsError("devices %s out of range: physical device ids go from 0 to %d (see `npu-smi info -l`)" % (bad, _chip.ANY_CHIP_MAX_DEVICE_ID))
+            raise FactsError(
+                "devices %s out of range: physical device ids go from 0 to %d (see `npu-smi info -l`)" % (bad, _chip.ANY_CHIP_MAX_DEVICE_ID)
+            )
         if len(set(devices)) != len(devices):
             raise FactsError("devices lists an id more than once: %s" % devices)
 
