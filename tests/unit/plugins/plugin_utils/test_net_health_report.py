@@ -1,7 +1,7 @@
 """The net_health report logic (plugin_utils/_net_health.py): one row per device, one problem per
 bad device with its hint, symptoms attributed to their cause, and the cluster-wide checks.
 
-Pure Python and fast; it lives beside the role's playbook tests because it is the role's logic.
+Pure Python and fast: a unit test (the role's playbook tests are tests/integration/test_role_net_health.py).
 """
 
 from __future__ import annotations
