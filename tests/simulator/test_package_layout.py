@@ -23,7 +23,7 @@ def _imports(name: str) -> set:
                 found.add(node.module.split(".")[0])
             else:
                 found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ascend_sim."):
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ascend_sim."):
             found.add(node.module.split(".")[1])
     return found
 
