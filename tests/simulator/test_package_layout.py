@@ -70,6 +70,13 @@ def admin(monkeypatch):
         del sys.modules[name]
 
 
+def test_the_simulator_forces_every_net_health_value_the_collection_reads(admin):
+    """The simulator keeps its own copy (it imports nothing of the collection); the two lists are one."""
+    from ansible_collections.ascend.cluster.plugins.module_utils._hccn_parse import NET_HEALTH_VALUES
+
+    assert admin.HEALTH_CHOICES == NET_HEALTH_VALUES
+
+
 def test_every_fault_kind_has_its_handler(admin):
     parser = admin.build_parser()
     fault = next(a for a in parser._subparsers._group_actions[0].choices["fault"]._actions if a.dest == "kind")

@@ -16,25 +16,12 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._net_health import 
     health_report,
     netdetect_targets,
 )
+from tests.helpers.devices import device_facts
 
 
 def dev(device_id: int, server: int = 1, **changes: Any) -> dict[str, Any]:
     """A healthy device of server ``server`` in 198.19.0.0/24, probing its gateway."""
-    entry = {
-        "device_id": device_id,
-        "device_ip": f"198.19.0.{server * 10 + device_id}",
-        "netmask": "255.255.255.0",
-        "gateway": "198.19.0.254",
-        "netdetect": "198.19.0.254",
-        "net_health": "Success",
-        "link": "UP",
-        "error": None,
-        "stale_conf": False,
-        "stale_keys": [],
-        "tls_switch": False,
-    }
-    entry.update(changes)
-    return entry
+    return {**device_facts(device_id, f"198.19.0.{server * 10 + device_id}", "255.255.255.0", "198.19.0.254"), **changes}
 
 
 def cluster(*servers: list[dict[str, Any]], chip: str = "910B") -> list[dict[str, Any]]:
