@@ -42,19 +42,28 @@ def _ipv4(value: object, what: str) -> ipaddress.IPv4Address:
         raise ValueError("%s %r is not an IPv4 address (write it as a.b.c.d)" % (what, value)) from None
 
 
+def _netmask_network(value: object) -> ipaddress.IPv4Network:
+    text = "" if value is None else str(value).strip().lstrip("/")
+    try:
+        network = ipaddress.IPv4Network("0.0.0.0/%s" % text)
+        if "." in text and network.netmask != ipaddress.IPv4Address(text):
+            raise ValueError(text)
+    except ValueError:
+        raise ValueError("netmask %r is not a netmask (use 255.255.255.0 or a prefix length such as 24)" % (value,)) from None
+    return network
+
+
 def normalize_netmask(value: object) -> str:
     """Dotted netmask for ``255.255.255.0``, ``24`` or ``/24``; ValueError when it is not a netmask.
 
     A host mask (``0.0.0.255``, which ``ipaddress`` would read as /24) is not a netmask.
     """
-    text = "" if value is None else str(value).strip().lstrip("/")
-    try:
-        netmask = ipaddress.IPv4Network("0.0.0.0/%s" % text).netmask
-        if "." in text and netmask != ipaddress.IPv4Address(text):
-            raise ValueError(text)
-    except ValueError:
-        raise ValueError("netmask %r is not a netmask (use 255.255.255.0 or a prefix length such as 24)" % (value,)) from None
-    return str(netmask)
+    return str(_netmask_network(value).netmask)
+
+
+def netmask_prefix(value: object) -> int:
+    """The prefix length of a netmask in any form :func:`normalize_netmask` reads (``255.255.255.0`` -> 24)."""
+    return _netmask_network(value).prefixlen
 
 
 def unicast_problem(addr: object) -> str | None:

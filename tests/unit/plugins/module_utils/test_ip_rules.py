@@ -119,3 +119,10 @@ def test_what_is_no_netmask(text):
     with pytest.raises(ValueError, match="is not a netmask"):
         _ip_check.normalize_netmask(text)
     assert _ip_plan._netmask(text) is None
+
+
+@pytest.mark.parametrize("text, prefix", [("255.255.255.0", 24), ("/16", 16), ("30", 30)])
+def test_the_prefix_of_a_netmask_comes_from_the_same_reader(text, prefix):
+    assert _ip_check.netmask_prefix(text) == prefix
+    with pytest.raises(ValueError, match="is not a netmask"):
+        _ip_check.netmask_prefix("0.0.0.255")

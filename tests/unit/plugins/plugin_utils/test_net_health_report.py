@@ -211,3 +211,12 @@ def test_the_stale_conf_hint_names_the_configured_file_and_the_stage_that_rewrit
         "h1 device 0: conf stale - /srv/driver/hccn.conf disagrees with the device on address, netmask; the device is "
         "right: run prepare.yml --tags device_ip, which sets those values again so that hccn_tool rewrites the file"
     ]
+
+
+def test_the_report_needs_no_netaddr(monkeypatch) -> None:
+    """Its checks are module_utils/_ip_check's (standard library), the smp layout check included."""
+    from ansible_collections.ascend.cluster.plugins.plugin_utils import _ip_plan
+
+    monkeypatch.setattr(_ip_plan, "netaddr", None)
+    report = health_report(cluster([dev(0, netmask="24"), dev(1)]))
+    assert report["ok"] and report["rows"][0]["ip"] == "198.19.0.10/24"
