@@ -71,7 +71,7 @@ def server_facts(item: Any, index: int) -> tuple[str, Mapping[str, Any]]:
     return str(host), npu
 
 
-def device_problem(host: str, dev: Mapping[str, Any], check_conf: bool, conf: str = "") -> tuple[str, str] | None:
+def _device_problem(host: str, dev: Mapping[str, Any], check_conf: bool, conf: str = "") -> tuple[str, str] | None:
     """(status word, hint) for the first thing wrong with one device, None when healthy."""
     device = dev.get("device_id")
     target = dev.get("netdetect") or ""
@@ -197,7 +197,7 @@ def health_report(
     found = [
         ("IP planned", "")
         if not dev.get("device_ip") and (host, dev.get("device_id")) in planned
-        else device_problem(host, dev, check_conf, confs.get(host, ""))
+        else _device_problem(host, dev, check_conf, confs.get(host, ""))
         for host, dev in devices
     ]
     # A device whose probe fails because its target is another device of the cluster that is

@@ -31,9 +31,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ansible_collections.ascend.cluster.plugins.plugin_utils import _diagnose as diagnose
 from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import resolve_chip
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
-from ansible_collections.ascend.cluster.plugins.plugin_utils._net_health import device_problem
 from ansible_collections.ascend.cluster.plugins.plugin_utils._select import possible_counts, read_available, select_devices
 
 # the diagnosis's live evidence that puts the fault on a server or one of its devices (plugin_utils/_diagnose KINDS)
@@ -93,15 +93,30 @@ def host_of(name: str, servers: Sequence[Mapping[str, Any]]) -> str:
 
 
 def healthy(server: Mapping[str, Any]) -> tuple[dict, list]:
-    """The server with only its healthy devices (``_net_health``'s rule), and one line for each device left out."""
+    """The server with only its healthy devices, and one line for each device left out.
+
+    Healthy by the rule that puts a fault on a server (:data:`SERVER_FAULTS`, the diagnosis's ``evidence``: a link
+    DOWN, net_health not Success - Init without a netdetect address says nothing), with a device IP and read without
+    an error: what a spare must be, so that the diagnosis would not leave it out again."""
+    host = str(server.get("host"))
     problems = []
     devices = []
     for device in server.get("devices") or []:
-        problem = device_problem(str(server.get("host")), device, False)
-        if problem is None:
-            devices.append(device)
+        device_id = device.get("device_id")
+        found = [
+            e["text"]
+            for e in diagnose.evidence([(host, device_id)], {"devices": {host: {device_id: device}}})
+            if e["kind"] in SERVER_FAULTS
+        ]
+        if device.get("error"):
+            found.append(f"{host} device {device_id} could not be read")
+        if not device.get("device_ip"):
+            found.append(f"{host} device {device_id} has no device IP")
+        if found:
+            text = found[0].split(" - ")[0]
+            problems.append(text[len(host) + 1 :] if text.startswith(f"{host} ") else text)
         else:
-            problems.append(f"device {device.get('device_id')} {problem[0]}")
+            devices.append(device)
     return dict(server, devices=devices), problems
 
 

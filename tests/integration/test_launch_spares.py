@@ -17,7 +17,7 @@ from tests.helpers.procs import alive
 from tests.helpers.runs import rank_states
 
 from .conftest import ASCEND_SIM, SIM_INVENTORY
-from .test_launch_playbooks import STAND_IN, TRAIN, launch_vars
+from .test_launch_playbooks import STAND_IN, STATUS, TRAIN, launch_vars
 from .test_launch_restarts import QUIET, summary_of
 
 
@@ -96,6 +96,9 @@ def test_a_server_at_fault_is_left_out_and_the_spare_takes_its_place(sim_cluster
     }
     assert len(steps) == 1 and attempt["resumed_step"] == steps.pop(), (steps, attempt)
     nothing_left(cluster, "s1", "s1-r1")
+    # status.yml names the attempt: the second of two (max_restarts=1) of job s1
+    status = run_playbook(STATUS, spares_inventory(cluster), extra_vars=launch_vars(cluster, job_id="s1-r1"), env=QUIET)
+    assert status.rc == 0 and re.search(r"status s1-r1: 16/16 ranks done in [\d.]+ s \(attempt 2 of 2 of job s1\)", status.stdout), status
 
 
 def test_without_a_spare_min_np_runs_the_job_smaller_and_without_min_np_it_ends_naming_the_server(sim_cluster, tmp_path):

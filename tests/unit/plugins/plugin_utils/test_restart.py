@@ -156,7 +156,7 @@ def test_a_spare_of_another_chip_unread_or_with_too_few_healthy_devices_is_not_t
     why = plan["why"]
     assert why.startswith("not restarted: the fault is on a server (h2: lost (stopped answering)) and no spare can take its place (")
     assert "h3: chip 910A, not 910B" in why and "h6: its NPUs could not be read" in why
-    assert "h5: 2 device(s) left out (device 0 link DOWN; device 1 link DOWN)" in why and "h5: too few devices" in why
+    assert "h5: 2 device(s) left out (eth0 link DOWN; eth1 link DOWN)" in why and "h5: too few devices" in why
     assert "allow a smaller job with -e min_np=M (np the servers left can run: 1, 2, 3, 4, 5, 6, 7, 8)" in why
     # a spare with enough healthy devices for 2 x 6? np=12 on h1 + h5's six healthy ones
     twelve = restart.decide(failed(), {"lost_hosts": ["h2"]}, {}, [], 2, layout(np=12, spares=spares, read=read, spares_read=True))
@@ -231,3 +231,20 @@ def test_the_filter_takes_the_spares_as_host_variables_and_reads_their_facts():
     )
     assert plan["restart"] and plan["taken_in"] == ["h3"] and plan["exclude"] == ["h2", "h5"]
     assert plan["record"]["left_out"] == ["h2"] and plan["record"]["taken_in"] == ["h3"]
+
+
+def test_a_spares_device_is_healthy_by_the_rule_that_puts_a_fault_on_a_server():
+    h3 = server("h3", index=3)
+    h3["devices"][1].update(net_health="Init")  # no netdetect address: nothing was probed, which says nothing
+    h3["devices"][2].update(net_health="Init", netdetect="10.1.2.9")  # probed, not answered
+    h3["devices"][3].update(net_health="Socket fail")
+    h3["devices"][4].update(device_ip="")
+    h3["devices"][5].update(error="hccn_tool timed out")
+    usable, problems = restart.healthy(h3)
+    assert [d["device_id"] for d in usable["devices"]] == [0, 1, 6, 7]
+    assert problems == [
+        "device 2 net_health Init",
+        "device 3 net_health Socket fail",
+        "device 4 has no device IP",
+        "device 5 could not be read",
+    ]
