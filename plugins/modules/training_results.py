@@ -104,8 +104,9 @@ abort:
   type: str
 resumed:
   description:
-    - The step each local rank resumed from, C({rank_id: step}), for the ranks whose C(train.log) says so near its start
-      with a line C(resumed from step N), optionally after a C(name: ) prefix (the stand-ins' line, docs/hccl-standin.md).
+    - The step each local rank resumed from (rank id to step), for the ranks whose C(train.log) says so near its start
+      with a line C(resumed from step N), optionally after a prefix such as C(hccl_standin:) (the stand-ins' line,
+      docs/hccl-standin.md).
   returned: always
   type: dict
 logs:
