@@ -261,7 +261,8 @@ def _leave_out(
         spares_said = "; ".join(plan["spares"]) if plan["spares"] else f"the inventory group {SPARES_GROUP} has no server left to take in"
         possible = [n for n in possible_np(left, bool(layout.get("allow_partial"))) if n < np]
         smaller = (
-            f"allow a smaller job with -e min_np=M (np the servers left can run: {', '.join(str(n) for n in possible[-8:])})"
+            f"allow a smaller job with -e min_np=M (role: ascend_launch_min_np=M; np the servers left can run: "
+            f"{', '.join(str(n) for n in possible[-8:])})"
             if possible and min_np <= 0
             else f"lower min_np (no np from {min_np} to {np} runs on the servers left)"
             if min_np > 0

@@ -111,7 +111,7 @@ def test_without_a_spare_min_np_runs_the_job_smaller_and_without_min_np_it_ends_
     assert (
         "not restarted: the fault is on a server (server1: server1 eth3 link DOWN - check the optics/cable) and no spare can "
         "take its place (the inventory group ascend_spares has no server left to take in) - add a server with the same chip and "
-        "enough healthy devices to the inventory group ascend_spares, allow a smaller job with -e min_np=M (np the servers left "
+        "enough healthy devices to the inventory group ascend_spares, allow a smaller job with -e min_np=M (role: ascend_launch_min_np=M; np the servers left "
         "can run: 1, 2, 3, 4, 5, 6, 7, 8), or fix or remove server1 and run train.yml again"
     ) in res.stdout, res
     assert not (cluster.root / "runs" / "n1-r1").exists()

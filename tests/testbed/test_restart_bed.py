@@ -170,6 +170,8 @@ def test_a_killed_host_without_a_spare_stops_the_job_naming_it(launch_bed, tmp_p
         "not restarted: the fault is on a server (h2: lost (stopped answering)) and no spare can take its place (the inventory "
         "group ascend_spares has no server left to take in)"
     ) in played, played
-    assert "allow a smaller job with -e min_np=M (np the servers left can run: 1, 2, 3, 4, 5, 6, 7, 8)" in played, played
+    assert (
+        "allow a smaller job with -e min_np=M (role: ascend_launch_min_np=M; np the servers left can run: 1, 2, 3, 4, 5, 6, 7, 8)" in played
+    ), played
     assert not (root / "runs" / "rs2-r1").exists()
     assert not any(alive(p) for s in states(launch_bed, "rs2").values() for p in (s["pid"], s["runner_pid"]))

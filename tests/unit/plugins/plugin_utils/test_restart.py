@@ -157,7 +157,7 @@ def test_a_spare_of_another_chip_unread_or_with_too_few_healthy_devices_is_not_t
     assert why.startswith("not restarted: the fault is on a server (h2: lost (stopped answering)) and no spare can take its place (")
     assert "h3: chip 910A, not 910B" in why and "h6: its NPUs could not be read" in why
     assert "h5: 2 device(s) left out (eth0 link DOWN; eth1 link DOWN)" in why and "h5: too few devices" in why
-    assert "allow a smaller job with -e min_np=M (np the servers left can run: 1, 2, 3, 4, 5, 6, 7, 8)" in why
+    assert "allow a smaller job with -e min_np=M (role: ascend_launch_min_np=M; np the servers left can run: 1, 2, 3, 4, 5, 6, 7, 8)" in why
     # a spare with enough healthy devices for 2 x 6? np=12 on h1 + h5's six healthy ones
     twelve = restart.decide(failed(), {"lost_hosts": ["h2"]}, {}, [], 2, layout(np=12, spares=spares, read=read, spares_read=True))
     assert twelve["restart"] and twelve["members"] == ["h1", "h5"] and twelve["taken_in"] == ["h5"]
