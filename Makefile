@@ -150,7 +150,8 @@ LANE_TESTS := tests/unit \
     $(IT)/test_launch_playbooks.py::test_stop_of_a_watched_job_fails_the_watching_play_naming_the_stop \
     $(IT)/test_launch_interrupt.py::test_ctrl_c_stops_every_rank_names_the_cause_and_a_new_train_starts_at_once \
     $(IT)/test_smoke.py::test_a_faulted_device_is_named_and_fails_the_run \
-    $(IT)/test_launch_restarts.py::test_a_transient_rank_failure_restarts_in_place_and_the_job_succeeds
+    $(IT)/test_launch_restarts.py::test_a_transient_rank_failure_restarts_in_place_and_the_job_succeeds \
+    $(IT)/test_launch_spares.py::test_a_server_at_fault_is_left_out_and_the_spare_takes_its_place
 
 # The lane's sanity checks what ansible-core loads and documents: the collection's plugins, roles, playbooks,
 # meta, changelog and docs. The Python that ansible-core never loads (tests/, simulator/, bench/, examples/)

@@ -111,14 +111,15 @@ def bed_target(root: Path, bed) -> tuple[Path, dict, Path]:
     return bed.inventory, extra, root / "runs"
 
 
-def open_target(where: str, root: Path) -> tuple[Any, tuple[Path, dict, Path], str]:
-    """``(bed or None, (inventory, extra vars, run root), where in words)``: a 2-host test bed brought up (``bed``; the
-    caller takes it down) or the simulated local 2 x 8 cluster (``sim``), for the benches' ``--where``."""
+def open_target(where: str, root: Path, hosts: int = 2) -> tuple[Any, tuple[Path, dict, Path], str]:
+    """``(bed or None, (inventory, extra vars, run root), where in words)``: a test bed of ``hosts`` hosts brought up
+    (``bed``; the caller takes it down; the job runs on h1 and h2) or the simulated local 2 x 8 cluster (``sim``), for the
+    benches' ``--where``."""
     if where == "bed":
         from tests.testbed.harness import Bed, unique_prefix
 
-        bed = Bed.up(unique_prefix(), 2)
-        return bed, bed_target(root, bed), "testbed 2 hosts x 8 ranks over ssh"
+        bed = Bed.up(unique_prefix(), hosts)
+        return bed, bed_target(root, bed), f"testbed {hosts} hosts x 8 ranks over ssh"
     return None, sim_target(root), "simulated local cluster 2 x 8 (local connection)"
 
 

@@ -21,6 +21,7 @@ def job_summary(
     failure: Any = None,
     message: str = "",
     attempts: Any = None,
+    resumed: Any = None,
 ) -> dict:
     # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
     from ansible_collections.ascend.cluster.plugins.plugin_utils._job_report import job_summary as _job_summary
@@ -29,7 +30,7 @@ def job_summary(
     summary = _job_summary(
         hosts, hostvars, result, job_id=job_id, kind=kind, all_rows=all_rows, ok_rows=ok_rows, failure=failure, message=message
     )
-    return summarised(summary, list(attempts or []))
+    return summarised(summary, list(attempts or []), resumed=list(resumed or []))
 
 
 class FilterModule:

@@ -8,6 +8,7 @@ Runs on target hosts: Python 3.8+, stdlib only. Shared by ``training_results`` a
 from __future__ import annotations
 
 import os
+import re
 import tarfile
 import tempfile
 import time
@@ -32,6 +33,34 @@ ARGS = options.spec(
 )
 
 POLL_S = 0.1
+# The line a training prints when it resumed from a checkpoint (the collection's stand-ins: train_1p.sh, train_gloo.py,
+# hccl_standin.py with its "hccl_standin: " prefix; docs/hccl-standin.md), looked for near the start of each rank's log.
+RESUMED = re.compile(rb"^(?:[\w.-]+: )?resumed from step (\d+)\b")
+RESUME_HEAD = 1024 * 1024  # the most of a log's start read for it
+
+
+def resumed_from(log: str) -> int | None:
+    """The step a rank's ``train.log`` says it resumed from (its first such line), None when it says none."""
+    try:
+        with open(log, "rb") as handle:
+            head = handle.read(RESUME_HEAD)
+    except OSError:
+        return None
+    for line in head.splitlines():
+        found = RESUMED.match(line.strip())
+        if found:
+            return int(found.group(1))
+    return None
+
+
+def resumed_steps(run_dir: str, ranks: list) -> dict:
+    """``{rank_id: step}`` for this server's ranks whose logs say they resumed from a checkpoint."""
+    steps = {}
+    for rank in ranks:
+        step = resumed_from(os.path.join(files.rank_dir(run_dir, rank["rank_id"]), files.TRAIN_LOG))
+        if step is not None:
+            steps[int(rank["rank_id"])] = step
+    return steps
 
 
 def log_name(rank_id: int) -> str:
@@ -79,7 +108,13 @@ def pack_logs(job_dir: str, run_dir: str, ranks: list) -> tuple:
 
 def collect(job_root: str, job: dict, results_file: str | None, timeout: float, archive: bool) -> dict:
     """The supervisor's result (removing its async file once read) and, with ``archive``, the logs' archive."""
-    result = {"runner": None, "runner_finished": results_file is None, "archive": None, "logs": []}  # type: dict
+    result = {
+        "runner": None,
+        "runner_finished": results_file is None,
+        "archive": None,
+        "logs": [],
+        "resumed": resumed_steps(job["run_dir"], job["ranks"]),
+    }  # type: dict
     if results_file:
         runner = read_runner_result(results_file, timeout)
         if runner is not None:

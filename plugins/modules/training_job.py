@@ -336,6 +336,10 @@ runner_finished:
   description: V(results) - as RV(ascend.cluster.training_results#module:runner_finished).
   returned: with results
   type: bool
+resumed:
+  description: V(results) - as RV(ascend.cluster.training_results#module:resumed).
+  returned: with results
+  type: dict
 ranks:
   description:
     - One entry per local rank (rank_id, device_id, state, phase, rc, started, ended, duration, pid, log, tail, error,

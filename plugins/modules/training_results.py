@@ -102,6 +102,13 @@ abort:
   description: With O(poll), the first line of the job's C(abort) file on this server, or null.
   returned: with poll
   type: str
+resumed:
+  description:
+    - The step each local rank resumed from (rank id to step), for the ranks whose C(train.log) says so near its start
+      with a line C(resumed from step N), optionally after a prefix such as C(hccl_standin:) (the stand-ins' line,
+      docs/hccl-standin.md).
+  returned: always
+  type: dict
 logs:
   description: The log files written to O(dest).
   returned: always

@@ -8,6 +8,8 @@ import secrets
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -85,6 +87,15 @@ class Bed:
 
     def mgmt_up(self, host: str) -> None:
         bed_cli("mgmt-up", "--prefix", self.prefix, host)
+
+    @contextmanager
+    def dead(self, host: str) -> Iterator[None]:
+        """``host`` has died (its management link down) for the ``with`` block, and is back after it, whatever happened."""
+        self.mgmt_down(host)
+        try:
+            yield
+        finally:
+            self.mgmt_up(host)
 
     def clock(self, host: str, seconds: int) -> None:
         """Run ``host``'s sessions opened from now on ``seconds`` off the real time (libfaketime; 0 undoes it)."""
