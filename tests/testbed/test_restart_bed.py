@@ -56,6 +56,9 @@ def test_a_crash_loop_stops_after_two_attempts_naming_its_cause(launch_bed):
     assert res.rc != 0, str(res)
     assert "not restarted: a crash loop - rank 11 failed again with the same cause (exit 1)" in res.stdout, str(res)
     assert sorted(p.name for p in (root / "runs").iterdir() if p.name.startswith("rb2")) == ["rb2", "rb2-r1"]
+    summary = json.loads((root / "controller" / "rb2-r1" / "summary.json").read_text())
+    assert summary["ok"] is False and [a["job_id"] for a in summary["attempts"]] == ["rb2"], summary
+    assert "FAILED: train rb2-r1: rank 11 " in summary["line"] and " after 1 restart (rb2: rank 11 exit 1; " in summary["line"]
     for job in ("rb2", "rb2-r1"):
         assert not any(alive(p) for s in states(launch_bed, job).values() for p in (s["pid"], s["runner_pid"]))
 
@@ -72,7 +75,7 @@ def test_ctrl_c_while_a_restart_waits_stops_everything(launch_bed, tmp_path):
         assert ctrl_c(proc) != 0
     finally:
         reap(proc)
-    assert not (root / "runs" / "rb3-r1").exists(), output.read_text()
+    assert "in 60 s)" in output.read_text() and not (root / "runs" / "rb3-r1").exists(), output.read_text()
     assert not any(alive(p) for s in states(launch_bed, "rb3").values() for p in (s["pid"], s["runner_pid"]))
 
 
