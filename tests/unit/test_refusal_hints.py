@@ -82,7 +82,7 @@ UNREACHABLE: dict[tuple[str, str], tuple[frozenset[str], str]] = {
     ("plugins/plugin_utils/_launch_checks.py", "launcher"): (frozenset(("smoke",)), _AOE),
     ("roles/launch_training/tasks/aoe_distribute.yml", "aoe"): (frozenset(("smoke",)), _AOE),
     ("roles/launch_training/tasks/aoe_distribute.yml", "use_library"): (frozenset(("smoke",)), _AOE),
-    ("roles/launch_training/tasks/report.yml", "aoe"): (frozenset(("smoke",)), _AOE),
+    ("roles/launch_training/tasks/failed.yml", "aoe"): (frozenset(("smoke",)), _AOE),
     ("plugins/module_utils/_firewall.py", "ascend_firewall_mode"): (frozenset(("train", "smoke", "diagnose")), _DIAGNOSE_FIREWALL),
     ("plugins/module_utils/_firewall.py", "mode"): (frozenset(("train", "smoke", "diagnose")), _DIAGNOSE_FIREWALL),
     ("plugins/module_utils/_firewall.py", "reserve_hccl_ports"): (frozenset(("train", "smoke", "diagnose")), _DIAGNOSE_FIREWALL),
@@ -204,7 +204,8 @@ def yaml_uses(path: Path) -> list[Path]:
                 if isinstance(node.get(name), str):
                     # a templated include (launch_training's restart: members.yml or attempt.yml) may run either file
                     files = re.findall(r"'([\w.-]+\.yml)'", node[name]) if "{{" in node[name] else [node[name]]
-                    out.extend((path.parent if in_role_tasks else PLAYBOOKS_DIR) / file for file in files)
+                    # as Ansible finds it: beside the including file first (a role's tasks, playbooks/tasks/), else the playbook's
+                    out.extend((path.parent if in_role_tasks or (path.parent / file).exists() else PLAYBOOKS_DIR) / file for file in files)
             for sub_key, value in node.items():
                 if sub_key == "module_defaults":
                     continue
