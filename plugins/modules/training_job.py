@@ -483,12 +483,10 @@ abort:
 """
 
 import os
-from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _host_nic as host_nic
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_env as job_env
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
@@ -497,7 +495,6 @@ from ansible_collections.ascend.cluster.plugins.module_utils import _job_preflig
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_results as job_results
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_stage as stage
 from ansible_collections.ascend.cluster.plugins.module_utils import _listen_ports as listen_ports
-from ansible_collections.ascend.cluster.plugins.module_utils import _npu_smi as npu_smi
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
 from ansible_collections.ascend.cluster.plugins.module_utils import _packet_filter as packet_filter
 from ansible_collections.ascend.cluster.plugins.module_utils import _plog as plog
@@ -553,101 +550,6 @@ REQUIRED_IF = [
     ("state", "results", ["results"]),
 ]
 REQUIRED_TOGETHER = [("rank_table_path", "rank_table")]
-
-
-def chip_health(module: AnsibleModule, info: dict, devices: list, found: dict) -> dict:
-    """The selected devices' health from ``info`` (``_job_preflight.read_npu``); fails on Alarm / Critical (Warning /
-    UNKNOWN: the controller warns, naming the server)."""
-    health = dict((device, info["health"][device]) for device in devices if device in info["health"])
-    name = info["name"] or "NPU"
-    failing = ["device %d (%s): %s" % (d, name, h) for d, h in sorted(health.items()) if h in npu_smi.FAILING_HEALTH]
-    if failing:
-        module.fail_json(
-            msg="chip health, nothing was started: npu-smi info shows %s. Such a chip fails the training: check it "
-            "(npu-smi info, the driver's logs), then repair it or leave the device out of the job (np / npu_env)." % "; ".join(failing),
-            busy=[],
-            **dict(found, chip_health=health),
-        )
-    return health
-
-
-def do_preflight(module: AnsibleModule) -> dict:
-    p = module.params
-    devices = list(p["devices"])
-    info, problem = preflight.read_npu(module, p["npu_smi"])
-    if info is not None:
-        problem = preflight.unknown_devices(info, devices)
-    found: dict[str, Any] = dict(
-        npu_smi_version=info["version"] if info else None,
-        npu_smi_problem=problem,
-        npu_smi_status="ok" if problem is None else "allowed" if p["allow_unknown_health"] else "refuse",
-    )
-    # firmware (each selected NPU's board) and CANN, which every server must share with the driver: judged on the controller
-    found.update(preflight.read_versions(module, p["npu_smi"], info, devices, p["cann_dir"]))
-    found["chip_health"] = chip_health(module, info, devices, found) if info else {}
-    if found["npu_smi_status"] == "refuse":  # the controller refuses the launch naming every such server; nothing checked or stopped here
-        return dict(changed=False, busy=[], **found)
-    if p["bank_dir"]:
-        found["bank_files"] = len(preflight.tune_bank_files(p["bank_dir"]))
-
-    def check():
-        again = preflight.read_npu(module, p["npu_smi"])[0]
-        return preflight.find_busy(devices, p["lock_dir"], p["job_root"], again["processes"] if again else [])
-
-    hccl_nic = host_nic.resolve(p["nic"], p["host_ip"])
-    found.update(host_ip=hccl_nic["host_ip"], nic=hccl_nic["nic"])
-    if hccl_nic["problem"]:
-        module.fail_json(msg="HCCL's host NIC, nothing was started: %s" % hccl_nic["problem"], busy=[], **found)
-    taken = listen_ports.ports_in_use(p["ports"])
-    # a port a job of ours still holds (its group's coordinator) is that job's: stopping it frees the port, as its devices
-    jobs_ports = preflight.group_ports(p["job_root"], taken)
-    foreign = dict((port, who) for port, who in taken.items() if port not in jobs_ports)
-    if foreign:
-        module.fail_json(
-            msg="ports in use, nothing was started: %s. The job listens there (HCCL's host ports from HCCL_IF_BASE_PORT, "
-            "60000 by default; the master port and the job's group port on rank 0's server) and would fail with EI0019 or "
-            "could not start: stop what holds them, or move the job's ports (HCCL_IF_BASE_PORT in the job's environment, "
-            "ascend_launch_master_port, ascend_launch_group_port)"
-            % "; ".join("TCP port %d is listened on by %s" % item for item in sorted(foreign.items())),
-            ports_in_use=foreign,
-            busy=[],
-            **found,
-        )
-    busy = preflight.find_busy(devices, p["lock_dir"], p["job_root"], info["processes"] if info else [])
-    held = ["device %d: %s" % (b["device_id"], b["detail"]) for b in busy] + [
-        "TCP port %d: the group port of job %s, which still runs on this server (a second job needs another ascend_launch_group_port)"
-        % item
-        for item in sorted(jobs_ports.items())
-    ]
-    if not held:
-        return dict(changed=False, busy=[], **found)
-    if not p["kill_stale"] or module.check_mode:
-        module.fail_json(
-            msg="devices in use, nothing was started: %s. Stop them (ascend.cluster.stop), or let the launch stop them "
-            "with kill_stale=true (role: ascend_launch_kill_stale=true), and retry." % "; ".join(held),
-            busy=busy,
-            ports_in_use=taken,
-            **found,
-        )
-    actions = preflight.kill_stale(busy, p["job_root"], p["grace"], jobs=tuple(jobs_ports.values()))
-
-    def left_held() -> list:
-        ports = listen_ports.ports_in_use(list(jobs_ports))
-        return check() + [{"device_id": -1, "detail": "TCP port %d is still listened on by %s" % item} for item in sorted(ports.items())]
-
-    left = preflight.wait_free(left_held, p["stale_timeout"])
-    if left:
-        module.fail_json(
-            msg="kill_stale: devices still held after %ss: %s"
-            % (
-                p["stale_timeout"],
-                "; ".join(("device %d: %s" % (b["device_id"], b["detail"])) if b["device_id"] >= 0 else b["detail"] for b in left),
-            ),
-            busy=left,
-            actions=actions,
-            **found,
-        )
-    return dict(changed=True, busy=[], freed=busy, actions=actions, **found)
 
 
 def do_record(module: AnsibleModule) -> dict:
@@ -785,7 +687,10 @@ def main() -> None:
     state = p["state"]
     try:
         if state == "preflight":
-            module.exit_json(**do_preflight(module))
+            try:
+                module.exit_json(**preflight.run(module, p, check_mode=module.check_mode))
+            except preflight.PreflightFailed as exc:
+                module.fail_json(**exc.fields)
         if state == "record":
             module.exit_json(**do_record(module))
         if state == "stage":
