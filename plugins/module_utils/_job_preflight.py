@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _host_nic as host_nic
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
 from ansible_collections.ascend.cluster.plugins.module_utils import _listen_ports as listen_ports
 from ansible_collections.ascend.cluster.plugins.module_utils import _npu_smi as npu_smi
 from ansible_collections.ascend.cluster.plugins.module_utils import _sw_versions as sw_versions
@@ -168,7 +167,7 @@ def group_ports(job_root: str, taken: dict) -> dict:
     coordinator listens on: that job still runs (or is ending); stopping it frees the port."""
     coordinators = {}
     for job_id in files.list_jobs(job_root):
-        view = files.read_json(os.path.join(files.job_dir(job_root, job_id), group.GROUP_FILE))
+        view = files.read_json(os.path.join(files.job_dir(job_root, job_id), files.GROUP_FILE))
         if isinstance(view, dict) and isinstance(view.get("pid"), int) and pid_alive(view["pid"]):
             coordinators[view["pid"]] = job_id
     held = {}

@@ -55,7 +55,7 @@ description:
     files, each renamed into place), without sending the module.
   - A Ctrl-C (or SIGTERM) to C(ansible-playbook) during V(staged) or V(gate) stops the job on the server at
     once (as V(stop) does), so its staged runners release their devices instead of waiting for the gate time-out.
-  - V(poll) and V(status) report every local rank; V(poll) with O(stop_on_failure) stops the other
+  - V(poll) and V(status) report every local rank; V(poll) with O(fail_fast) stops the other
     local ranks as soon as one has failed.
   - V(stop) stops every local rank (TERM, then KILL after O(grace)), waits for their runners to
     release the device locks; O(job_id=all) stops every recorded job with live ranks.
@@ -207,10 +207,13 @@ options:
   start_at:
     description: Epoch time at which every rank starts (V(gate)).
     type: float
-  stop_on_failure:
-    description: With V(poll), stop the local ranks once one has failed.
+  fail_fast:
+    description:
+      - With V(poll), stop the other local ranks once one has failed.
+      - Unset, as the job was launched - its record's C(fail_fast) (M(ascend.cluster.training_ranks)'s
+        O(ascend.cluster.training_ranks#module:fail_fast)), true for a job recorded without one.
     type: bool
-    default: true
+    aliases: [stop_on_failure]
   tail_lines:
     description: Lines of each rank's log to return (V(poll) and V(status)).
     type: int
@@ -480,6 +483,10 @@ abort:
       (a failing rank's runner writes C(rank N failed) and its exit code), or null when nothing is stopping it.
   returned: with poll, status and diagnose
   type: str
+fail_fast:
+  description: Whether one rank's failure stops the job's other ranks - O(fail_fast), else as the job was launched.
+  returned: with poll and status
+  type: bool
 """
 
 import os
@@ -535,7 +542,7 @@ ARGS = options.spec(
     timeout=dict(type="float", default=120.0),
     start_at=dict(type="float"),
     group_wait=dict(type="float"),
-    stop_on_failure=dict(type="bool", default=True),
+    fail_fast=dict(type="bool", aliases=["stop_on_failure"]),
     tail_lines=dict(type="int", default=0),
     tail_failed=dict(type="int", default=20),
     reason=dict(type="str", default="stop requested"),
@@ -620,7 +627,7 @@ def do_diagnose(module: AnsibleModule, job: dict) -> dict:
     busy = preflight.find_busy(devices, p["lock_dir"], p["job_root"], info["processes"] if info else [])
     taken = listen_ports.ports_in_use(sorted(ports))
     # on rank 0's server: the job's group's first failure, as its coordinator decided it (what the FAILED line names)
-    view = files.read_json(os.path.join(files.job_dir(p["job_root"], job["job_id"]), group.GROUP_FILE))
+    view = files.read_json(os.path.join(files.job_dir(p["job_root"], job["job_id"]), files.GROUP_FILE))
     return dict(
         changed=False,
         job_id=job["job_id"],
@@ -714,15 +721,11 @@ def main() -> None:
             if not module.check_mode:
                 control.open_gate(p["job_root"], job, p["start_at"])
             module.exit_json(changed=True, job_id=job["job_id"], start_at=p["start_at"])
-        ranks = control.rank_states(p["job_root"], job, p["tail_lines"], p["tail_failed"])
-        failed = control.first_failure(ranks)
-        stopped: list = []
-        if state == "poll" and failed and p["stop_on_failure"] and not module.check_mode:
-            reason = files.failed_line(failed["rank_id"], failed["rc"], failed["error"])
-            stopped = control.stop_job(p["job_root"], job, p["grace"], reason)["stopped"]
-            ranks = control.rank_states(p["job_root"], job, p["tail_lines"], p["tail_failed"])
-        abort = files.read_abort(files.job_dir(p["job_root"], job["job_id"]))
-        module.exit_json(changed=bool(stopped), job_id=job["job_id"], ranks=ranks, failed_rank=failed, stopped=stopped, abort=abort)
+        module.exit_json(
+            **control.poll(
+                p["job_root"], job, p["grace"], state == "poll", p["fail_fast"], p["tail_lines"], p["tail_failed"], module.check_mode
+            )
+        )
     except control.JobError as exc:
         module.fail_json(msg=str(exc))
 
