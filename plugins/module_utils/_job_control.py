@@ -449,3 +449,36 @@ def first_failure(ranks: list) -> dict | None:
     if not failed:
         return None
     return sorted(failed, key=lambda r: (r["ended"] or float("inf"), r["rank_id"]))[0]
+
+
+def stop_jobs(job_root: str, job_id: str, grace: float, reason: str, check_mode: bool = False) -> dict:
+    """``training_job state=stop``: stop every local rank of the job ``job_id`` names (``all``: every recorded job with
+    live ranks, as ``jobs``); nothing is stopped in ``check_mode``. The module's result."""
+    # latest: the newest started job, or a newer one still staged at its gate (also one this stop, passed on by the job's
+    # group from another server, has just released)
+    resolved = resolve_job_id(job_root, job_id, stopped_by=reason)
+    if resolved is None:
+        return dict(
+            changed=False,
+            job_id=None,
+            ranks=[],
+            stopped=[],
+            killed=[],
+            msg="no training job recorded under %s: nothing to stop" % job_root,
+        )
+    ids = files.list_jobs(job_root) if job_id == "all" else [resolved]
+    results = []
+    for each in ids:
+        job = load_job(job_root, each)
+        before = rank_states(job_root, job)
+        if not any(r["state"] in ("staged", "running", "pending") for r in before):
+            if job_id == "all":
+                continue
+        outcome: dict = {"stopped": [], "killed": []}
+        if not check_mode:
+            outcome = stop_job(job_root, job, grace, reason)
+        results.append(dict(job_id=job["job_id"], ranks=rank_states(job_root, job), **outcome))
+    changed = any(r["stopped"] for r in results)
+    if job_id == "all":
+        return dict(changed=changed, jobs=results)
+    return dict(changed=changed, **results[0])

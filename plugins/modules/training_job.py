@@ -489,22 +489,18 @@ fail_fast:
   type: bool
 """
 
-import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_env as job_env
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_diagnose as job_diagnose
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_preflight as preflight
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_results as job_results
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_stage as stage
-from ansible_collections.ascend.cluster.plugins.module_utils import _listen_ports as listen_ports
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
-from ansible_collections.ascend.cluster.plugins.module_utils import _packet_filter as packet_filter
-from ansible_collections.ascend.cluster.plugins.module_utils import _plog as plog
 
 ARGS = options.spec(
     options.TOOL_PATHS,
@@ -571,78 +567,6 @@ def do_record(module: AnsibleModule) -> dict:
     return dict(changed=True, job_id=p["job_id"], **table)
 
 
-def do_stop(module: AnsibleModule) -> dict:
-    p = module.params
-    # latest: the newest started job, or a newer one still staged at its gate (also one this stop, passed on by the job's
-    # group from another server, has just released)
-    resolved = control.resolve_job_id(p["job_root"], p["job_id"], stopped_by=p["reason"])
-    if resolved is None:
-        return dict(
-            changed=False,
-            job_id=None,
-            ranks=[],
-            stopped=[],
-            killed=[],
-            msg="no training job recorded under %s: nothing to stop" % p["job_root"],
-        )
-    ids = files.list_jobs(p["job_root"]) if p["job_id"] == "all" else [resolved]
-    results = []
-    for job_id in ids:
-        job = control.load_job(p["job_root"], job_id)
-        before = control.rank_states(p["job_root"], job)
-        if not any(r["state"] in ("staged", "running", "pending") for r in before):
-            if p["job_id"] == "all":
-                continue
-        outcome: dict[str, list] = {"stopped": [], "killed": []}
-        if not module.check_mode:
-            outcome = control.stop_job(p["job_root"], job, p["grace"], p["reason"])
-        results.append(dict(job_id=job["job_id"], ranks=control.rank_states(p["job_root"], job), **outcome))
-    changed = any(r["stopped"] for r in results)
-    if p["job_id"] == "all":
-        return dict(changed=changed, jobs=results)
-    return dict(changed=changed, **results[0])
-
-
-def do_diagnose(module: AnsibleModule, job: dict) -> dict:
-    """Read-only: the ranks, the log tail and plog lines of each failed or stopped one, the devices' holders, ports in use."""
-    p = module.params
-    ranks = control.rank_states(p["job_root"], job)
-    ports: dict = {}
-    for rank in ranks:
-        state = files.read_json(os.path.join(os.path.dirname(rank["log"]), files.STATE_FILE))
-        state = state if isinstance(state, dict) else {}
-        # a launcher's ranks share its node directory's env.log
-        env = plog.read_env_log(os.path.join(state.get("node_dir") or os.path.dirname(rank["log"]), files.ENV_LOG))
-        for port, what in job_env.job_ports(env, p["hccl_port_count"]).items():
-            ports.setdefault(port, what)
-        if rank["state"] in ("failed", "stopped"):
-            rank["tail"] = control.tail(rank["log"], p["tail_failed"])
-            rank["plog"] = plog.rank_plog(rank["pid"], env, p["plog_dirs"], p["plog_lines"], state.get("pids"))
-    for port in p["ports"]:
-        ports.setdefault(port, "given in ports")
-    devices = sorted(set(r["device_id"] for r in ranks))
-    info, problem = preflight.read_npu(module, p["npu_smi"])
-    if problem:
-        module.warn("%s: the processes holding the job's devices are read from job records and locks only" % problem)
-    busy = preflight.find_busy(devices, p["lock_dir"], p["job_root"], info["processes"] if info else [])
-    taken = listen_ports.ports_in_use(sorted(ports))
-    # on rank 0's server: the job's group's first failure, as its coordinator decided it (what the FAILED line names)
-    view = files.read_json(os.path.join(files.job_dir(p["job_root"], job["job_id"]), files.GROUP_FILE))
-    return dict(
-        changed=False,
-        job_id=job["job_id"],
-        ranks=ranks,
-        failed_rank=control.first_failure(ranks),
-        abort=files.read_abort(files.job_dir(p["job_root"], job["job_id"])),
-        busy=busy,
-        npu_smi_problem=problem,
-        ports_in_use=taken,
-        job_ports=dict((str(port), ports[port]) for port in sorted(ports)),
-        packet_filter=packet_filter.read(sorted(ports)),
-        group_cause=view.get("cause") if isinstance(view, dict) else None,
-    )
-
-
 def nested(module: AnsibleModule, name: str, validator: ArgumentSpecValidator, **more: object) -> dict:
     """The options given in ``name`` (another module's) and ``more``, validated with that module's spec; a failure names ``name``."""
     if module.check_mode:
@@ -705,7 +629,7 @@ def main() -> None:
         if state == "results":
             module.exit_json(**do_results(module))
         if state == "stop":
-            module.exit_json(**do_stop(module))
+            module.exit_json(**control.stop_jobs(p["job_root"], p["job_id"], p["grace"], p["reason"], module.check_mode))
         job = control.load_job(p["job_root"], p["job_id"])
         if state == "staged":
             ranks = control.wait_staged(p["job_root"], job, p["timeout"])
@@ -714,7 +638,7 @@ def main() -> None:
                 module.fail_json(msg=failure, job_id=job["job_id"], ranks=ranks)
             module.exit_json(changed=False, job_id=job["job_id"], ranks=ranks)
         if state == "diagnose":
-            module.exit_json(**do_diagnose(module, job))
+            module.exit_json(**job_diagnose.diagnose(module, p, job))
         if state == "gate" and p["group_wait"] is not None:
             module.exit_json(**do_group_gate(module, job))
         if state == "gate":

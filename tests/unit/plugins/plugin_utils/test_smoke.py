@@ -221,13 +221,9 @@ def test_a_launch_that_ran_every_rank_to_its_end_is_no_finding_its_ranks_verdict
     failed = two_servers(s0={"_ascend_smoke_launch_error": "FAILED: train smoke-1: rank 3 ..."}, s1={"_ascend_smoke_launch_error": ""})
     job = job_of("smoke-1", ["done", "done", "done", "failed"])
     report = smoke_report(["s0", "s1"], failed, logs_dir=str(tmp_path), health=HEALTHY, table=TABLE, job_id="smoke-1", job=job)
-    assert rows_of(report)[2:] == [
-        ("launch", None, None, "OK", "job smoke-1"),
-        ("rank", "s0", 0, "OK", "7 checks passed"),
-        ("rank", "s0", 1, "OK", "7 checks passed"),
-        ("rank", "s1", 2, "OK", "7 checks passed"),
-        ("rank", "s1", 3, "FAIL", "device_id: x"),
-    ]
+    # as a run whose launch did not fail: the launch row OK, one row per rank from its verdict, rank 3's the finding
+    unfailed = smoke_report(["s0", "s1"], two_servers(), logs_dir=str(tmp_path), health=HEALTHY, table=TABLE, job_id="smoke-1")
+    assert rows_of(report) == rows_of(unfailed) and ("launch", None, None, "OK", "job smoke-1") in rows_of(report)
     assert report["failures"] == ["rank s1 device 1 rank 3: device_id: x"]
     # a rank that was stopped or lost, a job that failed fast, or another job's summary: the launch itself failed
     for other in (
