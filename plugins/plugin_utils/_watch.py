@@ -172,8 +172,9 @@ def failure_message(failure: dict, left: list | None = None, ranks: list | None 
 
 def verdict(job_id: str, view: dict) -> dict[str, Any]:
     """The watch's result once the group has ended: ``ranks`` (every rank, with ``host`` and ``server``), ``fail_fast``
-    (the job's, as its group shows it), and when the job did not finish ``failed``, ``first_failure``, ``msg``, ``lost_hosts`` (servers lost or never joined: the play
-    leaves them alone) and ``unconfirmed`` (ranks the group could not confirm ended)."""
+    (the job's, as its group shows it), and when the job did not finish ``failed``, ``first_failure``, ``msg``,
+    ``lost_hosts`` (servers lost or never joined: the play leaves them alone) and ``unconfirmed`` (ranks the group could
+    not confirm ended)."""
     ranks = sorted((dict(r) for r in view.get("ranks") or [] if isinstance(r, dict)), key=lambda r: int(r.get("rank_id", 0)))
     members = view.get("members") or {}
     lost_hosts = sorted(h for h, m in members.items() if isinstance(m, dict) and m.get("state") in ("lost", "missing"))

@@ -288,6 +288,16 @@ def test_the_controllers_read_and_stop_on_real_files(tmp_path):
     assert files.parse_abort_command(out) == f"no job recorded in {tmp_path / 'nope'} on this host"
 
 
+def _first_sight(directory: Path, seen: list) -> None:
+    """A runner at the gate: looks for the abort file until it appears, and keeps what it read at that first sight."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        found = files.read_abort(str(directory))
+        if found is not None:
+            seen.append(found)
+            return
+
+
 def test_the_controllers_stop_appears_with_its_reason_in_it(tmp_path):
     """The controller's stop (a Ctrl-C: one shell line over its connection) against a runner watching for the file: the
     file is never seen without its first line, and the stop's own reason is that line, with whitespace folded."""
@@ -296,16 +306,7 @@ def test_the_controllers_stop_appears_with_its_reason_in_it(tmp_path):
         job = tmp_path / f"J{attempt}"
         job.mkdir()
         seen: list = []
-
-        def watch(directory: Path = job, seen: list = seen) -> None:
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:
-                found = files.read_abort(str(directory))
-                if found is not None:
-                    seen.append(found)
-                    return
-
-        runner = threading.Thread(target=watch)
+        runner = threading.Thread(target=_first_sight, args=(job, seen))
         runner.start()
         subprocess.run(["sh", "-c", files.abort_command(str(job), reason)], check=True, capture_output=True)
         runner.join()
