@@ -134,7 +134,8 @@ LANE_PYTHON ?= $(shell for v in 3.13 3.12; do \
 # A test renamed here fails the lane loudly (pytest: "not found").
 IT := tests/integration
 LANE_TESTS := tests/unit \
-    $(IT)/test_deprecation_guard.py $(IT)/test_filters_in_playbook.py $(IT)/test_module_defaults.py $(IT)/test_hccn_config.py \
+    $(IT)/test_deprecation_guard.py $(IT)/test_filters_in_playbook.py $(IT)/test_module_defaults.py \
+    $(IT)/test_hccn_config.py::test_first_run_sets_second_run_changes_nothing $(IT)/test_hccn_config.py::test_check_mode_with_diff_changes_nothing \
     $(IT)/test_role_firewall.py \
     $(IT)/test_hccn_facts.py::test_configured_server $(IT)/test_hccn_facts.py::test_playbook_sets_facts \
     $(IT)/test_prepare.py::test_a_fresh_cluster_is_prepared_in_one_run_and_the_second_changes_nothing \

@@ -56,9 +56,12 @@ except ImportError:  # pragma: no cover - not a POSIX system
 
 # HCCL's device port (reference section 7: "listen on ip[...] and specific port[16666] fail").
 DEVICE_PORT = 16666
-# Reference section 3: chip -> rank table version, highest device id.
-TABLE_VERSIONS = {"910A": "1.0", "910B": "1.0", "A3": "1.2", "A5": "2.0"}
-MAX_DEVICE_ID = {"910A": 7, "910B": 15, "A3": 15, "A5": 15}
+# Reference section 3: chip -> (rank table version, highest device id). A copy of the chip profiles the collection
+# owns in plugins/module_utils/_chip.py (this file runs alone on a server and imports nothing of the collection);
+# tests/unit/test_hccl_standin.py fails when the two differ. A chip the collection does not know (A5, whose
+# device ids the reference does not give) is refused by --chip, and its version 2.0 table is read unmatched.
+CHIPS = {"910A": ("1.0", 7), "910B": ("1.0", 15), "A3": ("1.2", 15)}
+ANY_CHIP_MAX_DEVICE_ID = max(highest for _version, highest in CHIPS.values())
 # Reference section 4: HCCL_CONNECT_TIMEOUT default and range.
 CONNECT_TIMEOUT_DEFAULT = 120
 CONNECT_TIMEOUT_RANGE = (120, 7200)
@@ -272,7 +275,7 @@ def _int(value: object, what: str, path: str) -> int:
 def parse_rank_table(text: str, path: str, chip: str | None = None) -> list:
     """The ranks of a version 1.0 / 1.2 / 2.0 table, sorted by rank id, checked as HCCL checks them.
 
-    ``chip`` (910A, 910B, A3, A5; None when unknown) decides the version HCCL accepts. Raises
+    ``chip`` (910A, 910B, A3; None when unknown) decides the version HCCL accepts and the highest device id. Raises
     HcclError (EI0014) naming the first problem.
     """
     try:
@@ -286,10 +289,8 @@ def parse_rank_table(text: str, path: str, chip: str | None = None) -> list:
     version = str(table.get("version", ""))
     if version not in ("1.0", "1.2", "2.0"):
         raise table_error("rank table version %r is not supported" % version, path)
-    if chip and TABLE_VERSIONS.get(chip, version) != version:
-        raise table_error(
-            "rank table version %s does not match chip %s, which reads version %s" % (version, chip, TABLE_VERSIONS[chip]), path
-        )
+    if chip in CHIPS and CHIPS[chip][0] != version:
+        raise table_error("rank table version %s does not match chip %s, which reads version %s" % (version, chip, CHIPS[chip][0]), path)
     if table.get("status", "completed") != "completed":
         raise table_error("rank table status is %r, not 'completed'" % table.get("status"), path)
     servers = table.get("server_list")
@@ -301,7 +302,7 @@ def parse_rank_table(text: str, path: str, chip: str | None = None) -> list:
     if len(server_ids) != len(servers) or len(set(server_ids)) != len(server_ids):
         raise table_error("server_id is missing or used twice in server_list", path)
     ranks = []
-    max_device = MAX_DEVICE_ID.get(chip or "", 15)
+    max_device = CHIPS[chip][1] if chip in CHIPS else ANY_CHIP_MAX_DEVICE_ID
     for server in servers:
         for device in server.get("device") or []:
             device_id = _int(device.get("device_id"), "device_id", path)
@@ -904,7 +905,12 @@ def parse_args(argv: list) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--size-mb", type=float, default=4.0, help="MiB each rank all-reduces (default 4)")
     parser.add_argument("--iters", type=int, default=1, help="all-reduces to run (default 1)")
-    parser.add_argument("--chip", default="auto", help="910A, 910B, A3, A5, or auto (npu-smi info; unknown skips the version check)")
+    parser.add_argument(
+        "--chip",
+        default="auto",
+        choices=sorted(CHIPS) + ["auto"],
+        help="910A, 910B, A3, or auto (npu-smi info; a chip it does not name skips the version check)",
+    )
     parser.add_argument("--seed", type=int, default=2024, help=argparse.SUPPRESS)
     parser.add_argument("--step-log", action="store_true", help="print one line per all-reduce done, as a training prints its steps")
     # stand-in fault: a rank that stops inside a collective and never comes back (a driver hang, a peer stuck), so that

@@ -10,31 +10,13 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filt
 
 
 @filter_errors("device_ip_plan")
-def device_ip_plan(
-    servers: Any,
-    layout: str,
-    networks: Any,
-    first_host: int = 100,
-    server_step: int | None = None,
-    pair_offset: int = 1,
-    device_count: int = 8,
-    gateway_host: int | None = None,
-    netdetect: str | None = None,
-) -> dict:
+def device_ip_plan(servers: Any, *args: Any, **kwargs: Any) -> dict:
+    """``_ip_plan.build_plan``: its options (layout, networks, first_host, ...) and their defaults are stated there
+    and in device_ip_plan.yml, not again here."""
     # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
     from ansible_collections.ascend.cluster.plugins.plugin_utils._ip_plan import build_plan
 
-    return build_plan(
-        servers,
-        layout,
-        networks,
-        first_host=first_host,
-        server_step=server_step,
-        pair_offset=pair_offset,
-        device_count=device_count,
-        gateway_host=gateway_host,
-        netdetect=netdetect,
-    )
+    return build_plan(servers, *args, **kwargs)
 
 
 class FilterModule:

@@ -31,6 +31,10 @@ CHIPS = {
     "A3": ChipProfile("A3", 15, "1.2", None, "Ascend910_93"),
 }
 
+# The highest device id any known chip has: what a check accepts when it does not know the chip
+# (hccn_config, hccn_facts, a rank table built without a chip). The one place that says it.
+ANY_CHIP_MAX_DEVICE_ID = max(profile.max_device_id for profile in CHIPS.values())
+
 # Names seen in the wild (npu-smi "Name" column, marketing names, CANN soc versions).
 _ALIASES = {
     "910": "910A",

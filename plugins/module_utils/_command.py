@@ -32,6 +32,8 @@ if TYPE_CHECKING:  # types only: nothing here runs, so the 3.8 floor does not ap
         def get_bin_path(self, arg: str, /, required: bool = ..., opt_dirs: list[str] | None = ...) -> str | None: ...
 
 
+# Seconds a driver tool call (hccn_tool, npu-smi) may take by default.
+DEFAULT_TIMEOUT = 30
 # rc of a call stopped at its timeout (the value coreutils `timeout` uses).
 TIMEOUT_RC = 124
 # Seconds to collect what a stopped call had printed.
@@ -79,3 +81,14 @@ def run(argv: list, timeout: float | None = None, env: dict | None = None) -> tu
             out, err = b"", b""
         return TIMEOUT_RC, _text(out), _text(err)
     return proc.returncode, _text(out), _text(err)
+
+
+class ToolClient:
+    """What every client of one external tool holds (``HccnTool``, ``NpuSmi``): the module that finds binaries,
+    the binary, the time-out of each call, and the runner - :func:`run`, or a fake with its shape in tests."""
+
+    def __init__(self, module: BinFinder, binary: str, timeout: float = DEFAULT_TIMEOUT, runner: Runner | None = None) -> None:
+        self.module = module
+        self.binary = binary
+        self.timeout = timeout
+        self.runner = runner or run

@@ -32,7 +32,6 @@ from ansible_collections.ascend.cluster.plugins.module_utils._ip_check import FI
 if TYPE_CHECKING:
     from typing import Any
 
-MAX_DEVICE_ID = max(profile.max_device_id for profile in _chip.CHIPS.values())
 PHASES = ("ip", "gateway", "netdetect")
 
 # What to tell the operator when a set is refused, keyed by a piece of hccn_tool's stderr.
@@ -237,7 +236,7 @@ class Configurator:
         if self.params["timeout"] < 1:
             raise ConfigError("timeout must be 1 second or more (got %d)" % self.params["timeout"])
         try:
-            return check_devices(self.params["devices"], MAX_DEVICE_ID)
+            return check_devices(self.params["devices"], _chip.ANY_CHIP_MAX_DEVICE_ID)
         except IpCheckError as exc:
             raise ConfigError("the wanted device IP settings are wrong, nothing was changed: %s" % exc, problems=exc.problems) from exc
 

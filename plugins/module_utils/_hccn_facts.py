@@ -31,7 +31,6 @@ _GETTERS = {
     "tls": "get_tls",
     "mac": "get_mac",
 }
-MAX_DEVICE_ID = max(profile.max_device_id for profile in _chip.CHIPS.values())
 
 
 class FactsError(Exception):
@@ -133,9 +132,11 @@ def validate_params(params: dict) -> None:
         raise FactsError("timeout must be 1 second or more (got %d)" % params["timeout"])
     devices = params.get("devices")
     if devices is not None:
-        bad = [d for d in devices if d < 0 or d > MAX_DEVICE_ID]
+        bad = [d for d in devices if d < 0 or d > _chip.ANY_CHIP_MAX_DEVICE_ID]
         if bad:
-            raise FactsError("devices %s out of range: physical device ids go from 0 to %d (see `npu-smi info -l`)" % (bad, MAX_DEVICE_ID))
+            raise FactsError(
+                "devices %s out of range: physical device ids go from 0 to %d (see `npu-smi info -l`)" % (bad, _chip.ANY_CHIP_MAX_DEVICE_ID)
+            )
         if len(set(devices)) != len(devices):
             raise FactsError("devices lists an id more than once: %s" % devices)
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from typing import Any, Callable, Iterable
 
 DEFAULT_PATH = "/usr/local/Ascend/driver/tools/hccn_tool"
-DEFAULT_TIMEOUT = 30
+DEFAULT_TIMEOUT = _command.DEFAULT_TIMEOUT
 # How often a get command is asked when it returns nothing at all (see HccnTool._get).
 GET_ATTEMPTS = 3
 
@@ -90,17 +90,8 @@ def classify(result: HccnResult) -> HccnError | None:
     return HccnError(DEVICE, result, result.stderr.strip() or "exit code %d without message" % result.rc)
 
 
-class HccnTool:
+class HccnTool(_command.ToolClient):
     """Client for one ``hccn_tool`` binary on this host."""
-
-    def __init__(
-        self, module: _command.BinFinder, binary: str, timeout: int = DEFAULT_TIMEOUT, runner: _command.Runner | None = None
-    ) -> None:
-        self.module = module
-        self.binary = binary
-        self.timeout = timeout
-        # ``runner(argv, timeout=...) -> (rc, stdout, stderr)``; tests hand in a fake one.
-        self.runner = runner or _command.run
 
     def command(self, device: int | None, args: list) -> list:
         """The argument list for ``hccn_tool -i <device> <args>`` (``-a`` when device is None)."""

@@ -1,12 +1,14 @@
 # Copyright: ascend.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Check one host's wanted device IP settings before ``hccn_tool`` is asked to apply any of them.
+"""The rules on device IP settings: one owner for the host check and the controller's plan check.
 
 Why the standard library's ``ipaddress`` and not netaddr: this runs on the TARGET host, where
 netaddr is usually not installed (it is a controller-side dependency). ``ipaddress`` ships with
-every Python 3. The controller-side plan check (``plugin_utils/_ip_plan.py``) uses netaddr and
-also sees the whole cluster; this one is the last line of defence on the host itself. Both take
-the rules on which addresses are usable from :func:`unicast_problem`.
+every Python 3. The controller-side plan check (``plugin_utils/_ip_plan.py``) sees the whole
+cluster (an address planned twice, the smp layout's subnets) and takes every per-device rule from
+here: :func:`check_device` for one device's address, netmask, gateway and netdetect target,
+:func:`normalize_netmask` for a netmask in any of its forms, :data:`RESERVED_NETWORK`; the
+``hccn_config`` module runs the same checks on each host before it sets anything.
 
 The rules follow what ``hccn_tool`` refuses (reference section 1): 192.168.1.0/24 is reserved
 for the device's internal vNIC, network and broadcast addresses are invalid, the gateway must
@@ -40,13 +42,28 @@ def _ipv4(value: object, what: str) -> ipaddress.IPv4Address:
         raise ValueError("%s %r is not an IPv4 address (write it as a.b.c.d)" % (what, value)) from None
 
 
-def normalize_netmask(value: object) -> str:
-    """Dotted netmask for ``255.255.255.0``, ``24`` or ``/24``; ValueError when it is not a netmask."""
+def _netmask_network(value: object) -> ipaddress.IPv4Network:
     text = "" if value is None else str(value).strip().lstrip("/")
     try:
-        return str(ipaddress.IPv4Network("0.0.0.0/%s" % text).netmask)
+        network = ipaddress.IPv4Network("0.0.0.0/%s" % text)
+        if "." in text and network.netmask != ipaddress.IPv4Address(text):
+            raise ValueError(text)
     except ValueError:
         raise ValueError("netmask %r is not a netmask (use 255.255.255.0 or a prefix length such as 24)" % (value,)) from None
+    return network
+
+
+def normalize_netmask(value: object) -> str:
+    """Dotted netmask for ``255.255.255.0``, ``24`` or ``/24``; ValueError when it is not a netmask.
+
+    A host mask (``0.0.0.255``, which ``ipaddress`` would read as /24) is not a netmask.
+    """
+    return str(_netmask_network(value).netmask)
+
+
+def netmask_prefix(value: object) -> int:
+    """The prefix length of a netmask in any form :func:`normalize_netmask` reads (``255.255.255.0`` -> 24)."""
+    return _netmask_network(value).prefixlen
 
 
 def unicast_problem(addr: object) -> str | None:
@@ -70,19 +87,28 @@ def unicast_problem(addr: object) -> str | None:
     return None
 
 
-def check_device(entry: dict) -> tuple:
+def check_device(entry: dict, where: str | None = None) -> tuple:
     """Normalize one wanted device ``{device_id, address, netmask, gateway, netdetect}``.
 
-    Returns ``(normalized entry, problems)``; gateway/netdetect ``""`` mean "leave as is".
+    Returns ``(normalized entry, problems)``; gateway/netdetect ``""`` mean "leave as is". Each problem
+    starts with ``where`` (default ``device N``; the plan check names the host too). An address or a
+    netmask that cannot be read is each a problem, and then nothing else is checked (no ``address``
+    in the normalized entry).
     """
-    where = "device %s" % entry.get("device_id")
-    problems: list = []
+    where = where or "device %s" % entry.get("device_id")
     out = {"device_id": entry.get("device_id")}
+    problems: list = []
+    address = netmask = None
     try:
         address = _ipv4(entry.get("address"), "address")
+    except ValueError as exc:
+        problems.append("%s: %s" % (where, exc))
+    try:
         netmask = normalize_netmask(entry.get("netmask"))
     except ValueError as exc:
-        return out, ["%s: %s" % (where, exc)]
+        problems.append("%s: %s" % (where, exc))
+    if address is None or netmask is None:
+        return out, problems
     iface = ipaddress.IPv4Interface("%s/%s" % (address, netmask))
     net = iface.network
     out.update(address=str(address), netmask=netmask, gateway="", netdetect="")
@@ -91,10 +117,12 @@ def check_device(entry: dict) -> tuple:
         problems.append("%s: address %s %s" % (where, address, bad))
     if address in RESERVED_NETWORK:
         problems.append(
-            "%s: address %s is in 192.168.1.0/24, which the device reserves for its internal vNIC; pick another subnet" % (where, address)
+            "%s: address %s is in %s, reserved for the device's internal vNIC; pick another subnet" % (where, address, RESERVED_NETWORK)
         )
     if net.prefixlen > 30:
-        problems.append("%s: netmask %s leaves no room for a device and a gateway; use /30 or wider" % (where, netmask))
+        problems.append(
+            "%s: netmask %s (/%d) leaves no room for a device and a gateway; use /30 or wider" % (where, netmask, net.prefixlen)
+        )
     elif address in (net.network_address, net.broadcast_address):
         kind = "network" if address == net.network_address else "broadcast"
         problems.append("%s: address %s is the %s address of %s; pick a host address" % (where, address, kind, net))
@@ -121,7 +149,7 @@ def _check_target(where: str, field: str, value: ipaddress.IPv4Address, address:
         problems.append("%s: %s %s %s" % (where, field, value, bad))
     if value == address:
         problems.append("%s: %s %s is the device's own address" % (where, field, value))
-    if value in net and value in (net.network_address, net.broadcast_address) and not bad:
+    if net.prefixlen <= 30 and value in (net.network_address, net.broadcast_address) and not bad:
         kind = "network" if value == net.network_address else "broadcast"
         problems.append("%s: %s %s is the %s address of %s" % (where, field, value, kind, net))
     if field == "gateway" and value not in net:

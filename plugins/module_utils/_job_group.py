@@ -588,10 +588,10 @@ class Coordinator(_Side):
                 return
         self.gate_at = now - self.offset + self.margin
         self.status = RUNNING
+        self.write(now)  # first: a member told of the gate finds group.json already saying so
         for peer in list(self.by_host.values()):
             peer.channel.send({"t": "gate", "start_at": self.gate_at})
             self._watch_writes(peer)
-        self.write(now)
 
     def endpoint(self) -> str:
         try:

@@ -18,7 +18,7 @@ from ansible_collections.ascend.cluster.plugins.module_utils import _chip, _comm
 # Where the driver installs npu-smi besides PATH.
 INSTALL_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/local/Ascend/driver/tools")
 # Seconds one npu-smi call may take.
-DEFAULT_TIMEOUT = 30
+DEFAULT_TIMEOUT = _command.DEFAULT_TIMEOUT
 HEALTH_VALUES = ("OK", "Warning", "Alarm", "Critical", "UNKNOWN")
 
 _TOTAL = re.compile(r"^\s*Total\s+Count\s*:\s*(\d+)\s*$", re.IGNORECASE | re.MULTILINE)
@@ -287,17 +287,8 @@ class NpuSmiError(Exception):
         super().__init__("%s failed (rc=%d): %s" % (" ".join(cmd), rc, stderr.strip() or stdout.strip()))
 
 
-class NpuSmi:
+class NpuSmi(_command.ToolClient):
     """Client for one npu-smi binary."""
-
-    def __init__(
-        self, module: _command.BinFinder, binary: str, timeout: int = DEFAULT_TIMEOUT, runner: _command.Runner | None = None
-    ) -> None:
-        self.module = module
-        self.binary = binary
-        self.timeout = timeout
-        # ``runner(argv, timeout=...) -> (rc, stdout, stderr)``; tests hand in a fake one.
-        self.runner = runner or _command.run
 
     def run(self, args: list) -> str:
         cmd = [self.binary] + list(args)

@@ -44,6 +44,8 @@ options:
   server:
     description: Name of the server in messages; default the inventory hostname.
     type: str
+extends_documentation_fragment:
+  - ascend.cluster.attributes.read_only
 attributes:
   action:
     support: full
@@ -51,12 +53,6 @@ attributes:
   check_mode:
     support: full
     description: Only reads the clock.
-  diff_mode:
-    support: none
-    description: No diff.
-  idempotent:
-    support: full
-    description: Changes nothing.
 """
 
 EXAMPLES = r"""

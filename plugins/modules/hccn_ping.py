@@ -20,6 +20,7 @@ description:
 author:
   - ascend.cluster contributors (!UNKNOWN)
 extends_documentation_fragment:
+  - ascend.cluster.attributes.read_only
   - ascend.cluster.tools
   - ascend.cluster.hccn_calls
 options:
@@ -49,12 +50,6 @@ attributes:
   check_mode:
     support: full
     description: Only sends ICMP echo requests from the devices; nothing is configured.
-  diff_mode:
-    support: none
-    description: No diff.
-  idempotent:
-    support: full
-    description: Changes nothing.
 """
 
 EXAMPLES = r"""

@@ -24,6 +24,8 @@ options:
     description: The lines to print, a list (one line each) or a string.
     type: raw
     required: true
+extends_documentation_fragment:
+  - ascend.cluster.attributes.read_only
 attributes:
   action:
     support: full
@@ -31,12 +33,6 @@ attributes:
   check_mode:
     support: full
     description: Only prints.
-  diff_mode:
-    support: none
-    description: No diff.
-  idempotent:
-    support: full
-    description: Changes nothing.
 """
 
 EXAMPLES = r"""

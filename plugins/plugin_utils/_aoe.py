@@ -26,12 +26,23 @@ def _same_mode(user: Any, ours: Any) -> bool:
         return False
 
 
+def reads_bank(aoe: Any, use_library: Any) -> bool:
+    """Whether the run is a training run that may use the tuning repository: not a tuning run, and ``use_library``
+    unset (the repository is used where it is on every server) or true. The one place that says it: the pre-flight
+    verdict counts the repository for such a run only, and the role manages ``TUNE_BANK_PATH`` in it."""
+    return not aoe and (use_library is None or bool(use_library))
+
+
+def manages_bank(aoe: Any, use_library: Any) -> bool:
+    """Whether the role sets ``TUNE_BANK_PATH``: a tuning run, or a training run that may use the repository."""
+    return bool(aoe) or reads_bank(aoe, use_library)
+
+
 def aoe_env_conflict(env: Mapping[str, Any], bank_dir: str, aoe: bool, aoe_mode: int, use_library: bool | None, server: str) -> str:
     """Why ``env`` (the job's environment) conflicts with the role's AOE values, or '' when it does not."""
     if not isinstance(env, Mapping):
         raise ClusterSpecError(f"the job's environment must be a mapping of variables, got {env!r}")
-    manages_bank = bool(aoe) or use_library is None or bool(use_library)
-    bank_differs = manages_bank and "TUNE_BANK_PATH" in env and str(env["TUNE_BANK_PATH"]) != str(bank_dir)
+    bank_differs = manages_bank(aoe, use_library) and "TUNE_BANK_PATH" in env and str(env["TUNE_BANK_PATH"]) != str(bank_dir)
     mode_differs = bool(aoe) and "AOE_MODE" in env and not _same_mode(env["AOE_MODE"], aoe_mode)
     if not (bank_differs or mode_differs):
         return ""

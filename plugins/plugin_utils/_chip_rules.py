@@ -14,15 +14,13 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from ansible_collections.ascend.cluster.plugins.module_utils._chip import CHIPS, ChipProfile, get_chip
+from ansible_collections.ascend.cluster.plugins.module_utils._chip import ANY_CHIP_MAX_DEVICE_ID, ChipProfile, get_chip
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
 
 # How the 910A refusals name the switch that lifts them: the select_devices / rank_table filters' own option.
 # A caller whose users set it under another name words the hint with PartialServersRefusal.naming.
 PARTIAL_SERVERS = "allow_partial_servers=true"
 
-# Without a chip we accept what any known chip accepts.
-ANY_CHIP_MAX_DEVICE_ID = max(profile.max_device_id for profile in CHIPS.values())
 SINGLE_SERVER_COUNTS_910A = (1, 2, 4, 8)
 
 

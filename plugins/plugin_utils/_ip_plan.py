@@ -17,9 +17,11 @@ Layouts (reference section 1, "IP planning"):
   ``first_host + i * server_step + d`` with ``server_step`` = devices per server by default.
 
 The check covers the whole cluster at once (duplicates across servers included) and lists every
-problem it finds. It runs on the controller, with netaddr; the ``hccn_config`` module repeats the
-per-host part on each target with the standard library before it sets anything. Which addresses
-are usable at all is decided in one place for both, ``module_utils/_ip_check.unicast_problem``.
+problem it finds. Every rule on one device's settings (its address, netmask, gateway and netdetect
+target) is ``module_utils/_ip_check.check_device``'s, which the ``hccn_config`` module also runs on
+each target before it sets anything; this module adds what only the whole plan shows: an address
+planned twice, a gateway that is another device, the smp layout's subnets, a netdetect target the
+device has no route to. Computing a plan needs netaddr; checking one does not.
 """
 
 from __future__ import annotations
@@ -33,14 +35,13 @@ try:
 except ImportError:  # the filters then fail with an install hint, like community.general's do
     netaddr = None  # type: ignore[assignment]  # the optional-import idiom: None means not installed
 
-from ansible_collections.ascend.cluster.plugins.module_utils._ip_check import unicast_problem
+from ansible_collections.ascend.cluster.plugins.module_utils._ip_check import check_device, normalize_netmask
 from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import device_id_of, resolve_chip
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
 from ansible_collections.ascend.cluster.plugins.plugin_utils._rank_table_model import device_ranges
 
 LAYOUTS = ("smp", "amp")
 NETDETECT_MODES = ("gateway", "peer", "none")
-RESERVED_CIDR = "192.168.1.0/24"
 SMP_PAIR_DISTANCE = 4  # Atlas 800: device d pairs with device d + 4
 _SHOWN_PROBLEMS = 30
 
@@ -194,25 +195,10 @@ def _gateway(net: netaddr.IPNetwork, number: int) -> str:
 # --- checking a plan -------------------------------------------------------------------------
 
 
-def _address(value: Any) -> netaddr.IPAddress | None:
-    try:
-        return netaddr.IPAddress(str(value).strip(), version=4, flags=netaddr.INET_PTON)
-    except (netaddr.AddrFormatError, ValueError, TypeError):
-        return None
-
-
 def _netmask(value: Any) -> str | None:
-    text = str(value).strip().lstrip("/")
-    if text.isdigit() and text.isascii():
-        return str(netaddr.IPNetwork(f"0.0.0.0/{text}").netmask) if int(text) <= 32 else None
-    mask = _address(text)
-    return str(mask) if mask is not None and mask.is_netmask() else None
-
-
-def _stdlib_netmask(value: Any) -> str | None:
-    """A netmask (V(255.255.255.0) or V(24)) in dotted form, without netaddr; None when it is none."""
+    """The dotted netmask (``_ip_check.normalize_netmask``), None when ``value`` is not a netmask."""
     try:
-        return str(ipaddress.IPv4Network(f"0.0.0.0/{str(value).strip().lstrip('/')}").netmask)
+        return normalize_netmask(value)
     except ValueError:
         return None
 
@@ -237,7 +223,7 @@ def plan_settled(entries: Any, facts: Any, hccn_conf: str | None = None) -> bool
             return False
         if not dev.get("device_ip") or dev.get("device_ip") != entry.get("address"):
             return False
-        if _stdlib_netmask(entry.get("netmask")) is None or _stdlib_netmask(dev.get("netmask")) != _stdlib_netmask(entry.get("netmask")):
+        if _netmask(entry.get("netmask")) is None or _netmask(dev.get("netmask")) != _netmask(entry.get("netmask")):
             return False
         if any(entry.get(field) and dev.get(field) != entry[field] for field in ("gateway", "netdetect")):
             return False
@@ -267,63 +253,19 @@ class _Checker:
             self.problems.append(f"{where}: listed more than once")
             return None
         seen.add(device)
-        addr, mask = _address(raw.get("address")), _netmask(raw.get("netmask"))
-        if addr is None:
-            self.problems.append(f"{where}: address {raw.get('address')!r} is not an IPv4 address")
-        if mask is None:
-            self.problems.append(f"{where}: netmask {raw.get('netmask')!r} is not a netmask (255.255.255.0 or 24)")
-        if addr is None or mask is None:
+        entry, problems = check_device(dict(raw, device_id=device), where)
+        self.problems += problems
+        if "address" not in entry:
             return None
-        net = netaddr.IPNetwork(f"{addr}/{mask}")
-        self.address(where, addr, net)
-        entry: dict[str, Any] = {"device_id": device, "address": str(addr), "netmask": mask, "gateway": "", "netdetect": ""}
-        for field in ("gateway", "netdetect"):
-            value = raw.get(field)
-            if value is None or str(value).strip() == "":
-                continue
-            target = _address(value)
-            if target is None:
-                self.problems.append(f"{where}: {field} {value!r} is not an IPv4 address")
-                continue
-            entry[field] = str(target)
-            self.target(where, field, target, addr, net)
-        if entry["netdetect"] and netaddr.IPAddress(entry["netdetect"]) not in net and not entry["gateway"]:
+        net = ipaddress.IPv4Interface(f"{entry['address']}/{entry['netmask']}").network
+        if entry["netdetect"] and ipaddress.IPv4Address(entry["netdetect"]) not in net and not entry["gateway"]:
             # hccn_tool accepts it, and net_health then fails: the device has no route to the target.
             self.problems.append(
-                f"{where}: netdetect {entry['netdetect']} is outside the device subnet {net.cidr} and the plan gives the "
-                f"device no gateway to reach it; plan a gateway in {net.cidr}, or a netdetect target inside it"
+                f"{where}: netdetect {entry['netdetect']} is outside the device subnet {net} and the plan gives the "
+                f"device no gateway to reach it; plan a gateway in {net}, or a netdetect target inside it"
             )
         self.owners.setdefault(entry["address"], []).append(where)
         return entry
-
-    def address(self, where: str, addr: netaddr.IPAddress, net: netaddr.IPNetwork) -> None:
-        bad = unicast_problem(addr)
-        if bad:
-            self.problems.append(f"{where}: address {addr} {bad}")
-        if addr in netaddr.IPNetwork(RESERVED_CIDR):
-            self.problems.append(
-                f"{where}: address {addr} is in 192.168.1.0/24, reserved for the device's internal vNIC; use another subnet"
-            )
-        if net.prefixlen > 30:
-            self.problems.append(f"{where}: netmask {net.netmask} (/{net.prefixlen}) is too narrow; use /30 or wider")
-        elif addr in (net.network, net.broadcast):
-            kind = "network" if addr == net.network else "broadcast"
-            self.problems.append(f"{where}: address {addr} is the {kind} address of {net.cidr}")
-
-    def target(self, where: str, field: str, value: netaddr.IPAddress, addr: netaddr.IPAddress, net: netaddr.IPNetwork) -> None:
-        if int(value) == 0:
-            self.problems.append(f"{where}: {field} 0.0.0.0 is not an address; leave it empty instead")
-            return
-        bad = unicast_problem(value)
-        if bad:
-            self.problems.append(f"{where}: {field} {value} {bad}")
-        elif net.prefixlen <= 30 and value in (net.network, net.broadcast):
-            kind = "network" if value == net.network else "broadcast"
-            self.problems.append(f"{where}: {field} {value} is the {kind} address of {net.cidr}")
-        if value == addr:
-            self.problems.append(f"{where}: {field} {value} is the device's own address")
-        if field == "gateway" and value not in net:
-            self.problems.append(f"{where}: gateway {value} is outside the device subnet {net.cidr}; use a gateway inside it")
 
     def cluster(self, plan: dict[str, list[dict[str, Any]]]) -> None:
         for address, owners in sorted(self.owners.items()):
@@ -336,7 +278,7 @@ class _Checker:
                     self.problems.append(f"{host} device {entry['device_id']}: gateway {entry['gateway']} is the address of {holders[0]}")
 
     def smp(self, host: str, entries: list[dict[str, Any]]) -> None:
-        nets = {e["device_id"]: netaddr.IPNetwork(f"{e['address']}/{e['netmask']}").cidr for e in entries}
+        nets = {e["device_id"]: ipaddress.IPv4Interface(f"{e['address']}/{e['netmask']}").network for e in entries}
         for device in range(SMP_PAIR_DISTANCE):
             pair = device + SMP_PAIR_DISTANCE
             if device in nets and pair in nets and nets[device] != nets[pair]:
@@ -448,7 +390,6 @@ def validate_plan(
     devices they list (:func:`missing_devices`), so that no host's plan is refused on that host after the
     others were changed.
     """
-    require_netaddr()
     if not isinstance(plan, Mapping):
         raise ClusterSpecError("the plan must be a dict: host name -> list of {device_id, address, netmask, ...}")
     if layout is not None and layout not in LAYOUTS:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ansible_collections.ascend.cluster.plugins.plugin_utils._aoe import aoe_env_conflict
+from ansible_collections.ascend.cluster.plugins.plugin_utils._aoe import aoe_env_conflict, reads_bank
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
 from ansible_collections.ascend.cluster.plugins.plugin_utils._versions import mixed_versions
 
@@ -239,8 +239,7 @@ def preflight_verdict(
             servers=", ".join(unread), problems="; ".join(f"{host}: {problem}" for host, problem in unread.items())
         )
         return verdict
-    wanted = not aoe and (use_library is None or bool(use_library))
-    if wanted:
+    if reads_bank(aoe, use_library):
         have = [_bank_where(hostvars, host) for host, found in ran.items() if int(found.get("bank_files") or 0) > 0]
         lack = [_bank_where(hostvars, host) for host, found in ran.items() if int(found.get("bank_files") or 0) <= 0]
         if lack and use_library is not None and use_library:

@@ -13,13 +13,13 @@ IPs unique and each device subnet consistent with the chip's layout (``_ip_plan.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ansible_collections.ascend.cluster.plugins.module_utils._ip_check import netmask_prefix
 from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import resolve_chip
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
-from ansible_collections.ascend.cluster.plugins.plugin_utils._ip_plan import LAYOUTS, require_netaddr, validate_plan
+from ansible_collections.ascend.cluster.plugins.plugin_utils._ip_plan import LAYOUTS, validate_plan
 from ansible_collections.ascend.cluster.plugins.plugin_utils._ping_mesh import lost_pings, ping_problem
 from ansible_collections.ascend.cluster.plugins.plugin_utils._text_table import text_table
 
@@ -118,7 +118,7 @@ def _with_prefix(address: Any, netmask: Any) -> str | None:
     if not address:
         return None
     try:
-        return f"{address}/{ipaddress.IPv4Network(f'0.0.0.0/{netmask}').prefixlen}"
+        return f"{address}/{netmask_prefix(netmask)}"
     except ValueError:
         return str(address)
 
@@ -178,7 +178,6 @@ def health_report(
     stage planned (the host's ``device_ip_result``) is shown with that address as ``IP planned``,
     not as a problem: nothing was set, so there is nothing else to check on it yet.
     """
-    require_netaddr()  # the layout check needs it; fail with the install hint, not mid-report
     if isinstance(servers, (str, Mapping)) or not isinstance(servers, Sequence):
         raise ClusterSpecError("the input must be a list of hosts' variables (ansible_play_hosts | map('extract', hostvars))")
     devices: list[tuple[str, Mapping[str, Any]]] = []

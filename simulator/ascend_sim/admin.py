@@ -261,7 +261,7 @@ import sys
 package, state = sys.argv[1:3]
 del sys.argv[1:3]
 sys.path[:] = [package] + [p for p in sys.path if p]
-from ascend_sim.hccn import main
+from ascend_sim.hccn_main import main
 sys.exit(main(None, state or None))
 ' "$package" "$default_state" "$@"
 """
@@ -382,7 +382,7 @@ def _hccn(sdir, argv):
     from . import hccn
 
     out = hccn.Out()
-    rc = hccn.run(argv, sdir, out, no_latency=True)
+    rc = hccn.run(argv, sdir, out, no_latency=True, writer=store.update)
     if rc != 0:
         raise SimError("hccn_tool %s failed (exit %d): %s" % (" ".join(argv), rc, "".join(out.err).strip()))
 
@@ -496,191 +496,224 @@ def _update_devices(sdir, device_arg, edit):
     return store.update(sdir, change)
 
 
+def _fault_driver_missing(sdir, args, messages):
+    def change(state):
+        installs = state.get("installs") or []
+        if not installs:
+            raise SimError("no installed hccn_tool recorded for %s: run `ascend-sim install --bin-dir DIR --state %s` first" % (sdir, sdir))
+        missing = state["faults"].setdefault("driver_missing", [])
+        for inst in installs:
+            path = os.path.join(inst["bin_dir"], "hccn_tool")
+            if os.path.exists(path):
+                os.unlink(path)
+            if inst["bin_dir"] not in missing:
+                missing.append(inst["bin_dir"])
+            messages.append("removed %s" % path)
+
+    store.update(sdir, change)
+
+
+def _fault_clear(sdir, args, messages):
+    restored = []
+
+    def change(state):
+        faults = state.setdefault("faults", {})
+        for inst in state.get("installs") or []:
+            if inst["bin_dir"] in (faults.get("driver_missing") or []):
+                os.makedirs(inst["bin_dir"], exist_ok=True)
+                write_wrapper(inst["bin_dir"], "hccn_tool", inst["python"], inst.get("state"))
+                messages.append("restored %s" % os.path.join(inst["bin_dir"], "hccn_tool"))
+        stale = faults.get("stale_conf")
+        if stale is not None:
+            with open(state["hccn_conf"], "w", encoding="utf-8") as f:
+                f.write(stale["backup"])
+            os.chmod(state["hccn_conf"], conf.CONF_MODE)
+            messages.append("restored %s" % state["hccn_conf"])
+        down = []
+        for dev_id, dev in state["devices"].items():
+            if dev.get("link") != "UP":
+                down.append(dev_id)
+            dev["link"] = "UP"
+            dev["tls"] = state.get("tls_default", 0)
+            dev["faults"] = {"error": False, "health": None}
+            dev.pop("npu_health", None)
+        state.pop("npu_smi_version", None)
+        for key in ("firmware", "cann_toolkit", "cann_kernels"):
+            state.pop(key, None)
+        for dev in state["devices"].values():
+            dev.pop("firmware", None)
+        restored.extend(down)
+        state["faults"] = {"latency": None, "unreachable": [], "stale_conf": None, "driver_missing": []}
+
+    store.update(sdir, change)
+    state = load(sdir)
+    versions.write_files(state)
+    _bed_link(state, restored, True)
+    messages.append("cleared all faults of %s" % sdir)
+
+
+def _fault_link(sdir, args, messages):
+    up = args.up
+
+    def change(state):
+        ids = _devices_arg(state, args.device)
+        for i in ids:
+            state["devices"][i]["link"] = "UP" if up else "DOWN"
+        return ids
+
+    ids = store.update(sdir, change)
+    _bed_link(load(sdir), ids, up)
+    messages.append("link %s on device(s) %s" % ("UP" if up else "DOWN", ",".join(ids)))
+
+
+def _fault_unreachable(sdir, args, messages):
+    if ip_to_int(args.ip) is None:
+        raise SimError("--ip takes an IPv4 address")
+    device = None if args.device in (None, "all") else int(args.device)
+
+    def change(state):
+        if device is not None:
+            _devices_arg(state, str(device))
+        entries = state["faults"].setdefault("unreachable", [])
+        entry = {"ip": args.ip, "device": device}
+        if args.remove:
+            state["faults"]["unreachable"] = [e for e in entries if e != entry]
+        elif entry not in entries:
+            entries.append(entry)
+
+    store.update(sdir, change)
+    where = "all devices" if device is None else "device %d" % device
+    messages.append("%s %s unreachable from %s" % ("no longer" if args.remove else "made", args.ip, where))
+
+
+def _fault_error(sdir, args, messages):
+    def change(state):
+        ids = _devices_arg(state, args.device)
+        for i in ids:
+            state["devices"][i].setdefault("faults", {})["error"] = not args.off
+        return ids
+
+    ids = store.update(sdir, change)
+    messages.append("device(s) %s %s" % (",".join(ids), "healthy again" if args.off else "fail every call"))
+
+
+def _fault_tls(sdir, args, messages):
+    ids = _update_devices(sdir, args.device, lambda dev: dev.update(tls=args.switch))
+    messages.append("tls switch %d on device(s) %s" % (args.switch, ",".join(ids)))
+
+
+def _fault_health(sdir, args, messages):
+    ids = _update_devices(sdir, args.device, lambda dev: dev.setdefault("faults", {}).update(health=None if args.off else args.status))
+    messages.append("net health of device(s) %s %s" % (",".join(ids), "computed again" if args.off else "forced to %r" % args.status))
+
+
+def _fault_chip_health(sdir, args, messages):
+    ids = _update_devices(sdir, args.device, lambda dev: dev.update(npu_health=args.status))
+    messages.append("npu-smi Health of device(s) %s is %s" % (",".join(ids), args.status))
+
+
+def _fault_npu_smi_version(sdir, args, messages):
+    def change(state):
+        state["npu_smi_version"] = args.version
+
+    store.update(sdir, change)
+    messages.append("npu-smi now prints version %s" % args.version)
+
+
+def _fault_versions(sdir, args, messages):
+    if args.firmware is None and args.toolkit is None and args.kernels is None:
+        raise SimError("fault versions takes --firmware V, --toolkit V and/or --kernels V (none: not there)")
+    if args.device is not None and args.firmware is None:
+        raise SimError("--device goes with --firmware (the firmware of those devices' NPUs)")
+
+    def change(state):
+        if args.firmware is not None:
+            if args.device is None:
+                state["firmware"] = args.firmware
+            else:  # a board has one firmware: every chip of the NPUs holding these devices
+                per_npu = CHIP_INFO[state["chip"]][1]
+                npus = set(int(i) // per_npu for i in _devices_arg(state, args.device))
+                for i, dev in state["devices"].items():
+                    if int(i) // per_npu in npus:
+                        dev["firmware"] = args.firmware
+        if args.toolkit is not None:
+            state["cann_toolkit"] = args.toolkit
+        if args.kernels is not None:
+            state["cann_kernels"] = args.kernels
+        if (args.toolkit is not None or args.kernels is not None) and not state.get("cann_dir"):
+            raise SimError("%s has no CANN directory for its version files (init --cann-dir DIR)" % sdir)
+
+    store.update(sdir, change)
+    versions.write_files(load(sdir))
+    for name, value in (("firmware", args.firmware), ("CANN toolkit", args.toolkit), ("CANN kernels", args.kernels)):
+        if value is not None:
+            where = " on the NPU(s) of device(s) %s" % args.device if name == "firmware" and args.device else ""
+            messages.append("%s version%s now %s" % (name, where, "absent" if value == versions.NONE else value))
+
+
+def _fault_stale_conf(sdir, args, messages):
+    def change(state):
+        ids = _devices_arg(state, args.device)
+        path = state["hccn_conf"]
+        try:
+            with open(path, encoding="utf-8") as f:
+                original = f.read()
+        except FileNotFoundError:
+            original = ""
+        if state["faults"].get("stale_conf") is None:
+            state["faults"]["stale_conf"] = {"backup": original}
+        items = []
+        for i in ids:
+            dev = state["devices"][i]
+            value = ip_to_int(dev.get("ip") or "")
+            if args.address:
+                wrong = args.address
+            elif value is not None:
+                wrong = "%d.%d.%d.%d" % (value >> 24, (value >> 16) & 255, (value >> 8) & 255, ((value & 255) + 100) % 254 + 1)
+            else:
+                wrong = "198.18.255.%d" % (int(i) + 1)
+            items.append(("address_%s" % i, wrong))
+            items.append(("netmask_%s" % i, dev.get("netmask") or "255.255.255.0"))
+        conf.set_keys(path, items)
+        return ids
+
+    ids = store.update(sdir, change)
+    messages.append("hccn.conf now disagrees with device(s) %s" % ",".join(ids))
+
+
+def _fault_latency(sdir, args, messages):
+    if args.seconds < 0:
+        raise SimError("--seconds must be >= 0")
+
+    def change(state):
+        state["faults"]["latency"] = args.seconds
+
+    store.update(sdir, change)
+    messages.append("every hccn_tool call now takes %.3f s" % args.seconds)
+
+
+# ascend-sim fault KIND: one handler per kind, each given the state directory, the parsed arguments and the list
+# its messages go to (printed unless -q). A new kind is a handler here and its subparser in build_parser.
+FAULTS = {
+    "driver-missing": _fault_driver_missing,
+    "clear": _fault_clear,
+    "link": _fault_link,
+    "unreachable": _fault_unreachable,
+    "error": _fault_error,
+    "tls": _fault_tls,
+    "health": _fault_health,
+    "chip-health": _fault_chip_health,
+    "npu-smi-version": _fault_npu_smi_version,
+    "versions": _fault_versions,
+    "stale-conf": _fault_stale_conf,
+    "latency": _fault_latency,
+}
+
+
 def do_fault(args):
     sdir = os.path.abspath(args.state or state_dir())
-    kind = args.kind
-    messages = []
-
-    if kind == "driver-missing":
-
-        def change(state):
-            installs = state.get("installs") or []
-            if not installs:
-                raise SimError(
-                    "no installed hccn_tool recorded for %s: run `ascend-sim install --bin-dir DIR --state %s` first" % (sdir, sdir)
-                )
-            missing = state["faults"].setdefault("driver_missing", [])
-            for inst in installs:
-                path = os.path.join(inst["bin_dir"], "hccn_tool")
-                if os.path.exists(path):
-                    os.unlink(path)
-                if inst["bin_dir"] not in missing:
-                    missing.append(inst["bin_dir"])
-                messages.append("removed %s" % path)
-
-        store.update(sdir, change)
-    elif kind == "clear":
-        restored = []
-
-        def change(state):
-            faults = state.setdefault("faults", {})
-            for inst in state.get("installs") or []:
-                if inst["bin_dir"] in (faults.get("driver_missing") or []):
-                    os.makedirs(inst["bin_dir"], exist_ok=True)
-                    write_wrapper(inst["bin_dir"], "hccn_tool", inst["python"], inst.get("state"))
-                    messages.append("restored %s" % os.path.join(inst["bin_dir"], "hccn_tool"))
-            stale = faults.get("stale_conf")
-            if stale is not None:
-                with open(state["hccn_conf"], "w", encoding="utf-8") as f:
-                    f.write(stale["backup"])
-                os.chmod(state["hccn_conf"], conf.CONF_MODE)
-                messages.append("restored %s" % state["hccn_conf"])
-            down = []
-            for dev_id, dev in state["devices"].items():
-                if dev.get("link") != "UP":
-                    down.append(dev_id)
-                dev["link"] = "UP"
-                dev["tls"] = state.get("tls_default", 0)
-                dev["faults"] = {"error": False, "health": None}
-                dev.pop("npu_health", None)
-            state.pop("npu_smi_version", None)
-            for key in ("firmware", "cann_toolkit", "cann_kernels"):
-                state.pop(key, None)
-            for dev in state["devices"].values():
-                dev.pop("firmware", None)
-            restored.extend(down)
-            state["faults"] = {"latency": None, "unreachable": [], "stale_conf": None, "driver_missing": []}
-
-        store.update(sdir, change)
-        state = load(sdir)
-        versions.write_files(state)
-        _bed_link(state, restored, True)
-        messages.append("cleared all faults of %s" % sdir)
-    elif kind == "link":
-        up = args.up
-
-        def change(state):
-            ids = _devices_arg(state, args.device)
-            for i in ids:
-                state["devices"][i]["link"] = "UP" if up else "DOWN"
-            return ids
-
-        ids = store.update(sdir, change)
-        _bed_link(load(sdir), ids, up)
-        messages.append("link %s on device(s) %s" % ("UP" if up else "DOWN", ",".join(ids)))
-    elif kind == "unreachable":
-        if ip_to_int(args.ip) is None:
-            raise SimError("--ip takes an IPv4 address")
-        device = None if args.device in (None, "all") else int(args.device)
-
-        def change(state):
-            if device is not None:
-                _devices_arg(state, str(device))
-            entries = state["faults"].setdefault("unreachable", [])
-            entry = {"ip": args.ip, "device": device}
-            if args.remove:
-                state["faults"]["unreachable"] = [e for e in entries if e != entry]
-            elif entry not in entries:
-                entries.append(entry)
-
-        store.update(sdir, change)
-        where = "all devices" if device is None else "device %d" % device
-        messages.append("%s %s unreachable from %s" % ("no longer" if args.remove else "made", args.ip, where))
-    elif kind == "error":
-
-        def change(state):
-            ids = _devices_arg(state, args.device)
-            for i in ids:
-                state["devices"][i].setdefault("faults", {})["error"] = not args.off
-            return ids
-
-        ids = store.update(sdir, change)
-        messages.append("device(s) %s %s" % (",".join(ids), "healthy again" if args.off else "fail every call"))
-    elif kind == "tls":
-        ids = _update_devices(sdir, args.device, lambda dev: dev.update(tls=args.switch))
-        messages.append("tls switch %d on device(s) %s" % (args.switch, ",".join(ids)))
-    elif kind == "health":
-        ids = _update_devices(sdir, args.device, lambda dev: dev.setdefault("faults", {}).update(health=None if args.off else args.status))
-        messages.append("net health of device(s) %s %s" % (",".join(ids), "computed again" if args.off else "forced to %r" % args.status))
-    elif kind == "chip-health":
-        ids = _update_devices(sdir, args.device, lambda dev: dev.update(npu_health=args.status))
-        messages.append("npu-smi Health of device(s) %s is %s" % (",".join(ids), args.status))
-    elif kind == "npu-smi-version":
-
-        def change(state):
-            state["npu_smi_version"] = args.version
-
-        store.update(sdir, change)
-        messages.append("npu-smi now prints version %s" % args.version)
-    elif kind == "versions":
-        if args.firmware is None and args.toolkit is None and args.kernels is None:
-            raise SimError("fault versions takes --firmware V, --toolkit V and/or --kernels V (none: not there)")
-        if args.device is not None and args.firmware is None:
-            raise SimError("--device goes with --firmware (the firmware of those devices' NPUs)")
-
-        def change(state):
-            if args.firmware is not None:
-                if args.device is None:
-                    state["firmware"] = args.firmware
-                else:  # a board has one firmware: every chip of the NPUs holding these devices
-                    per_npu = CHIP_INFO[state["chip"]][1]
-                    npus = set(int(i) // per_npu for i in _devices_arg(state, args.device))
-                    for i, dev in state["devices"].items():
-                        if int(i) // per_npu in npus:
-                            dev["firmware"] = args.firmware
-            if args.toolkit is not None:
-                state["cann_toolkit"] = args.toolkit
-            if args.kernels is not None:
-                state["cann_kernels"] = args.kernels
-            if (args.toolkit is not None or args.kernels is not None) and not state.get("cann_dir"):
-                raise SimError("%s has no CANN directory for its version files (init --cann-dir DIR)" % sdir)
-
-        store.update(sdir, change)
-        versions.write_files(load(sdir))
-        for name, value in (("firmware", args.firmware), ("CANN toolkit", args.toolkit), ("CANN kernels", args.kernels)):
-            if value is not None:
-                where = " on the NPU(s) of device(s) %s" % args.device if name == "firmware" and args.device else ""
-                messages.append("%s version%s now %s" % (name, where, "absent" if value == versions.NONE else value))
-    elif kind == "stale-conf":
-
-        def change(state):
-            ids = _devices_arg(state, args.device)
-            path = state["hccn_conf"]
-            try:
-                with open(path, encoding="utf-8") as f:
-                    original = f.read()
-            except FileNotFoundError:
-                original = ""
-            if state["faults"].get("stale_conf") is None:
-                state["faults"]["stale_conf"] = {"backup": original}
-            items = []
-            for i in ids:
-                dev = state["devices"][i]
-                value = ip_to_int(dev.get("ip") or "")
-                if args.address:
-                    wrong = args.address
-                elif value is not None:
-                    wrong = "%d.%d.%d.%d" % (value >> 24, (value >> 16) & 255, (value >> 8) & 255, ((value & 255) + 100) % 254 + 1)
-                else:
-                    wrong = "198.18.255.%d" % (int(i) + 1)
-                items.append(("address_%s" % i, wrong))
-                items.append(("netmask_%s" % i, dev.get("netmask") or "255.255.255.0"))
-            conf.set_keys(path, items)
-            return ids
-
-        ids = store.update(sdir, change)
-        messages.append("hccn.conf now disagrees with device(s) %s" % ",".join(ids))
-    elif kind == "latency":
-        if args.seconds < 0:
-            raise SimError("--seconds must be >= 0")
-
-        def change(state):
-            state["faults"]["latency"] = args.seconds
-
-        store.update(sdir, change)
-        messages.append("every hccn_tool call now takes %.3f s" % args.seconds)
-    else:  # pragma: no cover - argparse prevents this
-        raise SimError("unknown fault kind %r" % kind)
+    messages: list = []
+    FAULTS[args.kind](sdir, args, messages)
     if not args.quiet:
         for m in messages:
             print("ascend-sim: %s" % m)

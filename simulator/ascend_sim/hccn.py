@@ -6,14 +6,16 @@ argument count and options. Exit status is the tool's internal error code modulo
 to stderr, data and parameter help to stdout, every line ends in ``\\n``.
 
 Hot path: get commands import nothing beyond ``_rt`` (posix, marshal) and never spawn a process in
-fabric mode. Set commands import ``store``/``conf`` (json, fcntl) lazily.
+fabric mode. Set commands import ``conf`` lazily and save the state through the writer ``run`` is
+given (``hccn_main`` passes ``store.update``, imported lazily): ``store`` renders the answers, which
+run this module, so this module imports neither.
 """
 
 from __future__ import annotations
 
 import sys
 
-from ._rt import UNSET_IP, SimError, getenv, ip_to_int, load, mask_prefix, read_fabric, same_subnet, state_dir
+from ._rt import UNSET_IP, SimError, getenv, ip_to_int, load, mask_prefix, read_fabric, same_subnet
 
 # --- exit codes (internal code & 0xFF) -------------------------------------------------------
 RC_MAJOR_TYPE = 1  # 0x1001
@@ -578,8 +580,9 @@ COMMANDS = {
 class Context:
     """What a command needs: the state, the device, the conf path, and where output goes."""
 
-    def __init__(self, sdir, state, dev_id, out):
+    def __init__(self, sdir, state, dev_id, out, writer=None):
         self.sdir = sdir
+        self.writer = writer
         self.state = state
         self.dev_id = dev_id
         self.dev = state["devices"].get(dev_id) if dev_id is not None else None
@@ -599,19 +602,21 @@ class Context:
             raise HccnError(RC_EXEC, MSG_EXEC)
 
     def update(self, func):
-        """Apply ``func`` to a fresh copy of the state under the writer lock."""
-        from . import store
-
-        store.update(self.sdir, func)
+        """Apply ``func`` to a fresh copy of the state under the writer lock (``writer``: ``store.update``)."""
+        if self.writer is None:
+            raise SimError("this hccn_tool command changes the state, and run() was given no writer")
+        self.writer(self.sdir, func)
         self.state = load(self.sdir)
         if self.dev_id is not None:
             self.dev = self.state["devices"][self.dev_id]
 
 
-def run(argv: list, sdir: str, out: Out, no_latency: bool = False, state: dict | None = None) -> int:
+def run(argv: list, sdir: str, out: Out, no_latency: bool = False, state: dict | None = None, writer=None) -> int:
     """Execute one hccn_tool command line (without argv[0]); return the exit status.
 
     ``state``: the already loaded state of ``sdir`` (answers.py renders many get commands of one).
+    ``writer``: what a set command saves the state with, ``store.update`` (``hccn_main``); this module
+    imports neither the store nor the answers, which import it (answers.py renders through ``run``).
     """
     try:
         if not argv:
@@ -627,7 +632,7 @@ def run(argv: list, sdir: str, out: Out, no_latency: bool = False, state: dict |
                 state = load(sdir)
             if len(phy) > 2 or not (phy.isascii() and phy.isdigit()) or str(int(phy)) not in state["devices"]:
                 raise HccnError(RC_DEV_ID, "Get invalid device id.")
-            ctx = Context(sdir, state, str(int(phy)), out)
+            ctx = Context(sdir, state, str(int(phy)), out, writer)
             ctx.no_latency = no_latency
             return COMMANDS[argv[2]](ctx, argv[3:])
         if argv[0] == "-a":
@@ -643,7 +648,7 @@ def run(argv: list, sdir: str, out: Out, no_latency: bool = False, state: dict |
             if len(args) != 1:
                 raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-a")
             state = load(sdir)
-            ctx = Context(sdir, state, None, out)
+            ctx = Context(sdir, state, None, out, writer)
             ctx.no_latency = no_latency
             if not _exists(ctx.conf_path):
                 raise HccnError(
@@ -670,18 +675,3 @@ def run(argv: list, sdir: str, out: Out, no_latency: bool = False, state: dict |
             else:
                 _param_help(out, exc.help_for)
         return exc.rc
-
-
-def main(argv: list | None = None, default_state: str | None = None) -> int:
-    """Entry point of ``bin/hccn_tool`` and of the wrappers ``ascend-sim install`` writes."""
-    if argv is None:
-        argv = sys.argv[1:]
-    out = Out()
-    try:
-        rc = run(argv, state_dir(default_state), out)
-    except SimError as exc:
-        out.flush()
-        sys.stderr.write("ascend-sim: %s\n" % exc)
-        return 125
-    out.flush()
-    return rc

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers.ansible_cli import DeprecationFound, run_playbook
-from tests.unit.helpers.test_deprecation_guard import DEPRECATING_MODULE, PLAY
+from tests.helpers.deprecation import DEPRECATING_MODULE, PLAY
 
 
 def test_a_real_run_that_deprecates_fails(tmp_path):

@@ -8,7 +8,7 @@ import sys
 import yaml
 
 from tests.helpers.ansible_cli import run_playbook
-from tests.unit.plugins.filter.clusters import seed001_server, seed_table
+from tests.helpers.clusters import seed001_server, seed_table
 
 # Run modules with this venv's Python, not whatever interpreter discovery finds on the machine.
 LOCAL = {"ansible_python_interpreter": sys.executable}

@@ -159,44 +159,6 @@ def staging_held(cluster, tmp_path: Path, job_id: str) -> tuple:
     return played, rank3
 
 
-def test_ctrl_c_during_staging_releases_the_staged_runners_at_once_and_latest_stays(sim_cluster, tmp_path):
-    cluster = sim_cluster()
-    played, rank3 = staging_held(cluster, tmp_path, "s1")
-    reader = None
-    try:
-        time.sleep(1)  # well inside the staging wait (120 s)
-        played.ctrl_c()
-        # once the stop is recorded on server0, rank 3 may stage: it finds the job stopped
-        wait_for((cluster.root / "server0" / "jobs" / "s1" / "abort").exists, 60, "the stop recorded on server0")
-        reader = os.open(rank3 / "env.log", os.O_RDONLY | os.O_NONBLOCK)
-        played.proc.wait(timeout=60)
-    finally:
-        reader = reader if reader is not None else os.open(rank3 / "env.log", os.O_RDONLY | os.O_NONBLOCK)
-        played.finish()
-    text = played.text()
-    assert played.proc.returncode != 0, text
-    # server1's 8 ranks had all staged and its stage task had ended; server0's task (the coordinator's: the anchor) was
-    # still running: it released server0, the job's group released server1, and it says one line for the job, as a
-    # Ctrl-C while the job runs does - no line per server
-    assert "[s1] Ctrl-C on the controller: job s1: 16 rank(s) on 2 server(s) stopped, their devices are free" in text, text
-    assert "released on server" not in text, text
-    states = rank_states(cluster, "s1")
-    others = {r: s for r, s in states.items() if r != 3}
-    # released by the abort file, not left for the 600 s gate time-out
-    # each by its own server's release, or by the job's group passing the other server's on (whichever came first)
-    assert all(s["phase"] == "aborted" and "Ctrl-C on the controller during the launch" in s["stopped_by"] for s in others.values()), states
-    assert not any(alive(s["runner_pid"]) for s in others.values())
-    wait_for(lambda: rank_states(cluster, "s1")[3].get("phase") == "aborted", 30, "rank 3 to give up once staged")
-    wait_for(lambda: not alive(rank_states(cluster, "s1")[3]["runner_pid"]), 30, "rank 3's runner to end (its lock with it)")
-    os.close(reader)
-    locks_free(cluster)  # every device free at once, without stop.yml
-    # the job never started: latest does not name it (status and stop default to latest)
-    for server in ("server0", "server1"):
-        latest = cluster.root / server / "jobs" / "latest"
-        assert not latest.exists() or latest.read_text().strip() != "s1"
-    assert not (cluster.root / "controller" / "latest").exists()
-
-
 def test_a_controller_killed_while_the_launch_stages_leaves_a_job_that_status_shows_and_stop_releases(sim_cluster, tmp_path):
     """Issue 25 item 1: the controller killed -9 while the launch stages, one rank still staging (it never gets through:
     the gate can never open), leaves 16 runners holding their devices until the gate time-out. The job never became

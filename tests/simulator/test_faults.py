@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from ansible_collections.ascend.cluster.plugins.module_utils._hccn_parse import NET_HEALTH_VALUES
 from tests.simulator.simhelpers import ASCEND_SIM, run, sim
 
 
@@ -123,21 +124,8 @@ def test_clear_resets_everything(make_host):
     assert a.ok("-i", "0", "-ip", "-g") == "ipaddr:192.168.100.101\nnetmask:255.255.255.0\n"
 
 
-@pytest.mark.parametrize(
-    "status",
-    [
-        "Success",
-        "Socket fail",
-        "Receive timeout",
-        "Unreachable",
-        "Time exceeded",
-        "Fault",
-        "Init",
-        "Thread error",
-        "Detect ip set",
-        "Unknown",
-    ],
-)
+# Every net health value the collection's parser knows (reference section 1) can be forced, and is printed as is.
+@pytest.mark.parametrize("status", NET_HEALTH_VALUES)
 def test_every_health_value_can_be_forced(host, status):
     host.fault("health", "--device", "0", "--status", status)
     assert host.ok("-i", "0", "-net_health", "-g") == "net health status: %s\n" % status

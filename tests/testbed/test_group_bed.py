@@ -1,5 +1,8 @@
 """The job's group over real SSH on an 8-host test bed (h1..h8, 2 NPUs each), with Ansible's default forks=5.
 
+These are the bed's fail-fast and host-death tests (the 2-host launch bed has none of its own: what it would show, these
+show with more servers than forks).
+
 More servers than forks, as on every real cluster: a crash on the last server and a server that dies must stop every
 rank on every server within seconds, found by the servers themselves (the group's heartbeats), not by the controller.
 Every time is read from what the ranks wrote (state.json on the shared /var/tmp run root).
@@ -64,8 +67,10 @@ def test_a_crash_on_the_last_of_eight_servers_stops_every_rank_within_a_second(b
     res = run_playbook(TRAIN, bed.inventory, extra_vars=bed_vars(root, "crash8", ascend_train_env=crash), env=FORKS)
     assert res.rc != 0, str(res)
     assert f"rank 15 (server {bed.mgmt_ip('h8')}, device 1) failed first: exit code 1; every rank was stopped." in res.stdout, str(res)
+    assert f": rank 15 (server {bed.mgmt_ip('h8')}, device 1) exit 1; 15 stopped" in res.stdout, str(res)  # the summary line
     states = rank_states(root / "runs" / "crash8")
     assert sorted(states) == list(range(16)) and states[15]["rc"] == 1
+    assert all(s["rc"] in (-15, -9) and "rank 15 failed (rc=1)" in s["stopped_by"] for r, s in states.items() if r != 15), states
     crashed = states[15]["ended"]
     assert max(s["ended"] for s in states.values()) - crashed < 1.0, {r: s["ended"] - crashed for r, s in states.items()}
     assert not any(alive(p) for s in states.values() for p in (s["pid"], s["runner_pid"]))
@@ -110,6 +115,11 @@ def test_a_server_that_dies_among_eight_is_found_by_the_others_within_five_secon
     states = rank_states(root / "runs" / "death8")
     others = {r: s for r, s in states.items() if r not in (8, 9)}
     assert all(s["phase"] == "exited" and s["ended"] - died <= 6.0 for s in others.values()), others
+    cause = f"stopped by the job's group: server {bed.mgmt_ip('h5')} stopped answering"
+    assert all(s["rc"] in (-15, -9) and s["stopped_by"].startswith(cause) for s in others.values()), others
+    # issue 25 item 5: the final table says what is known of h5's ranks - lost, not "running"
+    summary = json.loads((root / "controller" / "death8" / "summary.json").read_text())
+    assert [(r["rank_id"], r["state"]) for r in summary["ranks"] if r["rank_id"] in (8, 9)] == [(8, "lost"), (9, "lost")], summary
     # h5, cut off, stopped its own ranks when it lost the coordinator (on h1)
     assert all(states[r]["stopped_by"].startswith(f"lost the job's coordinator at {bed.mgmt_ip('h1')}:") for r in (8, 9)), states
     assert not any(alive(p) for s in states.values() for p in (s["pid"], s["runner_pid"]))

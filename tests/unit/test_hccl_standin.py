@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.ascend.cluster.plugins.module_utils import _chip
 from tests.helpers.collection import REPO_ROOT
 from tests.helpers.procs import finish
 
@@ -208,6 +209,24 @@ def test_launch_env_reads_what_hccl_reads():
 )
 def test_chip_from_the_npu_smi_name(name, chip):
     assert hs.chip_from_name(name) == chip
+    # the collection's chip names read the same npu-smi names alike (module_utils/_chip.py owns them)
+    try:
+        known = _chip.normalize_chip(name)
+    except ValueError:
+        known = None
+    assert known == chip
+
+
+def test_the_chip_table_is_a_copy_of_the_collections():
+    """The stand-in runs alone on a server, so it keeps a copy of module_utils/_chip.py's profiles: the two agree."""
+    assert hs.CHIPS == {name: (profile.rank_table_version, profile.max_device_id) for name, profile in _chip.CHIPS.items()}
+    assert hs.ANY_CHIP_MAX_DEVICE_ID == _chip.ANY_CHIP_MAX_DEVICE_ID
+
+
+def test_a_chip_the_collection_does_not_know_is_refused():
+    with pytest.raises(SystemExit):
+        hs.parse_args(["--chip", "A5"])
+    assert hs.parse_args(["--chip", "A3"]).chip == "A3"
 
 
 # --------------------------------------------------------------------------- rings

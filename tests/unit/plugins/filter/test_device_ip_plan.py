@@ -139,7 +139,7 @@ BAD_PLANS = [
     (with_change("server0", 0, gateway="0.0.0.0"), {}, "gateway 0.0.0.0 is not an address"),
     (with_change("server0", 1, address="192.168.101.300"), {}, "address '192.168.101.300' is not an IPv4 address"),
     (with_change("server0", 1, netmask="255.0.255.0"), {}, "netmask '255.0.255.0' is not a netmask"),
-    (with_change("server0", 1, netmask="31"), {}, "(/31) is too narrow"),
+    (with_change("server0", 1, netmask="31"), {}, "(/31) leaves no room for a device and a gateway"),
     (with_change("server0", 1, address="127.0.0.2", netmask="8"), {}, "address 127.0.0.2 is a loopback address"),
     (with_change("server0", 1, device_id=0), {}, "server0 device 0: listed more than once"),
     (with_change("server0", 7, device_id=9), {"chip": "910A"}, "device_id 9 is out of range for 910A (0-7)"),

@@ -9,7 +9,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ascend.cluster.plugins.filter.missing_device_ips import FilterModule, missing_device_ips
 from ansible_collections.ascend.cluster.plugins.filter.rank_table import rank_table
-from tests.unit.plugins.filter.clusters import a2_cluster, server, superpod_cluster
+from tests.helpers.clusters import a2_cluster, server, superpod_cluster
 
 
 def test_filter_is_registered_under_its_name():

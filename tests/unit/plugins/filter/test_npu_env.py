@@ -7,7 +7,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ascend.cluster.plugins.filter.npu_env import FilterModule, npu_env
 from ansible_collections.ascend.cluster.plugins.filter.rank_table import rank_table
-from tests.unit.plugins.filter.clusters import seed001_server
+from tests.helpers.clusters import seed001_server
 
 
 def test_filter_is_registered_under_its_name():

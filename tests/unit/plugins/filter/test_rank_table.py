@@ -11,7 +11,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.ascend.cluster.plugins.filter.device_range import device_range
 from ansible_collections.ascend.cluster.plugins.filter.rank_table import FilterModule, rank_table
-from tests.unit.plugins.filter.clusters import (
+from tests.helpers.clusters import (
     a2_cluster,
     seed001_server,
     seed002_server,

@@ -9,7 +9,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ascend.cluster.plugins.filter.rank_table import rank_table
 from ansible_collections.ascend.cluster.plugins.filter.select_devices import FilterModule, select_devices
-from tests.unit.plugins.filter.clusters import a2_cluster, seed001_server, server
+from tests.helpers.clusters import a2_cluster, seed001_server, server
 
 
 def _cluster(n=2):

@@ -11,7 +11,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ascend.cluster.plugins.filter.rank_table import rank_table
 from ansible_collections.ascend.cluster.plugins.filter.validate_rank_table import FilterModule, validate_rank_table
-from tests.unit.plugins.filter.clusters import seed_table, superpod_cluster
+from tests.helpers.clusters import seed_table, superpod_cluster
 
 SEEDS = ["seed001_8p.json", "seed001_16p.json", "seed002_8p.json", "seed002_4p_4567.json", "seed003_template2_16p.json"]
 

@@ -84,3 +84,45 @@ def test_usable_targets_pass_both(field):
     entry = {"address": "198.18.0.10", "netmask": "255.255.255.0", field: "198.18.0.1"}
     assert _host_problems(entry) == []
     assert _plan_problems(entry) == ""
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"address": "192.168.1.20", "netmask": "24"},  # the device's vNIC subnet
+        {"address": "198.18.0.10", "netmask": "31"},  # too narrow
+        {"address": "198.18.0.0", "netmask": "24"},  # the network address
+        {"address": "198.18.0.10", "netmask": "24", "gateway": "198.18.1.1"},  # outside the subnet
+        {"address": "198.18.0.10", "netmask": "24", "gateway": "198.18.0.10"},  # its own address
+        {"address": "198.18.0.10", "netmask": "24", "netdetect": "0.0.0.0"},
+        {"address": "198.18.0.10", "netmask": "24", "gateway": "198.18.0.255"},  # the broadcast address
+        {"address": "198.18.0.300", "netmask": "255.0.255.0"},  # neither can be read: both said
+        {"address": "198.18.0.10", "netmask": "0.0.0.255"},  # a host mask is not a netmask
+    ],
+)
+def test_every_device_rule_reads_the_same_on_controller_and_host(entry):
+    """One owner (_ip_check.check_device): each problem the host check finds, the plan check finds in the same words."""
+    host, plan = _host_problems(entry), _plan_problems(entry)
+    assert host
+    for problem in host:
+        assert "server0 " + problem in plan
+
+
+@pytest.mark.parametrize("text, dotted", [("24", "255.255.255.0"), ("/30", "255.255.255.252"), (" 255.255.0.0 ", "255.255.0.0")])
+def test_one_netmask_reader(text, dotted):
+    assert _ip_check.normalize_netmask(text) == dotted
+    assert _ip_plan._netmask(text) == dotted
+
+
+@pytest.mark.parametrize("text", ["0.0.0.255", "33", "255.0.255.0", "", "２４"])
+def test_what_is_no_netmask(text):
+    with pytest.raises(ValueError, match="is not a netmask"):
+        _ip_check.normalize_netmask(text)
+    assert _ip_plan._netmask(text) is None
+
+
+@pytest.mark.parametrize("text, prefix", [("255.255.255.0", 24), ("/16", 16), ("30", 30)])
+def test_the_prefix_of_a_netmask_comes_from_the_same_reader(text, prefix):
+    assert _ip_check.netmask_prefix(text) == prefix
+    with pytest.raises(ValueError, match="is not a netmask"):
+        _ip_check.netmask_prefix("0.0.0.255")

@@ -172,7 +172,7 @@ def test_check_mode_runs_no_set_and_reports_the_diff():
 BAD_PLANS = [
     ([want(0, "198.18.0.10"), want(1, "198.18.0.10")], "address 198.18.0.10 is wanted on devices 0, 1"),
     ([want(0, "198.18.0.10", gateway="198.18.1.1")], "gateway 198.18.1.1 is outside the device subnet 198.18.0.0/24"),
-    ([want(0, "192.168.1.20")], "192.168.1.0/24, which the device reserves"),
+    ([want(0, "192.168.1.20")], "192.168.1.0/24, reserved for the device's internal vNIC"),
     ([want(0, "198.18.0.255")], "broadcast address of 198.18.0.0/24"),
     ([want(0, "198.18.0.0")], "network address of 198.18.0.0/24"),
     ([want(0, "198.18.0.10", netdetect="198.18.0.255")], "netdetect 198.18.0.255 is the broadcast address"),

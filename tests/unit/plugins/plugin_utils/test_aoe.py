@@ -57,3 +57,20 @@ def test_conflicts(env, kwargs, conflict):
 def test_bad_environment_is_named():
     with pytest.raises(AnsibleFilterError, match="aoe_env_conflict: the job's environment must be a mapping"):
         aoe_env_conflict(["TUNE_BANK_PATH=/x"], BANK)
+
+
+@pytest.mark.parametrize(
+    "aoe, use_library, reads, manages",
+    [
+        (False, None, True, True),  # training: the repository is used where it is on every server
+        (False, True, True, True),
+        (False, False, False, False),  # training without it: TUNE_BANK_PATH is the user's
+        (True, None, False, True),  # tuning writes it
+        (True, False, False, True),
+    ],
+)
+def test_one_rule_says_which_runs_read_and_which_manage_the_repository(aoe, use_library, reads, manages):
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._aoe import manages_bank, reads_bank
+
+    assert reads_bank(aoe, use_library) is reads
+    assert manages_bank(aoe, use_library) is manages

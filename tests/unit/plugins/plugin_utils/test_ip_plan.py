@@ -10,9 +10,19 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import Clus
 
 def test_missing_netaddr_gives_the_install_hint(monkeypatch):
     monkeypatch.setattr(_ip_plan, "netaddr", None)
-    for call in (lambda: _ip_plan.build_plan(["s"], "amp", ["198.18.0.0/24"]), lambda: _ip_plan.validate_plan({})):
-        with pytest.raises(ClusterSpecError, match="need the netaddr Python library on the controller: pip install netaddr"):
-            call()
+    with pytest.raises(ClusterSpecError, match="need the netaddr Python library on the controller: pip install netaddr"):
+        _ip_plan.build_plan(["s"], "amp", ["198.18.0.0/24"])
+
+
+def test_checking_a_plan_needs_no_netaddr(monkeypatch):
+    """The per-device rules are module_utils/_ip_check's (standard library), so a plan is checked without netaddr."""
+    monkeypatch.setattr(_ip_plan, "netaddr", None)
+    plan = {"s": [{"device_id": 0, "address": "198.18.0.10", "netmask": "24"}]}
+    assert _ip_plan.validate_plan(plan) == {
+        "s": [{"device_id": 0, "address": "198.18.0.10", "netmask": "255.255.255.0", "gateway": "", "netdetect": ""}]
+    }
+    with pytest.raises(ClusterSpecError, match=r"address 192\.168\.1\.10 is in 192\.168\.1\.0/24, reserved"):
+        _ip_plan.validate_plan({"s": [{"device_id": 0, "address": "192.168.1.10", "netmask": "24"}]})
 
 
 @pytest.mark.parametrize(

@@ -120,7 +120,8 @@ def test_aoe_refusal_names_each_conflicting_environment():
             False,
         ),
         ({"h1": pre(bank_files=1), "h2": pre(bank_files=0)}, {"use_library": False}, "", False),  # not looked at
-        ({"h1": pre(), "h2": pre()}, {"aoe": True}, "", False),  # a tuning run does not look for it
+        # the pre-flight counts the repository in every run; a tuning run does not judge it
+        ({"h1": pre(bank_files=1), "h2": pre(bank_files=0)}, {"aoe": True}, "", False),
         (
             {"h1": {"failed": True, "msg": "devices in use, nothing was started: device 3: ..."}, "h2": pre()},
             {},

@@ -9,25 +9,14 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ascend.cluster.plugins.filter.ping_mesh_targets import ping_mesh_targets
 from ansible_collections.ascend.cluster.plugins.plugin_utils._net_health import health_report
+from tests.helpers.devices import device_facts
 
 
 def dev(device_id: int, server: int, per_device_subnet: bool = True, **changes: Any) -> dict[str, Any]:
     """A healthy device: 198.19.<device>.<server>/24 (one subnet per device), or all in 198.19.0.0/16."""
-    entry = {
-        "device_id": device_id,
-        "device_ip": f"198.19.{device_id}.{server}",
-        "netmask": "255.255.255.0" if per_device_subnet else "255.255.0.0",
-        "gateway": f"198.19.{device_id}.254" if per_device_subnet else "198.19.0.254",
-        "net_health": "Success",
-        "link": "UP",
-        "error": None,
-        "stale_conf": False,
-        "stale_keys": [],
-        "tls_switch": False,
-    }
-    entry["netdetect"] = entry["gateway"]
-    entry.update(changes)
-    return entry
+    if per_device_subnet:
+        return {**device_facts(device_id, f"198.19.{device_id}.{server}", "255.255.255.0", f"198.19.{device_id}.254"), **changes}
+    return {**device_facts(device_id, f"198.19.{device_id}.{server}", "255.255.0.0", "198.19.0.254"), **changes}
 
 
 def hosts(servers: int, devices: int = 2, **kwargs: Any) -> list[dict[str, Any]]:

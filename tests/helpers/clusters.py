@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parent / "seed_tables"
 
 
 def seed_table(name: str) -> dict:
-    """A table copied verbatim from a seed document (see fixtures/)."""
+    """A table copied verbatim from a seed document (see seed_tables/)."""
     return json.loads((FIXTURES / name).read_text())
 
 

@@ -1,7 +1,7 @@
 """The net_health report logic (plugin_utils/_net_health.py): one row per device, one problem per
 bad device with its hint, symptoms attributed to their cause, and the cluster-wide checks.
 
-Pure Python and fast; it lives beside the role's playbook tests because it is the role's logic.
+Pure Python and fast: a unit test (the role's playbook tests are tests/integration/test_role_net_health.py).
 """
 
 from __future__ import annotations
@@ -16,25 +16,12 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._net_health import 
     health_report,
     netdetect_targets,
 )
+from tests.helpers.devices import device_facts
 
 
 def dev(device_id: int, server: int = 1, **changes: Any) -> dict[str, Any]:
     """A healthy device of server ``server`` in 198.19.0.0/24, probing its gateway."""
-    entry = {
-        "device_id": device_id,
-        "device_ip": f"198.19.0.{server * 10 + device_id}",
-        "netmask": "255.255.255.0",
-        "gateway": "198.19.0.254",
-        "netdetect": "198.19.0.254",
-        "net_health": "Success",
-        "link": "UP",
-        "error": None,
-        "stale_conf": False,
-        "stale_keys": [],
-        "tls_switch": False,
-    }
-    entry.update(changes)
-    return entry
+    return {**device_facts(device_id, f"198.19.0.{server * 10 + device_id}", "255.255.255.0", "198.19.0.254"), **changes}
 
 
 def cluster(*servers: list[dict[str, Any]], chip: str = "910B") -> list[dict[str, Any]]:
@@ -224,3 +211,12 @@ def test_the_stale_conf_hint_names_the_configured_file_and_the_stage_that_rewrit
         "h1 device 0: conf stale - /srv/driver/hccn.conf disagrees with the device on address, netmask; the device is "
         "right: run prepare.yml --tags device_ip, which sets those values again so that hccn_tool rewrites the file"
     ]
+
+
+def test_the_report_needs_no_netaddr(monkeypatch) -> None:
+    """Its checks are module_utils/_ip_check's (standard library), the smp layout check included."""
+    from ansible_collections.ascend.cluster.plugins.plugin_utils import _ip_plan
+
+    monkeypatch.setattr(_ip_plan, "netaddr", None)
+    report = health_report(cluster([dev(0, netmask="24"), dev(1)]))
+    assert report["ok"] and report["rows"][0]["ip"] == "198.19.0.10/24"
