@@ -51,6 +51,10 @@ NOT_MESSAGES = ("DOCUMENTATION", "EXAMPLES", "RETURN")
 _AOE = "AOE tuning is train.yml's (-e aoe, use_library, launcher): smoke.yml maps none of them and runs no tuning"
 _DIAGNOSE_FIREWALL = "the diagnosis reads the firewall in check mode with failed_when: false: its refusals are never printed"
 _LAUNCHES = "printed by a launch only: status.yml, stop.yml and diagnose.yml start nothing"
+_PREFLIGHT = (
+    "the launch's pre-flight (_job_preflight.run, training_job state=preflight): rank_table.yml and prepare.yml only ask "
+    "its find_busy, through rank_table_file, whether a job of ours holds a device"
+)
 # (source file, an input its messages name): the playbooks that reach the file but never print such a message there, and why.
 UNREACHABLE: dict[tuple[str, str], tuple[frozenset[str], str]] = {
     ("plugins/plugin_utils/_chip_rules.py", "allow_partial_servers"): (
@@ -72,6 +76,7 @@ UNREACHABLE: dict[tuple[str, str], tuple[frozenset[str], str]] = {
         frozenset(("smoke", "status", "stop", "diagnose")),
         "an AOE tuning run under a per-node launcher: only train.yml sets either; " + _LAUNCHES,
     ),
+    ("plugins/module_utils/_job_preflight.py", "kill_stale"): (frozenset(("rank_table", "prepare")), _PREFLIGHT),
     ("plugins/plugin_utils/_ip_plan.py", "netdetect"): (
         frozenset(("smoke",)),
         "device_ip_plan's refusals: smoke.yml checks the device IPs against the layout rules, it computes no plan",
