@@ -35,6 +35,7 @@ BINARY = "all_reduce_test"
 INSTALL_DIRS = ("ascend-toolkit/latest", "cann")
 TOOL_DIR = "tools/hccl_test"
 MPI_KINDS = ("mpich", "openmpi")
+MODES = ("auto", "hccl_test", "standin")
 CHECK_RESULTS = ("success", "failed", "NULL")
 # What the guide's example runs: fp32 sum, data sizes growing by a factor of 2 from 8K to the size asked for.
 DATA_TYPE, OPERATOR, MIN_BYTES, FACTOR = "fp32", "sum", "8K", "2"
@@ -137,7 +138,7 @@ def plan(
 
     ``server``: this server's NPUs of the job alone (``{argv, environment, command, devices}``), None when the host
     has none. ``cluster``: on rank 0's server only, with several servers, every NPU of the job over the hostfile
-    (``{argv, environment, command, hostfile, np}``), or ``{refused: why}`` when the servers' NPUs differ (``-p`` and
+    (``{argv, environment, command, hostfile, hostfile_path, np}``), or ``{refused: why}`` when the servers' NPUs differ (``-p`` and
     ``HCCL_TEST_USE_DEVS`` are one value for every server); None elsewhere. ``job_servers``: the rank_table role's
     ``ascend_job_servers`` (``[{server_id, host, devices: [{device_id}]}]``), ``binary``: the found all_reduce_test.
     """
@@ -171,7 +172,9 @@ def plan(
         np=np, per_server=len(devices), size_mb=size_mb, mpi=mpi, hostfile_path=hostfile_path, env_names=[DEVICES_VAR, *extra]
     )
     run = _run(argv, env, install, set_env, mpi_home, devices=devices)
-    run.update(np=np, hostfile=hostfile([(str(s["server_id"]), len(devices)) for s in servers], mpi))
+    # rank 0's server first: MPI numbers the ranks in the hostfile's order
+    ordered = [mine] + [s for s in servers if s is not mine]
+    run.update(np=np, hostfile=hostfile([(str(s["server_id"]), len(devices)) for s in ordered], mpi), hostfile_path=hostfile_path)
     result["cluster"] = run
     return result
 
@@ -238,7 +241,7 @@ def verdict(run: Mapping[str, Any], min_gbps: float = 0.0) -> tuple[bool, str, f
     if run.get("refused"):
         return False, str(run["refused"]), None
     if run.get("msg") and run.get("rc") is None:
-        return False, f"hccl_test did not run: {run['msg']}", None
+        return False, f"hccl_test failed: {run['msg']}", None
     result = parse(run.get("stdout"))
     rows = result["rows"]
     where = f"all_reduce_test on {run.get('np') or len(run.get('devices') or [])} NPU(s)"
@@ -257,3 +260,52 @@ def verdict(run: Mapping[str, Any], min_gbps: float = 0.0) -> tuple[bool, str, f
         floor = float(min_gbps)
         return False, f"{detail}, below the floor of {int(floor) if floor.is_integer() else floor} GB/s", gbps
     return True, detail, gbps
+
+
+# --------------------------------------------------------------------------- which collective check runs
+
+
+def choose_mode(
+    requested: str,
+    found: Mapping[str, Any],
+    looked_for: Sequence[str] = (),
+    unbound: Mapping[str, Sequence[str]] | None = None,
+) -> dict[str, Any]:
+    """``{mode, error}``: the collective check the smoke run makes (``hccl_test`` or ``standin``), or why none.
+
+    ``requested``: ``auto`` (hccl_test where every server of the job has it, else refused, naming the stand-in),
+    ``hccl_test`` or ``standin``; ``found``: per job server, the ``all_reduce_test`` found there (empty: none);
+    ``looked_for``: where it was looked for; ``unbound``: per server, the job's device IPs that are not addresses of
+    that server (the stand-in binds them; a real server keeps them on the NPU, the simulated cluster nowhere).
+    """
+    if requested not in MODES:
+        raise ClusterSpecError(f"the collective mode must be one of {', '.join(MODES)}, got {requested!r}")
+    missing = sorted(str(host) for host, path in found.items() if not path)
+    paths = " or ".join(looked_for) or "the CANN toolkit's tools/hccl_test/bin"
+    if requested == "standin":
+        bad = {str(host): list(ips) for host, ips in (unbound or {}).items() if ips}
+        if not bad:
+            return {"mode": "standin", "error": None}
+        shown = "; ".join(f"{host}: {', '.join(ips)}" for host, ips in sorted(bad.items()))
+        return {
+            "mode": "standin",
+            "error": "the HCCL stand-in (a test-bed tool) binds each rank's device IP on its server, and these device IPs are "
+            f"not addresses of their servers ({shown}): on real NPUs the device IP lives on the NPU, so run CANN's "
+            "hccl_test (-e collective_mode=hccl_test); the simulated cluster's device IPs are on no interface, so no "
+            "collective check runs there",
+        }
+    if not missing:
+        return {"mode": "hccl_test", "error": None}
+    where = f"{', '.join(missing)} (looked for {paths})"
+    if requested == "hccl_test":
+        return {
+            "mode": "hccl_test",
+            "error": f"collective_mode=hccl_test: CANN's hccl_test (all_reduce_test) is not installed on {where}: build it "
+            "under the CANN toolkit's tools/hccl_test (the HCCL Test guide), or point ascend_cann_dir at the CANN install",
+        }
+    return {
+        "mode": "hccl_test",
+        "error": f"collective_mode=auto: CANN's hccl_test (all_reduce_test) is not installed on {where}, so no real-hardware "
+        "collective check can run: build it under the CANN toolkit's tools/hccl_test (the HCCL Test guide); on a test bed, "
+        "where each device IP is a host interface, run the HCCL stand-in instead: -e collective_mode=standin",
+    }

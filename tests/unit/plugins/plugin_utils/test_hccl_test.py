@@ -98,7 +98,7 @@ def test_the_verdict_of_a_run(name, rc, floor, ok, detail):
 def test_a_run_that_did_not_start_or_was_refused():
     assert h.verdict({"msg": "[Errno 2] No such file or directory: b'bash'"}) == (
         False,
-        "hccl_test did not run: [Errno 2] No such file or directory: b'bash'",
+        "hccl_test failed: [Errno 2] No such file or directory: b'bash'",
         None,
     )
     assert h.verdict({"refused": "why"}) == (False, "why", None)
@@ -170,7 +170,7 @@ def test_the_plan_of_rank_0s_server_runs_its_own_npus_then_the_clusters():
     assert server["argv"][:7] == ["bash", "-c", h.WRAPPER, "ascend-hccl-test", "", "", "/usr/local/Ascend/ascend-toolkit/latest"]
     assert server["argv"][7:] == ["mpirun", "-n", "4", "./bin/all_reduce_test", "-p", "4", "-b", "8K", "-e", "64M", "-f", "2", "-d", "fp32", "-o", "sum"]
     assert cluster["np"] == 8
-    assert cluster["hostfile"] == "10.0.0.1:4\n10.0.0.2:4\n"
+    assert cluster["hostfile"] == "10.0.0.1:4\n10.0.0.2:4\n" and cluster["hostfile_path"] == "/run/j/hostfile"
     assert cluster["argv"][7:12] == ["mpirun", "-f", "/run/j/hostfile", "-n", "8"]
     assert "-p 4 " in cluster["command"]
 
@@ -229,3 +229,45 @@ def test_the_wrapper_sources_set_env_puts_mpi_first_and_runs_from_the_tools_dire
     # no set_env.sh, no MPI home: mpirun from PATH, only the toolkit's lib64 added
     argv = h.wrapped(["sh", "-c", 'echo "$LD_LIBRARY_PATH"'], install=str(install), set_env=str(tmp_path / "none.sh"))
     assert subprocess.run(argv, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, check=True).stdout == f"{install}/lib64:\n"
+
+
+# --------------------------------------------------------------------------- which collective check runs
+
+LOOKED = h.binary_paths()
+
+
+def test_auto_runs_hccl_test_where_every_server_has_it():
+    assert h.choose_mode("auto", {"s0": BINARY, "s1": BINARY}) == {"mode": "hccl_test", "error": None}
+    assert h.choose_mode("hccl_test", {"s0": BINARY}) == {"mode": "hccl_test", "error": None}
+
+
+def test_auto_without_the_tool_refuses_naming_the_stand_in():
+    got = h.choose_mode("auto", {"s0": BINARY, "s1": ""}, looked_for=LOOKED)
+    assert got["error"] == (
+        "collective_mode=auto: CANN's hccl_test (all_reduce_test) is not installed on s1 (looked for "
+        "/usr/local/Ascend/ascend-toolkit/latest/tools/hccl_test/bin/all_reduce_test or "
+        "/usr/local/Ascend/cann/tools/hccl_test/bin/all_reduce_test), so no real-hardware collective check can run: build it "
+        "under the CANN toolkit's tools/hccl_test (the HCCL Test guide); on a test bed, where each device IP is a host "
+        "interface, run the HCCL stand-in instead: -e collective_mode=standin"
+    )
+    assert h.choose_mode("hccl_test", {"s0": ""})["error"].startswith(
+        "collective_mode=hccl_test: CANN's hccl_test (all_reduce_test) is not installed on s0 (looked for "
+    )
+
+
+def test_the_stand_in_refuses_device_ips_that_are_not_its_servers():
+    assert h.choose_mode("standin", {}, unbound={"s0": [], "s1": []}) == {"mode": "standin", "error": None}
+    assert h.choose_mode("standin", {}, unbound={"s1": ["198.19.0.2"], "s0": ["198.19.0.1", "198.19.1.1"]})["error"] == (
+        "the HCCL stand-in (a test-bed tool) binds each rank's device IP on its server, and these device IPs are not "
+        "addresses of their servers (s0: 198.19.0.1, 198.19.1.1; s1: 198.19.0.2): on real NPUs the device IP lives on the "
+        "NPU, so run CANN's hccl_test (-e collective_mode=hccl_test); the simulated cluster's device IPs are on no "
+        "interface, so no collective check runs there"
+    )
+    with pytest.raises(ClusterSpecError, match="one of auto, hccl_test, standin, got 'nccl'"):
+        h.choose_mode("nccl", {})
+
+
+def test_rank_0s_server_comes_first_in_the_hostfile():
+    servers = _servers([0, 1], [0, 1])
+    plan = h.plan(servers, "server1", binary=BINARY, size_mb=4, rank0_server="10.0.0.2", hostfile_path="/h")
+    assert plan["cluster"]["hostfile"] == "10.0.0.2:2\n10.0.0.1:2\n"
