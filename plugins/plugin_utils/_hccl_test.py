@@ -40,6 +40,7 @@ CHECK_RESULTS = ("success", "failed", "NULL")
 # What the guide's example runs: fp32 sum, data sizes growing by a factor of 2 from 8K to the size asked for.
 DATA_TYPE, OPERATOR, MIN_BYTES, FACTOR = "fp32", "sum", "8K", "2"
 DEVICES_VAR = "HCCL_TEST_USE_DEVS"
+TIMEOUT_EXIT = 124  # coreutils timeout's exit status when it stopped the command
 
 # Sources the CANN set_env.sh when present, puts MPI on the paths (the guide's step 1), then runs the argv from the
 # tool's directory. Arguments: set_env, mpi_home (may be empty), install_dir, then the argv.
@@ -133,6 +134,7 @@ def plan(
     hostfile_path: str = "",
     rank0_server: str | None = None,
     extra_env: Mapping[str, Any] | None = None,
+    timeout_s: int = 0,
 ) -> dict[str, Any]:
     """What ``host`` runs: ``{server, cluster}``.
 
@@ -140,7 +142,8 @@ def plan(
     has none. ``cluster``: on rank 0's server only, with several servers, every NPU of the job over the hostfile
     (``{argv, environment, command, hostfile, hostfile_path, np}``), or ``{refused: why}`` when the servers' NPUs differ (``-p`` and
     ``HCCL_TEST_USE_DEVS`` are one value for every server); None elsewhere. ``job_servers``: the rank_table role's
-    ``ascend_job_servers`` (``[{server_id, host, devices: [{device_id}]}]``), ``binary``: the found all_reduce_test.
+    ``ascend_job_servers`` (``[{server_id, host, devices: [{device_id}]}]``), ``binary``: the found all_reduce_test;
+    ``timeout_s``: each run is stopped after so many seconds by coreutils ``timeout`` (exit 124; 0: never).
     """
     if isinstance(job_servers, (str, Mapping)) or not isinstance(job_servers, Sequence):
         raise ClusterSpecError("the input must be the job's servers ([{server_id, host, devices}])")
@@ -153,7 +156,7 @@ def plan(
         devices = _devices(mine)
         env = dict(extra, **{DEVICES_VAR: ",".join(str(d) for d in devices)})
         argv = command(np=len(devices), per_server=len(devices), size_mb=size_mb, mpi=mpi, env_names=[DEVICES_VAR, *extra])
-        result["server"] = _run(argv, env, install, set_env, mpi_home, devices=devices)
+        result["server"] = _run(argv, env, install, set_env, mpi_home, devices=devices, timeout_s=timeout_s)
     rank0 = rank0_server if rank0_server is not None else (servers[0].get("server_id") if servers else None)
     if mine is None or len(servers) < 2 or mine.get("server_id") != rank0:
         return result
@@ -171,7 +174,7 @@ def plan(
     argv = command(
         np=np, per_server=len(devices), size_mb=size_mb, mpi=mpi, hostfile_path=hostfile_path, env_names=[DEVICES_VAR, *extra]
     )
-    run = _run(argv, env, install, set_env, mpi_home, devices=devices)
+    run = _run(argv, env, install, set_env, mpi_home, devices=devices, timeout_s=timeout_s)
     # rank 0's server first: MPI numbers the ranks in the hostfile's order
     ordered = [mine] + [s for s in servers if s is not mine]
     run.update(np=np, hostfile=hostfile([(str(s["server_id"]), len(devices)) for s in ordered], mpi), hostfile_path=hostfile_path)
@@ -179,13 +182,18 @@ def plan(
     return result
 
 
-def _run(argv: list[str], env: dict[str, str], install: str, set_env: str, mpi_home: str, *, devices: list[int]) -> dict[str, Any]:
+def _run(
+    argv: list[str], env: dict[str, str], install: str, set_env: str, mpi_home: str, *, devices: list[int], timeout_s: int = 0
+) -> dict[str, Any]:
     shown = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    # SIGTERM after timeout_s (mpirun passes it to its ranks), SIGKILL 30 s later
+    bounded = ["timeout", "--kill-after=30", str(int(timeout_s)), *argv] if int(timeout_s or 0) > 0 else list(argv)
     return {
-        "argv": wrapped(argv, install=install, set_env=set_env, mpi_home=mpi_home),
+        "argv": wrapped(bounded, install=install, set_env=set_env, mpi_home=mpi_home),
         "environment": env,
         "command": f"cd {shlex.quote(install + '/' + TOOL_DIR)} && {shown} {' '.join(shlex.quote(a) for a in argv)}",
         "devices": devices,
+        "timeout_s": int(timeout_s or 0),
     }
 
 
@@ -249,6 +257,8 @@ def verdict(run: Mapping[str, Any], min_gbps: float = 0.0) -> tuple[bool, str, f
         tail = [line for line in f"{run.get('stdout') or ''}\n{run.get('stderr') or ''}".splitlines() if line.strip()]
         why = result["errors"][:2] or tail[-3:] or ["no output"]
         status = f"exit {run.get('rc')}" if int(run.get("rc") or 0) != 0 else "no result table"
+        if int(run.get("rc") or 0) == TIMEOUT_EXIT and run.get("timeout_s"):
+            status = f"stopped after {run['timeout_s']} s (ascend_smoke_hccl_test_timeout), exit {TIMEOUT_EXIT}"
         return False, f"{where}: {status}: {' / '.join(why)}", None
     failed = [r["data_size"] for r in rows if r["check_result"] == "failed"]
     top = max(rows, key=lambda r: r["data_size"])
