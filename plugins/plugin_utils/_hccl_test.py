@@ -171,9 +171,7 @@ def plan(
     devices = _devices(mine)
     np = len(devices) * len(servers)
     env = dict(extra, **{DEVICES_VAR: ",".join(str(d) for d in devices)})
-    argv = command(
-        np=np, per_server=len(devices), size_mb=size_mb, mpi=mpi, hostfile_path=hostfile_path, env_names=[DEVICES_VAR, *extra]
-    )
+    argv = command(np=np, per_server=len(devices), size_mb=size_mb, mpi=mpi, hostfile_path=hostfile_path, env_names=[DEVICES_VAR, *extra])
     run = _run(argv, env, install, set_env, mpi_home, devices=devices, timeout_s=timeout_s)
     # rank 0's server first: MPI numbers the ranks in the hostfile's order
     ordered = [mine] + [s for s in servers if s is not mine]
@@ -263,7 +261,9 @@ def verdict(run: Mapping[str, Any], min_gbps: float = 0.0) -> tuple[bool, str, f
     failed = [r["data_size"] for r in rows if r["check_result"] == "failed"]
     top = max(rows, key=lambda r: r["data_size"])
     gbps = top["alg_bandwidth_gbps"]
-    detail = f"{where}: {gbps:.2f} GB/s alg_bandwidth at {top['data_size']} bytes, avg {top['avg_time_us']:.2f} us, check {top['check_result']}"
+    detail = (
+        f"{where}: {gbps:.2f} GB/s alg_bandwidth at {top['data_size']} bytes, avg {top['avg_time_us']:.2f} us, check {top['check_result']}"
+    )
     if failed:
         return False, f"{detail}; check_result failed at {', '.join(str(s) for s in failed)} bytes (wrong sums)", gbps
     if gbps < float(min_gbps or 0):

@@ -17,6 +17,7 @@ Python regular expression (``_job_progress.compile_progress``, the check the ran
 from __future__ import annotations
 
 import difflib
+import math
 from typing import Any, Iterable, Mapping
 
 from ansible_collections.ascend.cluster.plugins.module_utils._job_command import split_command
@@ -56,14 +57,14 @@ def value_problem(name: str, spec: Mapping[str, Any], value: Any) -> str | None:
             floor = f" of at least {low}" if low is not None else ""
             return f"{name}={_show(value)} is not a whole number{floor}: write for example -e {name}={spec.get('example', 16)}"
     elif kind == "number":
-        number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        decimal: float | None = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
         if isinstance(value, str):
             try:
-                number = float(value)
+                decimal = float(value)
             except ValueError:
-                number = None
+                decimal = None
         low = spec.get("min")
-        if number is None or number != number or (low is not None and number < low):
+        if decimal is None or math.isnan(decimal) or (low is not None and decimal < low):
             floor = f" of at least {low}" if low is not None else ""
             return f"{name}={_show(value)} is not a number{floor}: write for example -e {name}={spec.get('example', 12.5)}"
     elif kind == "bool":

@@ -74,9 +74,7 @@ def test_hccl_test_runs_on_each_server_then_over_all_and_holds_the_floor(sim_clu
         f"cat {GUIDE_EXAMPLE}\n"
     )
     mpirun.chmod(0o755)
-    extra = launch_vars(
-        cluster, np=8, collective=True, collective_min_gbps=20, ascend_smoke_hccl_test_mpi_home=str(tmp_path / "mpi")
-    )
+    extra = launch_vars(cluster, np=8, collective=True, collective_min_gbps=20, ascend_smoke_hccl_test_mpi_home=str(tmp_path / "mpi"))
     res = run_playbook(SMOKE, SIM_INVENTORY, extra_vars=extra)
     assert res.rc == 0, res
     rows = summary_rows(res, cluster)

@@ -117,7 +117,13 @@ def test_the_single_server_command_is_the_guides():
 
 
 def test_the_cluster_command_names_the_hostfile_for_each_mpi():
-    assert h.command(np=16, per_server=8, size_mb=64, hostfile_path="/run/j/hostfile")[:5] == ["mpirun", "-f", "/run/j/hostfile", "-n", "16"]
+    assert h.command(np=16, per_server=8, size_mb=64, hostfile_path="/run/j/hostfile")[:5] == [
+        "mpirun",
+        "-f",
+        "/run/j/hostfile",
+        "-n",
+        "16",
+    ]
     openmpi = h.command(np=16, per_server=8, size_mb=64, mpi="openmpi", hostfile_path="/run/j/hostfile", env_names=["HCCL_TEST_USE_DEVS"])
     assert openmpi[:11] == [
         "mpirun", "-hostfile", "/run/j/hostfile", "-n", "16", "-x", "LD_LIBRARY_PATH", "-x", "HCCL_TEST_USE_DEVS", "--allow-run-as-root",
@@ -168,7 +174,24 @@ def test_the_plan_of_rank_0s_server_runs_its_own_npus_then_the_clusters():
     )
     # the argv: bash sources set_env.sh when present, puts MPI and the toolkit on the paths, runs from the tool's directory
     assert server["argv"][:7] == ["bash", "-c", h.WRAPPER, "ascend-hccl-test", "", "", "/usr/local/Ascend/ascend-toolkit/latest"]
-    assert server["argv"][7:] == ["mpirun", "-n", "4", "./bin/all_reduce_test", "-p", "4", "-b", "8K", "-e", "64M", "-f", "2", "-d", "fp32", "-o", "sum"]
+    assert server["argv"][7:] == [
+        "mpirun",
+        "-n",
+        "4",
+        "./bin/all_reduce_test",
+        "-p",
+        "4",
+        "-b",
+        "8K",
+        "-e",
+        "64M",
+        "-f",
+        "2",
+        "-d",
+        "fp32",
+        "-o",
+        "sum",
+    ]
     assert cluster["np"] == 8
     assert cluster["hostfile"] == "10.0.0.1:4\n10.0.0.2:4\n" and cluster["hostfile_path"] == "/run/j/hostfile"
     assert cluster["argv"][7:12] == ["mpirun", "-f", "/run/j/hostfile", "-n", "8"]
@@ -211,7 +234,7 @@ def test_the_set_env_mpi_home_and_extra_variables_reach_the_run():
 
 def test_bad_input_is_named():
     with pytest.raises(ClusterSpecError, match="the job's servers"):
-        h.plan("server0", "server0", binary=BINARY, size_mb=4)
+        h.plan("server0", "server0", binary=BINARY, size_mb=4)  # type: ignore[arg-type]
 
 
 def test_the_wrapper_sources_set_env_puts_mpi_first_and_runs_from_the_tools_directory(tmp_path):

@@ -388,7 +388,11 @@ def test_report_with_hccl_test_runs_a_row_per_server_and_one_for_the_job(tmp_pat
     assert [(r["server"], r["result"], r["detail"]) for r in passed["rows"] if r["stage"] == "collective"] == [
         ("s0", "OK", "devices 0,1: all_reduce_test on 2 NPU(s): 23.76 GB/s alg_bandwidth at 67108864 bytes, avg 2630.20 us, check success"),
         ("s1", "OK", "devices 0,1: all_reduce_test on 2 NPU(s): 23.76 GB/s alg_bandwidth at 67108864 bytes, avg 2630.20 us, check success"),
-        (None, "OK", "all 2 servers: all_reduce_test on 4 NPU(s): 23.76 GB/s alg_bandwidth at 67108864 bytes, avg 2630.20 us, check success"),
+        (
+            None,
+            "OK",
+            "all 2 servers: all_reduce_test on 4 NPU(s): 23.76 GB/s alg_bandwidth at 67108864 bytes, avg 2630.20 us, check success",
+        ),
     ]
     below = smoke_report(["s0", "s1"], hostvars, **common, collective={"mode": "hccl_test", "min_gbps": 25})
     assert len(below["failures"]) == 3
