@@ -8,7 +8,9 @@ of a second. The controller only follows: this action runs once for the play (``
 coordinator's server) and reads the coordinator's ``group.json`` every ``poll_interval`` with one shell command, in
 one shell session held for the whole watch (``plugin_utils/_shell_session``: ``ssh ... /bin/sh`` over the connection
 Ansible holds, or a local shell; one command over the connection where no session applies). So the controller holds
-one worker and one SSH session whatever the number of servers, and Ansible's ``forks`` does not matter.
+one worker and one SSH session whatever the number of servers, and Ansible's ``forks`` does not matter. What it
+reads, writes and runs on the job's files (the read of ``group.json``, the stop line in the abort file, the controller's
+copy of the view) is ``module_utils/_job_files``'s, which owns their protocol.
 
 - Progress (ranks by state, rank 0's last log line) every ``progress_interval``, from the group's counts.
 - When the group has ended: every rank's final state, and when the job did not finish its first failure and the
@@ -26,7 +28,6 @@ one worker and one SSH session whatever the number of servers, and Ansible's ``f
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import threading
@@ -121,13 +122,6 @@ class NotRecorded(Exception):
     """The job is not recorded in this job directory on the coordinator's server."""
 
 
-def _write_json(path: str, data: Any) -> None:
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(data, handle)
-    os.replace(tmp, path)
-
-
 class ActionModule(ActionBase):
     """Follow one job's group; see the module docstring."""
 
@@ -142,10 +136,10 @@ class ActionModule(ActionBase):
         """The text of the coordinator's group.json ('' when there is none yet); None when the read got no answer
         within ``timeout`` or did not run through; :class:`NotRecorded` when the job is not recorded there."""
         prober = self.__dict__.setdefault("_prober", Prober())
-        stdout = prober.ask(partial(self._session_shell, prober, group.read_command(remote_job_dir)), timeout)
+        stdout = prober.ask(partial(self._session_shell, prober, files.read_command(remote_job_dir)), timeout)
         if stdout is MISSED:
             return None
-        ran, text = group.parse_read(str(stdout))
+        ran, text = files.parse_read(str(stdout))
         if ran and text is None:
             raise NotRecorded(remote_job_dir)
         return text if ran else None
@@ -197,7 +191,7 @@ class ActionModule(ActionBase):
         directory = os.path.join(opts["controller_dir"], opts["job_id"])
         try:
             os.makedirs(directory, exist_ok=True)
-            _write_json(os.path.join(directory, group.GROUP_FILE), view)
+            files.write_json(os.path.join(directory, files.GROUP_FILE), view)
         except OSError as exc:
             display.warning(f"cannot keep the job's group view in {directory}: {exc}")
 
@@ -232,7 +226,7 @@ class ActionModule(ActionBase):
                 return watch.unreachable(job_id, host, misses.since, view)
             now = time.time()
             if view is None and now - began > NO_VIEW_S:
-                msg = f"job {job_id} has no group on {host} ({group.GROUP_FILE} in {remote_job_dir} was never written): was it launched?"
+                msg = f"job {job_id} has no group on {host} ({files.GROUP_FILE} in {remote_job_dir} was never written): was it launched?"
                 return {"failed": True, "changed": False, "group": True, "job_id": job_id, "msg": msg, "ranks": [], "lost_hosts": []}
             if view is not None and view.get("status") == group.STOPPING:
                 stopping_since = stopping_since or now

@@ -122,4 +122,14 @@ options:
         C(train.log) matching this Python regular expression. An invalid one is refused before anything starts.
     type: str
     default: ""
+  fail_fast:
+    description:
+      - Whether a rank whose command ends badly - a non-zero exit, a death by a signal nobody of ours sent, a stall
+        (O(stall_timeout)), running longer than O(max_runtime) - stops the job's other ranks. V(true) - its runner records
+        the job's abort line and stops its siblings; the job's group stops every other server.
+      - V(false) - the failure stays that rank's own, every other rank runs to its end (the job's record and its group's
+        view say so, and the report says the other ranks were not stopped). A rank that could not start, a lost rank or
+        server, and a stop stop the job either way.
+    type: bool
+    default: true
 """

@@ -13,23 +13,9 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import filt
 def rank_entries(table: Any, server_id: str | None = None) -> list:
     """Flatten any supported rank table into rank-ordered entries (optionally one server's)."""
     # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
-    from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import resolve_chip
-    from ansible_collections.ascend.cluster.plugins.plugin_utils._rank_table_formats import parse
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._rank_layout import entries as _entries
 
-    _version, servers = parse(table, resolve_chip(None))
-    entries: list[dict[str, Any]] = [
-        {
-            "rank_id": device.rank_id,
-            "device_id": device.device_id,
-            "device_ip": device.device_ip,
-            "server_id": server.server_id,
-            "local_index": index,
-            "local_count": len(server.devices),
-        }
-        for server in servers
-        for index, device in enumerate(sorted(server.devices, key=lambda d: d.rank_id))
-    ]
-    entries.sort(key=lambda e: e["rank_id"])
+    entries = _entries(table)
     if server_id is not None:
         entries = [e for e in entries if e["server_id"] == str(server_id)]
     return entries

@@ -12,6 +12,9 @@ a stall, device refused, gate timeout, or runner and training vanished without a
 ``stopped`` (ended by stop / fail-fast: a stop signal after an abort reason was recorded, see
 :func:`classify`).
 
+Whether one rank's failure stops the others (fail-fast) is decided by :func:`fail_fast` alone, from the one option the
+launch carries (``ascend_launch_fail_fast`` -> the runners' ``fail_fast`` -> ``job.json``).
+
 Runs on target hosts: Python 3.8+, stdlib only.
 """
 
@@ -34,6 +37,7 @@ FINAL = ("done", "failed", "stopped")
 TIMED_OUT = "stopped after running longer than the launch timeout"
 VANISHED = "the rank's processes vanished without recording an exit code (killed -9?)"
 RUNNER_DIED = "its runner died without recording an exit (killed -9?); the training, process group %s, was left unsupervised"
+FAIL_FAST = True  # the default of fail_fast: one rank's failure stops the job's other ranks
 LEFT_BEHIND = "left on this server: "  # how left_behind's words begin
 JOB_TABLE_MODE = 0o444  # the job's own rank table: read-only, nobody is meant to edit it
 LOST_PHASES = (files.STAGING, files.STAGED, files.RUNNING)  # a failed rank still in one of these is lost
@@ -71,14 +75,6 @@ def record_job(job_root: str, job: dict) -> str:
     job = dict(job, recorded_at=time.time())
     files.write_json(os.path.join(directory, files.JOB_FILE), job)
     return directory
-
-
-def set_latest(job_root: str, job_id: str) -> None:
-    """Make ``job_id`` the job ``latest`` names (atomic rename)."""
-    latest = os.path.join(job_root, files.LATEST_FILE)
-    with open(latest + ".tmp", "w") as handle:
-        handle.write(job_id + "\n")
-    os.rename(latest + ".tmp", latest)
 
 
 def load_job(job_root: str, job_id: str) -> dict:
@@ -316,6 +312,7 @@ def record_with_table(
         "job_id": job["job_id"],
         "run_dir": job["run_dir"],
         "ranks": [{"rank_id": int(r["rank_id"]), "device_id": int(r["device_id"])} for r in job["ranks"]],
+        "fail_fast": fail_fast(job),
     }
     if table_path:
         own = files.job_table_path(job["run_dir"])
@@ -357,8 +354,8 @@ def record_with_table(
 
 def open_gate(job_root: str, job: dict, start_at: float) -> None:
     """Open the gate at ``start_at``; the job becomes ``latest`` (it has started)."""
-    files.write_json(os.path.join(files.job_dir(job_root, job["job_id"]), files.GATE_FILE), {"start_at": start_at})
-    set_latest(job_root, job["job_id"])
+    files.write_gate(files.job_dir(job_root, job["job_id"]), start_at)
+    files.write_latest(job_root, job["job_id"])
 
 
 def stop_job(job_root: str, job: dict, grace: float, reason: str = "stop requested") -> dict:
@@ -404,9 +401,84 @@ def controller_time(rank: dict, key: str) -> float | None:
     return float(value) - float(offset)
 
 
+def fail_fast(source: object) -> bool:
+    """Whether a rank whose command ended badly stops the job's other ranks (fail-fast), as ``source`` says: a runner's or
+    supervisor's parameters (``fail_fast``: the launch role's ``ascend_launch_fail_fast``), or the job's record
+    (``job.json`` keeps what the launch was given). True unless it says false (a job recorded before the option was).
+
+    The one switch, read by the rank runner (:meth:`_job_runner.RankRunner.rank_failed`, the node runner's too), the
+    poll (:func:`poll`) and the job's coordinator (``group.json``'s ``fail_fast``, which the watch and the report read).
+    It covers a rank whose command ran and ended badly: a non-zero exit, a death by a signal nobody of ours sent, stopped
+    by its runner for a stall or for running too long. With it (the default) that rank's runner writes the job's abort
+    line and stops its siblings, and the job's group stops every other server; without it the failure stays that rank's
+    (its ``state.json``), every other rank runs to its own end, and the report says so. A rank that could not start
+    (device refused, gate timed out, its rank table changed), ranks lost with their runner or their server, and a stop
+    (stop.yml, a Ctrl-C, a signal to a runner) stop the job either way: it cannot go on as it was launched.
+    """
+    value = source.get("fail_fast") if isinstance(source, dict) else None
+    return FAIL_FAST if value is None else bool(value)
+
+
+def poll(
+    job_root: str,
+    job: dict,
+    grace: float,
+    act: bool = True,
+    fail_fast_given: bool | None = None,
+    tail_lines: int = 0,
+    tail_failed: int = 20,
+    check_mode: bool = False,
+) -> dict:
+    """``training_job state=poll`` (``state=status``: ``act`` false): every local rank, the first failed one, and with
+    fail-fast (``fail_fast_given``, else the job's record: :func:`fail_fast`) the other local ranks stopped once one has
+    failed (only with ``act``, not in ``check_mode``)."""
+    ranks = rank_states(job_root, job, tail_lines, tail_failed)
+    failed = first_failure(ranks)
+    stops = fail_fast(job) if fail_fast_given is None else fail_fast_given
+    stopped: list = []
+    if failed and stops and act and not check_mode:
+        stopped = stop_job(job_root, job, grace, files.failed_line(failed["rank_id"], failed["rc"], failed["error"]))["stopped"]
+        ranks = rank_states(job_root, job, tail_lines, tail_failed)
+    abort = files.read_abort(files.job_dir(job_root, job["job_id"]))
+    return dict(changed=bool(stopped), job_id=job["job_id"], ranks=ranks, failed_rank=failed, stopped=stopped, abort=abort, fail_fast=stops)
+
+
 def first_failure(ranks: list) -> dict | None:
     """The failed rank that ended first (by its recorded end time), or None."""
     failed = [r for r in ranks if r["state"] == "failed"]
     if not failed:
         return None
     return sorted(failed, key=lambda r: (r["ended"] or float("inf"), r["rank_id"]))[0]
+
+
+def stop_jobs(job_root: str, job_id: str, grace: float, reason: str, check_mode: bool = False) -> dict:
+    """``training_job state=stop``: stop every local rank of the job ``job_id`` names (``all``: every recorded job with
+    live ranks, as ``jobs``); nothing is stopped in ``check_mode``. The module's result."""
+    # latest: the newest started job, or a newer one still staged at its gate (also one this stop, passed on by the job's
+    # group from another server, has just released)
+    resolved = resolve_job_id(job_root, job_id, stopped_by=reason)
+    if resolved is None:
+        return dict(
+            changed=False,
+            job_id=None,
+            ranks=[],
+            stopped=[],
+            killed=[],
+            msg="no training job recorded under %s: nothing to stop" % job_root,
+        )
+    ids = files.list_jobs(job_root) if job_id == "all" else [resolved]
+    results = []
+    for each in ids:
+        job = load_job(job_root, each)
+        before = rank_states(job_root, job)
+        if not any(r["state"] in ("staged", "running", "pending") for r in before):
+            if job_id == "all":
+                continue
+        outcome: dict = {"stopped": [], "killed": []}
+        if not check_mode:
+            outcome = stop_job(job_root, job, grace, reason)
+        results.append(dict(job_id=job["job_id"], ranks=rank_states(job_root, job), **outcome))
+    changed = any(r["stopped"] for r in results)
+    if job_id == "all":
+        return dict(changed=changed, jobs=results)
+    return dict(changed=changed, **results[0])

@@ -1,28 +1,57 @@
 # Copyright: ascend.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Where a training job keeps its files, and atomic JSON reads/writes for them.
+"""The job-file protocol: where a training job keeps its files, who writes each, and how - the one owner of it.
 
-Layout on each server (see docs/launch.md):
+Everything that reads or writes a job's files, on the servers and on the controller, does it through this module:
+the names, the atomic JSON writes and tolerant reads, the abort file's lines and the shell commands the controller
+runs over its connection (:func:`gate_command`, :func:`abort_command`, :func:`read_command`), so that each guarantee
+below holds whoever writes. See docs/launch.md, *Files*.
 
-- ``<job_root>/<job_id>/job.json``   the job record (run dir, local ranks) written before launch;
-- ``<job_root>/<job_id>/gate``       written by the controller once every rank is staged: start time;
-- ``<job_root>/<job_id>/abort``      why the job is being stopped, one line per reason, the first
-  one first: a failing rank's runner writes ``rank N failed (rc=X)`` (:func:`failed_line`), stop and
-  the watchers a free-form reason. Runners still at the gate give up when it exists;
-- ``<job_root>/latest``              the id of the newest job whose gate opened (a job refused or
-  interrupted while staging never becomes ``latest``; status, stop and diagnose default to it, or to a
-  newer job still staged at its gate: ``_job_control.resolve_job_id``);
-- ``<run_dir>/rank_table.json``      the job's own rank table (:data:`RANK_TABLE`), written by the launch with the job's
-  record, mode 0444; ``RANK_TABLE_FILE`` (and ``MINDSPORE_HCCL_CONFIG_PATH``) name it, and its sha256, recorded in
-  ``job.json`` (``rank_table_sha256``), is checked by each runner just before it starts its rank (:func:`sha256_file`);
-- ``<run_dir>/device_<rank>/``       the rank's working directory: ``env.log``, ``train.log``,
-  ``state.json`` (``phase`` - one of :data:`PHASES` -, pids, start/end time in the server's clock and
-  ``clock_offset``, that clock's offset against the controller's, exit code, and at the end ``stopped_by``:
-  the abort reason that existed when the rank ended, None if none did);
-- ``<lock_dir>/device_<id>.lock``    per-device ``flock``, held by the rank for its lifetime.
+On each server, under ``<job_root>/<job_id>/`` (the job's directory):
 
-The controller opens a gate and records a stop with one shell command each (:func:`gate_command`,
-:func:`abort_command`), so everything that knows how the files look is here.
+- ``job.json``: the job's record - run dir, local ranks, the rank table's path and sha256, ``fail_fast`` - written
+  once by the launch's stage call (``_job_control.record_job``) before anything starts (:func:`write_json`);
+- ``group.key``: the job's group secret, written by the stage call (:func:`write_secret`: mode 0600 from its creation,
+  renamed into place);
+- ``gate``: the start time, written by the server's supervisor when the group opens the gate
+  (``_job_control.open_gate``) or by the controller (:func:`gate_command`), aside and renamed (:func:`gate_text`);
+- ``abort``: why the job is being stopped, written by whoever stops it - a failing rank's runner (with fail-fast), a
+  supervisor (lost or unstarted ranks, the group's stop), ``training_job state=stop``, the controller (a Ctrl-C, a
+  staging failure) - through :func:`record_abort` / :func:`abort_command` only (below);
+- ``group.json``: the group's view, written by the coordinator on rank 0's server (``_job_group``, :func:`write_json`
+  at most every 0.2 s), read by the controller's watch (:func:`read_command`) and the gate's wait;
+- ``member.json``: each server's member's view of the group; ``supervisor.json``: the detached supervisor's result
+  (both :func:`write_json`).
+
+- ``<job_root>/latest``: the id of the newest job whose gate opened, written with the gate (renamed into place). A job
+  refused or interrupted while staging never becomes ``latest``; status, stop and diagnose default to it, or to a newer
+  job still staged at its gate (``_job_control.resolve_job_id``).
+- ``<run_dir>/rank_table.json`` (:data:`RANK_TABLE`): the job's own rank table, written by the launch with the job's
+  record (``_text_file``, atomic, mode 0444); ``RANK_TABLE_FILE`` (and ``MINDSPORE_HCCL_CONFIG_PATH``) name it, and its
+  sha256, recorded in ``job.json`` (``rank_table_sha256``), is checked by each runner just before it starts its rank
+  (:func:`sha256_file`).
+- ``<run_dir>/device_<rank>/``: the rank's working directory, written by that rank's runner alone (a node runner writes
+  each of its server's ranks'): ``env.log`` (once, at staging), ``train.log`` (the command's output, appended),
+  ``state.json`` (:func:`write_json` at every change of ``phase`` - one of :data:`PHASES` -: pids, start/end time in the
+  server's clock and ``clock_offset``, that clock's offset against the controller's, exit code, and at the end
+  ``stopped_by``: the abort reason that existed when the rank ended, None if none did).
+- ``<lock_dir>/device_<id>.lock``: the per-device ``flock``, held by the rank's runner (and its command) for its life.
+
+On the controller: ``<controller_dir>/<job_id>/group.json``, the watch's copy of the group's view (:func:`write_json`).
+
+**Atomicity.** Every JSON file is written aside and renamed into place (:func:`write_json`), and read with
+:func:`read_json`, which takes a missing or half-replaced file as absent: a reader never sees part of a file.
+
+**The abort file: its first line is the cause.** One line per reason (whitespace folded to single spaces), in the
+order they came: the first line is why the job stopped, and every reader of the cause reads that line alone
+(:func:`read_abort`; the supervisor passes it to the group, a rank that ends by a stop signal records it as its
+``stopped_by``). A failing rank writes ``rank N failed (rc=X)[: why]`` (:func:`failed_line`), a rank that could not
+start ``rank N could not start: why`` (:func:`unstarted_line`), anyone else a free-form reason
+(:func:`parse_abort_line` tells them apart). The file is written only through :func:`record_abort` (on the server) or
+:func:`abort_command` (one shell line from the controller, every word quoted): both make it appear with its first line
+already in it - written aside, then hard-linked into place, which fails when another stop got there first, and then
+the reason is appended - so a runner that sees the file never reads it empty, and two stops never lose a line.
+Runners still at the gate give up when it exists.
 
 Runs on target hosts: Python 3.8+, stdlib only.
 """
@@ -50,6 +79,9 @@ LATEST_FILE = "latest"
 STATE_FILE = "state.json"
 ENV_LOG = "env.log"
 TRAIN_LOG = "train.log"
+GROUP_FILE = "group.json"  # the coordinator's view, on its server, in the job's directory (the controller reads it)
+MEMBER_FILE = "member.json"  # each member's own view, in the job's directory on its server
+SECRET_FILE = "group.key"  # the job's secret, mode 0600, in the job's directory on every server
 # The detached supervisor's result (training_ranks with detach): {"started": 1, "finished": 0} while it runs,
 # then the module's result, as Ansible's async wrapper writes its results file (training_results reads either).
 SUPERVISOR_FILE = "supervisor.json"
@@ -73,6 +105,8 @@ _FAILED_LINE = re.compile(r"^rank (\d+) failed \(rc=(-?\d+)\)(?:: (.*))?$")
 _UNSTARTED_LINE = re.compile(r"^rank (\d+) could not start: (.*)$")
 _GATE_END = "ascend-gate-ok"
 _ABORT_END = "ascend-abort-ok"
+READ_END = "ascend-group-read"
+NO_JOB = "ascend-no-job"
 
 
 def job_dir(job_root: str, job_id: str) -> str:
@@ -240,6 +274,20 @@ def gate_text(start_at: float) -> str:
     return json.dumps({"start_at": float(start_at)}, sort_keys=True, separators=JSON_SEPARATORS)
 
 
+def write_gate(job_dir_path: str, start_at: float) -> None:
+    """Open the job's gate here at ``start_at`` (this server's clock): :func:`gate_text`, written aside and renamed."""
+    write_json(os.path.join(job_dir_path, GATE_FILE), {"start_at": float(start_at)})
+
+
+def write_latest(job_root: str, job_id: str) -> None:
+    """Make ``job_id`` the job ``<job_root>/latest`` names (written aside, renamed into place)."""
+    latest = os.path.join(job_root, LATEST_FILE)
+    tmp = "%s.%d.tmp" % (latest, os.getpid())
+    with open(tmp, "w") as handle:
+        handle.write(job_id + "\n")
+    os.rename(tmp, latest)
+
+
 def gate_command(job_root: str, job_id: str, start_at: float) -> str:
     """One POSIX shell command that opens the job's gate at ``start_at`` and makes the job ``latest``, as
     ``_job_control.open_gate`` does, without a module round trip; refuses a job not recorded under ``job_root``.
@@ -261,3 +309,38 @@ def parse_gate(stdout: str) -> str | None:
     """None when :func:`gate_command` opened the gate, else what it printed instead (why not)."""
     lines = [line.strip() for line in stdout.splitlines()]
     return None if _GATE_END in lines else (" ".join(line for line in lines if line) or "no answer")
+
+
+def write_secret(job_dir_path: str, secret: str) -> str:
+    """The job's group secret into ``<job_dir>/group.key``, mode 0600 from its creation (written aside, renamed into
+    place); the path."""
+    path = os.path.join(job_dir_path, SECRET_FILE)
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, secret.encode("utf-8"))
+    finally:
+        os.close(fd)
+    os.rename(tmp, path)
+    return path
+
+
+def read_command(job_dir_path: str) -> str:
+    """One POSIX shell command that prints the coordinator's ``group.json`` (the controller's watch), and says when the
+    job is not recorded in ``job_dir_path`` at all; see :func:`parse_read`."""
+    return "test -f %s || echo %s; cat %s 2>/dev/null; echo; echo %s" % (
+        quote(posixpath.join(job_dir_path, JOB_FILE)),
+        NO_JOB,
+        quote(posixpath.join(job_dir_path, GROUP_FILE)),
+        READ_END,
+    )
+
+
+def parse_read(stdout: str) -> tuple:
+    """``(ran, text)``: whether :func:`read_command` ran through, and the file's text ('' when there is none yet, None
+    when the job is not recorded there)."""
+    head, sep, _tail = stdout.rpartition(READ_END)
+    if NO_JOB in head.splitlines()[:1]:
+        return bool(sep), None
+    return bool(sep), head.strip()

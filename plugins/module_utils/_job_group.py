@@ -51,6 +51,7 @@ import time
 from shlex import quote
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils._job_control import fail_fast
 
 HEARTBEAT_S = 0.5  # how often each side speaks when it has nothing else to say
 LOST_AFTER_S = 3.0  # default silence after which the other side is lost (docs/launch.md: detection <= 5 s)
@@ -60,9 +61,6 @@ MAX_LINE = 8 << 20  # bytes; a done message of 16 ranks with their log tails is 
 WRITE_EVERY_S = 0.2  # the coordinator's group.json at most this often while nothing important changes
 DONE_FLUSH_S = 2.0  # how long a leaving member tries to deliver its done message
 
-GROUP_FILE = "group.json"  # the coordinator's view, on its server, in the job's directory (the controller reads it)
-MEMBER_FILE = "member.json"  # each member's own view, in the job's directory on its server
-SECRET_FILE = "group.key"  # the job's secret, mode 0600, in the job's directory on every server
 
 # group.json "status"
 FORMING = "forming"  # members joining, the gate not opened yet
@@ -76,35 +74,14 @@ FAILED = "failed"
 STOPPED = "stopped"
 
 
-READ_END = "ascend-group-read"
-NO_JOB = "ascend-no-job"
 GATE_WAIT_S = 0.05  # the gate request's shell loop: between looks at group.json
-
-
-def read_command(job_dir: str) -> str:
-    """One POSIX shell command that prints the coordinator's ``group.json`` (the controller's watch), and says when the
-    job is not recorded in ``job_dir`` at all; see :func:`parse_read`."""
-    return "test -f %s || echo %s; cat %s 2>/dev/null; echo; echo %s" % (
-        quote(posixpath.join(job_dir, files.JOB_FILE)),
-        NO_JOB,
-        quote(posixpath.join(job_dir, GROUP_FILE)),
-        READ_END,
-    )
-
-
-def parse_read(stdout: str) -> tuple:
-    """``(ran, text)``: whether :func:`read_command` ran through, and the file's text ('' when there is none yet, None
-    when the job is not recorded there)."""
-    head, sep, _tail = stdout.rpartition(READ_END)
-    if NO_JOB in head.splitlines()[:1]:
-        return bool(sep), None
-    return bool(sep), head.strip()
 
 
 def gate_wait_command(job_dir: str, wait: float) -> str:
     """One POSIX shell command that waits up to ``wait`` seconds for the coordinator on this server to open the gate (or
-    stop the job before it) and prints its ``group.json`` (:func:`parse_read`); refuses a job not recorded in ``job_dir``."""
-    group_file = posixpath.join(job_dir, GROUP_FILE)
+    stop the job before it) and prints its ``group.json`` (``_job_files.parse_read``); refuses a job not recorded in
+    ``job_dir``."""
+    group_file = posixpath.join(job_dir, files.GROUP_FILE)
     rounds = max(1, int(wait / GATE_WAIT_S))
     answered = "|".join('"status": "%s"' % s for s in (RUNNING, STOPPING, ENDED))
     return (
@@ -112,7 +89,7 @@ def gate_wait_command(job_dir: str, wait: float) -> str:
         % (quote(posixpath.join(job_dir, files.JOB_FILE)), quote("no job recorded in %s on this host" % job_dir))
         + "N=0; while [ $N -lt %d ] && ! grep -qE %s %s 2>/dev/null; do sleep %s; N=$((N+1)); done; "
         % (rounds, quote(answered), quote(group_file), GATE_WAIT_S)
-        + read_command(job_dir)
+        + files.read_command(job_dir)
     )
 
 
@@ -121,7 +98,7 @@ def wait_gate(job_dir: str, wait: float) -> dict | None:
     the job was stopped, or as it is after ``wait`` seconds."""
     deadline = time.time() + wait
     while True:
-        view = files.read_json(os.path.join(job_dir, GROUP_FILE))
+        view = files.read_json(os.path.join(job_dir, files.GROUP_FILE))
         if (isinstance(view, dict) and view.get("status") in (RUNNING, STOPPING, ENDED)) or time.time() > deadline:
             return view if isinstance(view, dict) else None
         time.sleep(GATE_WAIT_S)
@@ -144,7 +121,7 @@ def gate_answer(view: dict | None, wait: float) -> dict:
     """The gate's result from the coordinator's view: ``start_at`` (the controller's clock) once the gate opened, else
     ``failed`` with the reason - the stop that came first, or (``missing``) the servers that kept it shut ``wait`` s."""
     if not isinstance(view, dict):
-        return {"failed": True, "msg": "the job's coordinator wrote no group view (%s): its supervisor did not start?" % GROUP_FILE}
+        return {"failed": True, "msg": "the job's coordinator wrote no group view (%s): its supervisor did not start?" % files.GROUP_FILE}
     if view.get("gate_at") is not None:
         return {"changed": True, "start_at": float(view["gate_at"]), "group": view}
     cause = view.get("cause") or {}
@@ -169,20 +146,6 @@ class BadMessage(Exception):
 def new_secret() -> str:
     """A fresh per-job secret (the controller makes one per job; this is for tests and standalone use)."""
     return secrets.token_urlsafe(32)
-
-
-def write_secret(job_dir: str, secret: str) -> str:
-    """The job's secret into ``<job_dir>/group.key``, mode 0600 from its creation (atomic); the path."""
-    path = os.path.join(job_dir, SECRET_FILE)
-    tmp = "%s.%d.tmp" % (path, os.getpid())
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-        os.write(fd, secret.encode("utf-8"))
-    finally:
-        os.close(fd)
-    os.rename(tmp, path)
-    return path
 
 
 def _mac(key: bytes, text: str) -> str:
@@ -362,8 +325,9 @@ class Coordinator(_Side):
     ``cfg``: ``job_id``, ``secret``, ``hosts`` (the inventory names of every member it waits for), ``lost_after``,
     ``join_timeout`` (how long to wait for members before the gate is asked for), ``clock_offset`` (this server's
     clock minus the controller's, as the pre-flight measured it), ``servers`` (optional: host -> address, for
-    messages), ``gate_margin`` (seconds from the moment every rank is staged to the common start). ``job_dir``: the
-    job's directory on this server (``group.json``).
+    messages), ``gate_margin`` (seconds from the moment every rank is staged to the common start), ``fail_fast`` (the
+    job's, ``_job_control.fail_fast``: shown in ``group.json`` for the watch and the report; the members' runners act on
+    it). ``job_dir``: the job's directory on this server (``group.json``).
     """
 
     def __init__(self, cfg: dict, job_dir: str, listener: socket.socket, clock=time.time) -> None:
@@ -382,6 +346,7 @@ class Coordinator(_Side):
         self.gate_at: float | None = None
         self.margin = float(cfg["gate_margin"]) if cfg.get("gate_margin") is not None else 0.5
         self.rank0_line = ""
+        self.fail_fast = fail_fast(cfg)
         self.refused = 0  # connections closed for a bad handshake or MAC
         self.dirty = True
         self.last_write = 0.0
@@ -652,6 +617,7 @@ class Coordinator(_Side):
             "cause": self.cause,
             "stop_reason": self.stop_reason,
             "stopped_at": self.stopped_at or None,
+            "fail_fast": self.fail_fast,
             "counts": counts,
             "rank0_line": self.rank0_line,
             "refused_connections": self.refused,
@@ -705,7 +671,7 @@ class Coordinator(_Side):
         return sorted(ranks, key=lambda r: int(r.get("rank_id", 0)))
 
     def write(self, now: float) -> None:
-        files.write_json(os.path.join(self.job_dir, GROUP_FILE), self.snapshot(final=self.status == ENDED))
+        files.write_json(os.path.join(self.job_dir, files.GROUP_FILE), self.snapshot(final=self.status == ENDED))
         self.dirty = False
         self.last_write = now
 
@@ -748,7 +714,7 @@ class Member(_Side):
         """``member.json``: what this server knows of the group (status and diagnose read it)."""
         data = {"state": self.state, "coordinator": self.endpoint(), "error": self.error, "heard": self.heard, "updated": self.clock()}
         try:
-            files.write_json(os.path.join(self.job_dir, MEMBER_FILE), data)
+            files.write_json(os.path.join(self.job_dir, files.MEMBER_FILE), data)
         except OSError:
             pass
 

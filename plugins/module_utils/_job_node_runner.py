@@ -20,7 +20,9 @@ handling are the same code). ONE runner per server:
 - records each process under the launcher in the ``pids`` of the rank its environment names (``RANK``,
   ``RANK_ID``), so that a rank's plogs are found by its own processes' pids, not the launcher's;
 - at the end gives each rank the exit code the launcher reports for it, or the launcher's own
-  (``_job_launcher.rank_outcomes``), and writes the failing rank's abort line as a rank runner does.
+  (``_job_launcher.rank_outcomes``), and writes the failing rank's abort line as a rank runner does (with fail-fast:
+  ``RankRunner.rank_failed``; without it the other servers' ranks run on - what the launcher itself does with its own
+  workers when one fails is the launcher's rule, torchrun's or msrun's).
 
 Runs on target hosts: Python 3.8+, stdlib only.
 """
@@ -256,10 +258,11 @@ class NodeRunner(RankRunner):
             self.spawn(argv, LAUNCHER_LOG, start_at, tuple(lock_fd), header=("ascend.cluster: %r\n" % (argv,)).encode("utf-8"))
 
     def start_failed(self, started: float, error: str) -> None:
-        """The launcher could not be started: every rank of the server ended with 127, and the job is aborted."""
+        """The launcher could not be started: every rank of the server ended with 127, which fails the job as a rank's failure
+        does (:meth:`rank_failed`)."""
         self.outcomes = dict((r, {"rc": 127, "rc_from": "launcher", "stopped": False, "error": None}) for r in self.state["rank_ids"])
         super().start_failed(started, error)
-        files.record_abort(self.job_dir, files.failed_line(self.state["rank_ids"][0], 127, error))
+        self.rank_failed(files.failed_line(self.state["rank_ids"][0], 127, error), siblings=False)
 
     def follow(self) -> None:
         """Copy what each child wrote since the last call into its rank's train.log; note the children's groups."""
@@ -347,7 +350,7 @@ class NodeRunner(RankRunner):
         if stopped_by is None:
             blamed = next((o for o in outcomes if o["blame"]), outcomes[0])
             why = own_fault(timed_out, stalled) or signal_death(blamed["rc"]) or blamed["error"]
-            files.record_abort(self.job_dir, files.failed_line(blamed["rank_id"], blamed["rc"], why))
+            self.rank_failed(files.failed_line(blamed["rank_id"], blamed["rc"], why), siblings=False)  # its ranks all ended with it
         elif files.read_abort(self.job_dir) is None:  # this runner was signalled: say so
             files.record_abort(self.job_dir, stopped_by)
 

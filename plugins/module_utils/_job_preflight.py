@@ -1,6 +1,7 @@
 # Copyright: ascend.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Pre-flight before a launch: is any selected device held, and (optionally) free it.
+"""Pre-flight before a launch (``training_job state=preflight``, :func:`run`): is any selected device held, and
+(optionally) free it; the chips' health, the HCCL NIC, the job's ports, the versions every server must share.
 
 Three sources, all per device:
 
@@ -24,8 +25,8 @@ import signal
 import time
 from typing import TYPE_CHECKING
 
+from ansible_collections.ascend.cluster.plugins.module_utils import _host_nic as host_nic
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
 from ansible_collections.ascend.cluster.plugins.module_utils import _listen_ports as listen_ports
 from ansible_collections.ascend.cluster.plugins.module_utils import _npu_smi as npu_smi
 from ansible_collections.ascend.cluster.plugins.module_utils import _sw_versions as sw_versions
@@ -38,7 +39,7 @@ _LOCK_NAME = re.compile(r"^device_(\d+)\.lock$")
 _LOCK_HOLDER = re.compile(r"^job (\S+) rank ")
 
 if TYPE_CHECKING:
-    from typing import Callable
+    from typing import Any, Callable
 
     from ansible_collections.ascend.cluster.plugins.module_utils._command import BinFinder, Runner
 
@@ -166,7 +167,7 @@ def group_ports(job_root: str, taken: dict) -> dict:
     coordinator listens on: that job still runs (or is ending); stopping it frees the port."""
     coordinators = {}
     for job_id in files.list_jobs(job_root):
-        view = files.read_json(os.path.join(files.job_dir(job_root, job_id), group.GROUP_FILE))
+        view = files.read_json(os.path.join(files.job_dir(job_root, job_id), files.GROUP_FILE))
         if isinstance(view, dict) and isinstance(view.get("pid"), int) and pid_alive(view["pid"]):
             coordinators[view["pid"]] = job_id
     held = {}
@@ -247,3 +248,108 @@ def wait_free(check: Callable[[], list], timeout: float) -> list:
         time.sleep(0.5)
         busy = check()
     return busy
+
+
+class PreflightFailed(Exception):
+    """The pre-flight refuses the launch: ``fields`` are the module's failure (``msg``, ``busy``, what was found)."""
+
+    def __init__(self, msg: str, **fields: Any) -> None:
+        super().__init__(msg)
+        self.fields = dict(fields, msg=msg)
+
+
+def chip_health(info: dict, devices: list, found: dict) -> dict:
+    """The selected devices' health from ``info`` (:func:`read_npu`); :class:`PreflightFailed` on Alarm / Critical
+    (Warning / UNKNOWN: the controller warns, naming the server)."""
+    health = dict((device, info["health"][device]) for device in devices if device in info["health"])
+    name = info["name"] or "NPU"
+    failing = ["device %d (%s): %s" % (d, name, h) for d, h in sorted(health.items()) if h in npu_smi.FAILING_HEALTH]
+    if failing:
+        raise PreflightFailed(
+            "chip health, nothing was started: npu-smi info shows %s. Such a chip fails the training: check it "
+            "(npu-smi info, the driver's logs), then repair it or leave the device out of the job (np / npu_env)." % "; ".join(failing),
+            busy=[],
+            **dict(found, chip_health=health),
+        )
+    return health
+
+
+def run(module: BinFinder, p: dict, check_mode: bool = False, runner: Runner | None = None) -> dict:
+    """The pre-flight of ``training_job`` (``p``: its parameters), in this order: npu-smi read once (chips' health, the
+    processes on the devices; unreadable: refused unless ``allow_unknown_health``), the firmware and CANN versions, the
+    AOE repository's files, the HCCL NIC, the job's ports, the devices' holders - freed with ``kill_stale`` (not in
+    ``check_mode``). The module's result, or :class:`PreflightFailed` naming every cause."""
+    devices = list(p["devices"])
+    info, problem = read_npu(module, p["npu_smi"], runner=runner)
+    if info is not None:
+        problem = unknown_devices(info, devices)
+    found: dict = dict(
+        npu_smi_version=info["version"] if info else None,
+        npu_smi_problem=problem,
+        npu_smi_status="ok" if problem is None else "allowed" if p["allow_unknown_health"] else "refuse",
+    )
+    # firmware (each selected NPU's board) and CANN, which every server must share with the driver: judged on the controller
+    found.update(read_versions(module, p["npu_smi"], info, devices, p["cann_dir"], runner=runner))
+    found["chip_health"] = chip_health(info, devices, found) if info else {}
+    if found["npu_smi_status"] == "refuse":  # the controller refuses the launch naming every such server; nothing checked or stopped here
+        return dict(changed=False, busy=[], **found)
+    if p["bank_dir"]:
+        found["bank_files"] = len(tune_bank_files(p["bank_dir"]))
+    hccl_nic = host_nic.resolve(p["nic"], p["host_ip"])
+    found.update(host_ip=hccl_nic["host_ip"], nic=hccl_nic["nic"])
+    if hccl_nic["problem"]:
+        raise PreflightFailed("HCCL's host NIC, nothing was started: %s" % hccl_nic["problem"], busy=[], **found)
+    taken = listen_ports.ports_in_use(p["ports"])
+    # a port a job of ours still holds (its group's coordinator) is that job's: stopping it frees the port, as its devices
+    jobs_ports = group_ports(p["job_root"], taken)
+    foreign = dict((port, who) for port, who in taken.items() if port not in jobs_ports)
+    if foreign:
+        raise PreflightFailed(
+            "ports in use, nothing was started: %s. The job listens there (HCCL's host ports from HCCL_IF_BASE_PORT, "
+            "60000 by default; the master port and the job's group port on rank 0's server) and would fail with EI0019 or "
+            "could not start: stop what holds them, or move the job's ports (HCCL_IF_BASE_PORT in the job's environment, "
+            "ascend_launch_master_port, ascend_launch_group_port)"
+            % "; ".join("TCP port %d is listened on by %s" % item for item in sorted(foreign.items())),
+            ports_in_use=foreign,
+            busy=[],
+            **found,
+        )
+    busy = find_busy(devices, p["lock_dir"], p["job_root"], info["processes"] if info else [])
+    held = ["device %d: %s" % (b["device_id"], b["detail"]) for b in busy] + [
+        "TCP port %d: the group port of job %s, which still runs on this server (a second job needs another ascend_launch_group_port)"
+        % item
+        for item in sorted(jobs_ports.items())
+    ]
+    if not held:
+        return dict(changed=False, busy=[], **found)
+    if not p["kill_stale"] or check_mode:
+        raise PreflightFailed(
+            "devices in use, nothing was started: %s. Stop them (ascend.cluster.stop), or let the launch stop them "
+            "with kill_stale=true (role: ascend_launch_kill_stale=true), and retry." % "; ".join(held),
+            busy=busy,
+            ports_in_use=taken,
+            **found,
+        )
+    actions = kill_stale(busy, p["job_root"], p["grace"], jobs=tuple(jobs_ports.values()))
+    left = wait_free(lambda: left_held(module, p, devices, list(jobs_ports), runner), p["stale_timeout"])
+    if left:
+        raise PreflightFailed(
+            "kill_stale: devices still held after %ss: %s"
+            % (
+                p["stale_timeout"],
+                "; ".join(("device %d: %s" % (b["device_id"], b["detail"])) if b["device_id"] >= 0 else b["detail"] for b in left),
+            ),
+            busy=left,
+            actions=actions,
+            **found,
+        )
+    return dict(changed=True, busy=[], freed=busy, actions=actions, **found)
+
+
+def left_held(module: BinFinder, p: dict, devices: list, ports: list, runner: Runner | None = None) -> list:
+    """After ``kill_stale``: what still holds ``devices`` (npu-smi read again, job records, locks) and ``ports`` (the group
+    ports of the jobs it stopped), as busy entries (a port's with ``device_id`` -1)."""
+    again = read_npu(module, p["npu_smi"], runner=runner)[0]
+    held = find_busy(devices, p["lock_dir"], p["job_root"], again["processes"] if again else [])
+    still = listen_ports.ports_in_use(ports)
+    return held + [{"device_id": -1, "detail": "TCP port %d is still listened on by %s" % item} for item in sorted(still.items())]

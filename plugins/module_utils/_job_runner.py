@@ -7,7 +7,8 @@ It owns the device's lock from staging to exit (the lock's file descriptor is al
 the training process, so the device stays booked while either of them is alive) and writes
 every change of phase to ``<run_dir>/device_<rank>/state.json``:
 
-``staged`` (waiting at the gate) -> ``running`` -> ``exited`` (with ``rc``), or ``refused``
+``staged`` (waiting at the gate) -> ``running`` -> ``exited`` (with ``rc``; a failure stops the job unless
+``fail_fast`` is off: :meth:`RankRunner.rank_failed`), or ``refused``
 (device locked by another job; or, just before the start, the rank table is not the one the launch wrote - its sha256
 differs from the one recorded with the job -, which also stops the job), ``aborted`` (stopped before the gate opened), ``gate_timeout``
 (the controller never opened the gate). Its times (``staged_at``, ``started``, ``ended``) are this server's clock;
@@ -39,7 +40,7 @@ import time
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_progress as progress
-from ansible_collections.ascend.cluster.plugins.module_utils._job_control import TIMED_OUT, tail
+from ansible_collections.ascend.cluster.plugins.module_utils._job_control import TIMED_OUT, fail_fast, tail
 from ansible_collections.ascend.cluster.plugins.module_utils._job_env import rank_env
 from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import kill_group, kill_groups, signal_death, signal_name, tree_pids
 
@@ -335,7 +336,7 @@ class RankRunner:
             return
         if stopped_by is None:
             why = own_fault(timed_out, stalled) or signal_death(rc)
-            self.stop_siblings(files.failed_line(self.p["rank_id"], rc, why))
+            self.rank_failed(files.failed_line(self.p["rank_id"], rc, why))
         elif files.read_abort(self.job_dir) is None:  # this runner was signalled: say so, stop the rest
             self.stop_siblings(stopped_by)
 
@@ -367,10 +368,21 @@ class RankRunner:
             pass
         return record
 
-    def stop_siblings(self, reason: str) -> None:
-        """Local fail-fast: this rank failed, stop the job's other ranks on this server right away.
+    def rank_failed(self, line: str, siblings: bool = True) -> None:
+        """This rank's command ended badly (``line``: its abort line, :func:`_job_files.failed_line`). With fail-fast
+        (``_job_control.fail_fast``: the runner's ``fail_fast``, true by default) the job stops: the abort line recorded,
+        then (``siblings``) the job's other ranks on this server stopped; the job's group stops every other server. Without
+        it the failure stays this rank's own (its state says how it ended) and every other rank runs to its end."""
+        if not fail_fast(self.p):
+            return
+        if siblings:
+            self.stop_siblings(line)
+        else:
+            files.record_abort(self.job_dir, line)
 
-        The controller's watchers stop the other servers; doing this server here saves a poll.
+    def stop_siblings(self, reason: str) -> None:
+        """Stop the job for ``reason``: recorded as its abort line, then the job's other ranks on this server stopped right
+        away (the job's group, which the supervisor tells, stops the other servers).
         """
         files.record_abort(self.job_dir, reason)
         job = files.read_json(os.path.join(self.job_dir, files.JOB_FILE)) or {}

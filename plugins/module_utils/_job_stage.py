@@ -210,7 +210,7 @@ def open_group(p: dict):
     job_dir = files.job_dir(p["job_root"], p["job_id"])
     try:
         os.makedirs(job_dir, 0o755, exist_ok=True)
-        group.write_secret(job_dir, p["group"]["secret"])
+        files.write_secret(job_dir, p["group"]["secret"])
     except OSError as exc:
         raise StageFailed("cannot write the job's group secret into %s: %s" % (job_dir, exc)) from None
     if not p["group"]["coordinator"]:

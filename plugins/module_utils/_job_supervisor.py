@@ -149,7 +149,12 @@ class Supervisor:
         listener, self.listener = self.listener, None
         if listener is None:
             return
-        cfg = dict(self.params["group"], job_id=self.params["job_id"], join_timeout=self.params["gate_timeout"])
+        cfg = dict(
+            self.params["group"],
+            job_id=self.params["job_id"],
+            join_timeout=self.params["gate_timeout"],
+            fail_fast=control.fail_fast(self.params),
+        )
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the forked processes, which never return
             code = 1

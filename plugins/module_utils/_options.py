@@ -56,6 +56,7 @@ RANK = dict(
     kill_grace=dict(type="float", default=DEFAULT_GRACE),
     stall_timeout=dict(type="float", default=600.0),
     progress_regex=dict(type="str", default=""),
+    fail_fast=dict(type="bool", default=True),
 )
 
 

@@ -55,7 +55,7 @@ description:
     files, each renamed into place), without sending the module.
   - A Ctrl-C (or SIGTERM) to C(ansible-playbook) during V(staged) or V(gate) stops the job on the server at
     once (as V(stop) does), so its staged runners release their devices instead of waiting for the gate time-out.
-  - V(poll) and V(status) report every local rank; V(poll) with O(stop_on_failure) stops the other
+  - V(poll) and V(status) report every local rank; V(poll) with O(fail_fast) stops the other
     local ranks as soon as one has failed.
   - V(stop) stops every local rank (TERM, then KILL after O(grace)), waits for their runners to
     release the device locks; O(job_id=all) stops every recorded job with live ranks.
@@ -207,10 +207,13 @@ options:
   start_at:
     description: Epoch time at which every rank starts (V(gate)).
     type: float
-  stop_on_failure:
-    description: With V(poll), stop the local ranks once one has failed.
+  fail_fast:
+    description:
+      - With V(poll), stop the other local ranks once one has failed.
+      - Unset, as the job was launched - its record's C(fail_fast) (M(ascend.cluster.training_ranks)'s
+        O(ascend.cluster.training_ranks#module:fail_fast)), true for a job recorded without one.
     type: bool
-    default: true
+    aliases: [stop_on_failure]
   tail_lines:
     description: Lines of each rank's log to return (V(poll) and V(status)).
     type: int
@@ -484,27 +487,24 @@ abort:
       (a failing rank's runner writes C(rank N failed) and its exit code), or null when nothing is stopping it.
   returned: with poll, status and diagnose
   type: str
+fail_fast:
+  description: Whether one rank's failure stops the job's other ranks - O(fail_fast), else as the job was launched.
+  returned: with poll and status
+  type: bool
 """
 
-import os
-from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _host_nic as host_nic
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_env as job_env
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_diagnose as job_diagnose
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_preflight as preflight
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_results as job_results
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_stage as stage
-from ansible_collections.ascend.cluster.plugins.module_utils import _listen_ports as listen_ports
-from ansible_collections.ascend.cluster.plugins.module_utils import _npu_smi as npu_smi
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
-from ansible_collections.ascend.cluster.plugins.module_utils import _packet_filter as packet_filter
-from ansible_collections.ascend.cluster.plugins.module_utils import _plog as plog
 
 ARGS = options.spec(
     options.TOOL_PATHS,
@@ -542,7 +542,7 @@ ARGS = options.spec(
     timeout=dict(type="float", default=120.0),
     start_at=dict(type="float"),
     group_wait=dict(type="float"),
-    stop_on_failure=dict(type="bool", default=True),
+    fail_fast=dict(type="bool", aliases=["stop_on_failure"]),
     tail_lines=dict(type="int", default=0),
     tail_failed=dict(type="int", default=20),
     reason=dict(type="str", default="stop requested"),
@@ -559,101 +559,6 @@ REQUIRED_IF = [
 REQUIRED_TOGETHER = [("rank_table_path", "rank_table")]
 
 
-def chip_health(module: AnsibleModule, info: dict, devices: list, found: dict) -> dict:
-    """The selected devices' health from ``info`` (``_job_preflight.read_npu``); fails on Alarm / Critical (Warning /
-    UNKNOWN: the controller warns, naming the server)."""
-    health = dict((device, info["health"][device]) for device in devices if device in info["health"])
-    name = info["name"] or "NPU"
-    failing = ["device %d (%s): %s" % (d, name, h) for d, h in sorted(health.items()) if h in npu_smi.FAILING_HEALTH]
-    if failing:
-        module.fail_json(
-            msg="chip health, nothing was started: npu-smi info shows %s. Such a chip fails the training: check it "
-            "(npu-smi info, the driver's logs), then repair it or leave the device out of the job (np / npu_env)." % "; ".join(failing),
-            busy=[],
-            **dict(found, chip_health=health),
-        )
-    return health
-
-
-def do_preflight(module: AnsibleModule) -> dict:
-    p = module.params
-    devices = list(p["devices"])
-    info, problem = preflight.read_npu(module, p["npu_smi"])
-    if info is not None:
-        problem = preflight.unknown_devices(info, devices)
-    found: dict[str, Any] = dict(
-        npu_smi_version=info["version"] if info else None,
-        npu_smi_problem=problem,
-        npu_smi_status="ok" if problem is None else "allowed" if p["allow_unknown_health"] else "refuse",
-    )
-    # firmware (each selected NPU's board) and CANN, which every server must share with the driver: judged on the controller
-    found.update(preflight.read_versions(module, p["npu_smi"], info, devices, p["cann_dir"]))
-    found["chip_health"] = chip_health(module, info, devices, found) if info else {}
-    if found["npu_smi_status"] == "refuse":  # the controller refuses the launch naming every such server; nothing checked or stopped here
-        return dict(changed=False, busy=[], **found)
-    if p["bank_dir"]:
-        found["bank_files"] = len(preflight.tune_bank_files(p["bank_dir"]))
-
-    def check():
-        again = preflight.read_npu(module, p["npu_smi"])[0]
-        return preflight.find_busy(devices, p["lock_dir"], p["job_root"], again["processes"] if again else [])
-
-    hccl_nic = host_nic.resolve(p["nic"], p["host_ip"])
-    found.update(host_ip=hccl_nic["host_ip"], nic=hccl_nic["nic"])
-    if hccl_nic["problem"]:
-        module.fail_json(msg="HCCL's host NIC, nothing was started: %s" % hccl_nic["problem"], busy=[], **found)
-    taken = listen_ports.ports_in_use(p["ports"])
-    # a port a job of ours still holds (its group's coordinator) is that job's: stopping it frees the port, as its devices
-    jobs_ports = preflight.group_ports(p["job_root"], taken)
-    foreign = dict((port, who) for port, who in taken.items() if port not in jobs_ports)
-    if foreign:
-        module.fail_json(
-            msg="ports in use, nothing was started: %s. The job listens there (HCCL's host ports from HCCL_IF_BASE_PORT, "
-            "60000 by default; the master port and the job's group port on rank 0's server) and would fail with EI0019 or "
-            "could not start: stop what holds them, or move the job's ports (HCCL_IF_BASE_PORT in the job's environment, "
-            "ascend_launch_master_port, ascend_launch_group_port)"
-            % "; ".join("TCP port %d is listened on by %s" % item for item in sorted(foreign.items())),
-            ports_in_use=foreign,
-            busy=[],
-            **found,
-        )
-    busy = preflight.find_busy(devices, p["lock_dir"], p["job_root"], info["processes"] if info else [])
-    held = ["device %d: %s" % (b["device_id"], b["detail"]) for b in busy] + [
-        "TCP port %d: the group port of job %s, which still runs on this server (a second job needs another ascend_launch_group_port)"
-        % item
-        for item in sorted(jobs_ports.items())
-    ]
-    if not held:
-        return dict(changed=False, busy=[], **found)
-    if not p["kill_stale"] or module.check_mode:
-        module.fail_json(
-            msg="devices in use, nothing was started: %s. Stop them (ascend.cluster.stop), or let the launch stop them "
-            "with kill_stale=true (role: ascend_launch_kill_stale=true), and retry." % "; ".join(held),
-            busy=busy,
-            ports_in_use=taken,
-            **found,
-        )
-    actions = preflight.kill_stale(busy, p["job_root"], p["grace"], jobs=tuple(jobs_ports.values()))
-
-    def left_held() -> list:
-        ports = listen_ports.ports_in_use(list(jobs_ports))
-        return check() + [{"device_id": -1, "detail": "TCP port %d is still listened on by %s" % item} for item in sorted(ports.items())]
-
-    left = preflight.wait_free(left_held, p["stale_timeout"])
-    if left:
-        module.fail_json(
-            msg="kill_stale: devices still held after %ss: %s"
-            % (
-                p["stale_timeout"],
-                "; ".join(("device %d: %s" % (b["device_id"], b["detail"])) if b["device_id"] >= 0 else b["detail"] for b in left),
-            ),
-            busy=left,
-            actions=actions,
-            **found,
-        )
-    return dict(changed=True, busy=[], freed=busy, actions=actions, **found)
-
-
 def do_record(module: AnsibleModule) -> dict:
     """Write (or only check) the rank table on disk, then record the job; nothing is recorded for a wrong table."""
     p = module.params
@@ -664,78 +569,6 @@ def do_record(module: AnsibleModule) -> dict:
     except control.RankTableMismatch as exc:
         module.fail_json(msg=str(exc), rank_table_mismatch=True, rank_table_steps=exc.steps)
     return dict(changed=True, job_id=p["job_id"], **table)
-
-
-def do_stop(module: AnsibleModule) -> dict:
-    p = module.params
-    # latest: the newest started job, or a newer one still staged at its gate (also one this stop, passed on by the job's
-    # group from another server, has just released)
-    resolved = control.resolve_job_id(p["job_root"], p["job_id"], stopped_by=p["reason"])
-    if resolved is None:
-        return dict(
-            changed=False,
-            job_id=None,
-            ranks=[],
-            stopped=[],
-            killed=[],
-            msg="no training job recorded under %s: nothing to stop" % p["job_root"],
-        )
-    ids = files.list_jobs(p["job_root"]) if p["job_id"] == "all" else [resolved]
-    results = []
-    for job_id in ids:
-        job = control.load_job(p["job_root"], job_id)
-        before = control.rank_states(p["job_root"], job)
-        if not any(r["state"] in ("staged", "running", "pending") for r in before):
-            if p["job_id"] == "all":
-                continue
-        outcome: dict[str, list] = {"stopped": [], "killed": []}
-        if not module.check_mode:
-            outcome = control.stop_job(p["job_root"], job, p["grace"], p["reason"])
-        results.append(dict(job_id=job["job_id"], ranks=control.rank_states(p["job_root"], job), **outcome))
-    changed = any(r["stopped"] for r in results)
-    if p["job_id"] == "all":
-        return dict(changed=changed, jobs=results)
-    return dict(changed=changed, **results[0])
-
-
-def do_diagnose(module: AnsibleModule, job: dict) -> dict:
-    """Read-only: the ranks, the log tail and plog lines of each failed or stopped one, the devices' holders, ports in use."""
-    p = module.params
-    ranks = control.rank_states(p["job_root"], job)
-    ports: dict = {}
-    for rank in ranks:
-        state = files.read_json(os.path.join(os.path.dirname(rank["log"]), files.STATE_FILE))
-        state = state if isinstance(state, dict) else {}
-        # a launcher's ranks share its node directory's env.log
-        env = plog.read_env_log(os.path.join(state.get("node_dir") or os.path.dirname(rank["log"]), files.ENV_LOG))
-        for port, what in job_env.job_ports(env, p["hccl_port_count"]).items():
-            ports.setdefault(port, what)
-        if rank["state"] in ("failed", "stopped"):
-            rank["tail"] = control.tail(rank["log"], p["tail_failed"])
-            rank["plog"] = plog.rank_plog(rank["pid"], env, p["plog_dirs"], p["plog_lines"], state.get("pids"))
-    for port in p["ports"]:
-        ports.setdefault(port, "given in ports")
-    devices = sorted(set(r["device_id"] for r in ranks))
-    info, problem = preflight.read_npu(module, p["npu_smi"])
-    if problem:
-        module.warn("%s: the processes holding the job's devices are read from job records and locks only" % problem)
-    busy = preflight.find_busy(devices, p["lock_dir"], p["job_root"], info["processes"] if info else [])
-    taken = listen_ports.ports_in_use(sorted(ports))
-    # on rank 0's server: the job's group's first failure, as its coordinator decided it (what the FAILED line names)
-    view = files.read_json(os.path.join(files.job_dir(p["job_root"], job["job_id"]), group.GROUP_FILE))
-    return dict(
-        changed=False,
-        job_id=job["job_id"],
-        ranks=ranks,
-        failed_rank=control.first_failure(ranks),
-        abort=files.read_abort(files.job_dir(p["job_root"], job["job_id"])),
-        busy=busy,
-        npu_smi_problem=problem,
-        ports_in_use=taken,
-        job_ports=dict((str(port), ports[port]) for port in sorted(ports)),
-        packet_filter=packet_filter.read(sorted(ports)),
-        group_cause=view.get("cause") if isinstance(view, dict) else None,
-    )
 
 
 def nested(module: AnsibleModule, name: str, validator: ArgumentSpecValidator, **more: object) -> dict:
@@ -789,7 +622,10 @@ def main() -> None:
     state = p["state"]
     try:
         if state == "preflight":
-            module.exit_json(**do_preflight(module))
+            try:
+                module.exit_json(**preflight.run(module, p, check_mode=module.check_mode))
+            except preflight.PreflightFailed as exc:
+                module.fail_json(**exc.fields)
         if state == "record":
             module.exit_json(**do_record(module))
         if state == "stage":
@@ -797,7 +633,7 @@ def main() -> None:
         if state == "results":
             module.exit_json(**do_results(module))
         if state == "stop":
-            module.exit_json(**do_stop(module))
+            module.exit_json(**control.stop_jobs(p["job_root"], p["job_id"], p["grace"], p["reason"], module.check_mode))
         job = control.load_job(p["job_root"], p["job_id"])
         if state == "staged":
             ranks = control.wait_staged(p["job_root"], job, p["timeout"])
@@ -806,22 +642,18 @@ def main() -> None:
                 module.fail_json(msg=failure, job_id=job["job_id"], ranks=ranks)
             module.exit_json(changed=False, job_id=job["job_id"], ranks=ranks)
         if state == "diagnose":
-            module.exit_json(**do_diagnose(module, job))
+            module.exit_json(**job_diagnose.diagnose(module, p, job))
         if state == "gate" and p["group_wait"] is not None:
             module.exit_json(**do_group_gate(module, job))
         if state == "gate":
             if not module.check_mode:
                 control.open_gate(p["job_root"], job, p["start_at"])
             module.exit_json(changed=True, job_id=job["job_id"], start_at=p["start_at"])
-        ranks = control.rank_states(p["job_root"], job, p["tail_lines"], p["tail_failed"])
-        failed = control.first_failure(ranks)
-        stopped: list = []
-        if state == "poll" and failed and p["stop_on_failure"] and not module.check_mode:
-            reason = files.failed_line(failed["rank_id"], failed["rc"], failed["error"])
-            stopped = control.stop_job(p["job_root"], job, p["grace"], reason)["stopped"]
-            ranks = control.rank_states(p["job_root"], job, p["tail_lines"], p["tail_failed"])
-        abort = files.read_abort(files.job_dir(p["job_root"], job["job_id"]))
-        module.exit_json(changed=bool(stopped), job_id=job["job_id"], ranks=ranks, failed_rank=failed, stopped=stopped, abort=abort)
+        module.exit_json(
+            **control.poll(
+                p["job_root"], job, p["grace"], state == "poll", p["fail_fast"], p["tail_lines"], p["tail_failed"], module.check_mode
+            )
+        )
     except control.JobError as exc:
         module.fail_json(msg=str(exc))
 

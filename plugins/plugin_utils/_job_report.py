@@ -16,11 +16,11 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ansible_collections.ascend.cluster.plugins.module_utils._job_control import controller_time, stopped_by_its_runner
+from ansible_collections.ascend.cluster.plugins.module_utils._job_control import controller_time, fail_fast, stopped_by_its_runner
 from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import signal_name
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
 from ansible_collections.ascend.cluster.plugins.plugin_utils._text_table import text_table
-from ansible_collections.ascend.cluster.plugins.plugin_utils._watch import failure_message, unconfirmed
+from ansible_collections.ascend.cluster.plugins.plugin_utils._watch import failure_message, others_words, unconfirmed
 
 LAST_LINE_CHARS = 60
 
@@ -143,7 +143,19 @@ def _first_failure(hosts: Sequence[str], hostvars: Mapping[str, Any], result: st
     return found[0]
 
 
-def _line(kind: str, job_id: str, ranks: list[dict[str, Any]], failure: dict | None, duration: float | None) -> str:
+def _job_fail_fast(hosts: Sequence[str], hostvars: Mapping[str, Any], result: str) -> bool:
+    """The job's fail-fast (``_job_control.fail_fast``) as the first registered result that says it shows it (the watch
+    of the whole job: its group's view), else the default."""
+    for host in hosts:
+        registered = hostvars[host].get(result)
+        if isinstance(registered, Mapping) and "fail_fast" in registered:
+            return fail_fast(dict(registered))
+    return fail_fast(None)
+
+
+def _line(
+    kind: str, job_id: str, ranks: list[dict[str, Any]], failure: dict | None, duration: float | None, job_fail_fast: bool = True
+) -> str:
     name = f"{kind} {job_id}".strip()
     counts = Counter(r["state"] for r in ranks)
     stopped = counts.get("stopped", 0)
@@ -166,6 +178,11 @@ def _line(kind: str, job_id: str, ranks: list[dict[str, Any]], failure: dict | N
         how = f"{how} - {failure['error']}"
     if failure.get("rc") is None and failure.get("error"):  # its command never started (its table changed, its device refused)
         how = f"could not start: {failure['error']}"
+    if not job_fail_fast and failure.get("rc") is not None:  # nobody was stopped for it: how the others ended
+        return (
+            f"FAILED: {name}: rank {failure['rank_id']} (server {failure.get('server')}, device {failure.get('device_id')}) {how}; "
+            f"{others_words(failure, ranks)}"
+        )
     return (
         f"FAILED: {name}: rank {failure['rank_id']} (server {failure.get('server')}, device {failure.get('device_id')}) {how}; "
         f"{stopped} stopped"
@@ -188,7 +205,8 @@ def job_summary(
     ``failure`` and ``message``: the job's first failure and its message when the caller knows them (the watch of the
     whole job), else they are read from the registered results.
 
-    ``{schema, kind, job_id, ok, line, duration_s, counts, failure, message, ranks, table}``:
+    ``{schema, kind, job_id, ok, line, fail_fast, duration_s, counts, failure, message, ranks, table}``
+    (``fail_fast``: the job's, from the watch's result):
     ``line`` the one line to print last; ``message`` the first failure's full message (its log
     tail), '' when none; ``table`` the rank table with the failed ranks first and, unless
     ``all_rows``, only ``ok_rows`` of the OK ones.
@@ -199,7 +217,11 @@ def job_summary(
         failure, message = _first_failure(hosts, hostvars, result)
     else:
         failure = dict(failure)
-    fail_fast = failure is not None and "stopped_by" not in failure and int(failure.get("rank_id", -1) or 0) >= 0
+    job_fail_fast = _job_fail_fast(hosts, hostvars, result)
+    # a rank stopped because another failed says so; only a job with fail-fast stops ranks for a failure
+    stopped_for_failure = (
+        job_fail_fast and failure is not None and "stopped_by" not in failure and int(failure.get("rank_id", -1) or 0) >= 0
+    )
     ranks = []
     for row in rows:
         ranks.append(
@@ -209,7 +231,7 @@ def job_summary(
                 "device_id": row.get("device_id"),
                 "state": row.get("state"),
                 "rc": row.get("rc"),
-                "outcome": rank_outcome(row, fail_fast),
+                "outcome": rank_outcome(row, stopped_for_failure),
                 "duration_s": seconds(row.get("duration")),
                 # in the controller's clock, comparable across servers
                 "started": _rounded(controller_time(row, "started")),
@@ -240,7 +262,8 @@ def job_summary(
         "kind": kind,
         "job_id": job_id,
         "ok": ok,
-        "line": _line(kind, job_id, ranks, failure, duration),
+        "line": _line(kind, job_id, ranks, failure, duration, job_fail_fast),
+        "fail_fast": job_fail_fast,
         "duration_s": duration,
         "counts": dict(sorted(Counter(str(r["state"]) for r in ranks).items())),
         "failure": brief,

@@ -236,6 +236,18 @@ def _read_log(path: str) -> str:
         return ""
 
 
+def ran_to_their_end(job: Any, job_id: str) -> bool:
+    """Whether the launch's summary of job ``job_id`` (``ascend_job_summary``, docs/summaries.md) shows every rank ended
+    by itself: fail-fast off (the smoke launches its check so), and each rank ``done`` or ``failed`` - none stopped, lost
+    or never started. A launch that failed that way failed for its ranks' verdicts, which the ``rank`` rows say."""
+    if not isinstance(job, Mapping) or str(job.get("job_id") or "") != job_id or job.get("fail_fast") is not False:
+        return False
+    ranks = job.get("ranks")
+    if not isinstance(ranks, Sequence) or not ranks:
+        return False
+    return all(isinstance(r, Mapping) and r.get("state") in ("done", "failed") for r in ranks)
+
+
 def _host(hostvars: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     try:
         return hostvars[name]
@@ -253,6 +265,7 @@ def smoke_report(
     table: Mapping[str, Any] | None = None,
     table_error: str | None = None,
     job_id: str = "",
+    job: Mapping[str, Any] | None = None,
     check_mode: bool = False,
     all_rows: bool = False,
     ok_rows: int = 4,
@@ -266,8 +279,8 @@ def smoke_report(
     server stopped only because another failed) and ``ascend_local_ranks`` (its ranks, whose logs are
     read from ``<logs_dir>/<host>/device_<rank>.log`` once the ranks ran). ``table``: ``{rank_size,
     servers, path}`` of the rank table, None when none was made; ``health_error`` / ``table_error``:
-    why a stage failed. The ranks ran when a table was made without error, no launch failed and this
-    is not check mode.
+    why a stage failed; ``job``: the launch's summary of the job (:func:`ran_to_their_end`). The ranks ran when a table
+    was made without error, this is not check mode, and no launch failed or the job ran every rank to its end.
 
     Besides ``rows``, ``failures`` and ``ok`` the result is the smoke run's document
     (docs/summaries.md): ``schema``, ``kind`` (``smoke``), ``job_id``, ``check_mode``, ``line`` (the
@@ -292,8 +305,11 @@ def smoke_report(
     elif table is not None:
         detail = f"{table['rank_size']} ranks on {table['servers']} server(s), {table['path']}"
         stages.append({"stage": "rank_table", "ok": True, "detail": detail})
+    # the launch failed - unless its job ran every rank to its end (fail-fast off): then the ranks' verdicts say why
     launch_failed = {
-        name: str(hv["_ascend_smoke_launch_error"]) for name, hv in per_host.items() if hv.get("_ascend_smoke_launch_error") is not None
+        name: str(hv["_ascend_smoke_launch_error"])
+        for name, hv in per_host.items()
+        if hv.get("_ascend_smoke_launch_error") is not None and not ran_to_their_end(job, job_id)
     }
     named = [(name, error) for name, error in launch_failed.items() if error]
     for name, error in named:

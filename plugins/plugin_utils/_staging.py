@@ -232,8 +232,8 @@ def release_job(
 
 
 def _read_view(action: Any, job_dir: str) -> dict | None:
-    answer = action._low_level_execute_command(group.read_command(job_dir), sudoable=True)
-    ran, text = group.parse_read(str(answer.get("stdout") or ""))
+    answer = action._low_level_execute_command(files.read_command(job_dir), sudoable=True)
+    ran, text = files.parse_read(str(answer.get("stdout") or ""))
     return watch.parse_group(text) if ran and text else None
 
 
@@ -273,7 +273,7 @@ def open_gate(action: Any, job_id: str, job_root: str, wait: float) -> dict:
     after ``wait`` s, a second one stops the job there (the group releases every staged rank), naming what kept it shut."""
     job_dir = files.job_dir(job_root, job_id)
     answer = action._low_level_execute_command(group.gate_wait_command(job_dir, wait), sudoable=True)
-    ran, text = group.parse_read(str(answer.get("stdout") or ""))
+    ran, text = files.parse_read(str(answer.get("stdout") or ""))
     if not ran:
         why = " ".join(str(answer.get(k) or "").strip() for k in ("stdout", "stderr")).strip() or "no answer"
         return {"failed": True, "msg": f"cannot open the gate of job {job_id} through its group: {why}"}

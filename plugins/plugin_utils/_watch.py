@@ -91,7 +91,8 @@ def failure_record(cause: dict | None, ranks: list) -> dict | None:
             return None  # no cause and nothing failed: the job finished
         # the first to end in the controller's clock (each server records its own, and its offset beside it)
         first = sorted(failed, key=lambda r: (control.controller_time(r, "ended") or float("inf"), r["rank_id"]))[0]
-        return dict(first, tail=first.get("tail") or [])
+        # a rank's own record: its state's ``stopped_by`` (None: nobody stopped it) is not a stop of the job's
+        return dict(((k, v) for k, v in first.items() if k != "stopped_by"), tail=first.get("tail") or [])
     record = dict(cause)
     if "stopped_by" in record:
         record["ranks"] = sorted(r["rank_id"] for r in ranks if r.get("state") == "stopped")
@@ -129,11 +130,26 @@ def _how_it_ended(failure: dict) -> str:
     return f"exit code {rc}{' - ' + error if error else ''}"
 
 
-def failure_message(failure: dict, left: list | None = None, ranks: list | None = None) -> str:
-    """The one message the watch fails with; ``left``: ranks not confirmed ended (:func:`unconfirmed`)."""
+def others_words(failure: dict, ranks: list) -> str:
+    """How the other ranks of a job without fail-fast ended (they were not stopped): ``fail-fast off, the other ranks ran
+    to their end: 14 done, 1 failed (rank 7)``."""
+    others = [r for r in ranks if r.get("rank_id") != failure.get("rank_id")]
+    counts: dict = {}
+    for rank in others:
+        counts[str(rank.get("state"))] = counts.get(str(rank.get("state")), 0) + 1
+    failed = [r["rank_id"] for r in others if r.get("state") == "failed"]
+    ended = ", ".join(f"{counts[state]} {state}" for state in sorted(counts)) or "none"
+    return f"fail-fast off, the other ranks ran to their end: {ended}" + (f" ({_words(failed)})" if failed else "")
+
+
+def failure_message(failure: dict, left: list | None = None, ranks: list | None = None, fail_fast: bool = True) -> str:
+    """The one message the watch fails with; ``left``: ranks not confirmed ended (:func:`unconfirmed`); ``fail_fast``: the
+    job's (``_job_control.fail_fast``) - without it a failed rank stopped nobody, and the message says how the others ended."""
     left = left or []
     ranks = ranks or []
     stopped = _stopped_words(left, ranks)
+    if not fail_fast and not left and "stopped_by" not in failure and "lost" not in failure:
+        stopped = others_words(failure, ranks)
     if "stopped_by" in failure:
         count = len(failure.get("ranks") or [])
         return f"the job was stopped before its ranks finished: {failure['stopped_by']} ({count} ranks stopped; {stopped})"
@@ -155,13 +171,22 @@ def failure_message(failure: dict, left: list | None = None, ranks: list | None 
 
 
 def verdict(job_id: str, view: dict) -> dict[str, Any]:
-    """The watch's result once the group has ended: ``ranks`` (every rank, with ``host`` and ``server``), and when the
-    job did not finish ``failed``, ``first_failure``, ``msg``, ``lost_hosts`` (servers lost or never joined: the play
-    leaves them alone) and ``unconfirmed`` (ranks the group could not confirm ended)."""
+    """The watch's result once the group has ended: ``ranks`` (every rank, with ``host`` and ``server``), ``fail_fast``
+    (the job's, as its group shows it), and when the job did not finish ``failed``, ``first_failure``, ``msg``,
+    ``lost_hosts`` (servers lost or never joined: the play leaves them alone) and ``unconfirmed`` (ranks the group could
+    not confirm ended)."""
     ranks = sorted((dict(r) for r in view.get("ranks") or [] if isinstance(r, dict)), key=lambda r: int(r.get("rank_id", 0)))
     members = view.get("members") or {}
     lost_hosts = sorted(h for h, m in members.items() if isinstance(m, dict) and m.get("state") in ("lost", "missing"))
-    result: dict[str, Any] = {"group": True, "job_id": job_id, "ranks": ranks, "lost_hosts": lost_hosts, "outcome": view.get("outcome")}
+    fail_fast = control.fail_fast(view)
+    result: dict[str, Any] = {
+        "group": True,
+        "job_id": job_id,
+        "ranks": ranks,
+        "lost_hosts": lost_hosts,
+        "outcome": view.get("outcome"),
+        "fail_fast": fail_fast,
+    }
     failure = failure_record(view.get("cause"), ranks)
     if failure is None and ranks and all(r.get("state") == "done" for r in ranks):
         return dict(result, changed=False, msg=f"{len(ranks)} ranks finished")
@@ -174,7 +199,7 @@ def verdict(job_id: str, view: dict) -> dict[str, Any]:
         changed=True,
         first_failure=failure,
         unconfirmed=left,
-        msg=failure_message(failure, left, ranks),
+        msg=failure_message(failure, left, ranks, fail_fast),
     )
 
 

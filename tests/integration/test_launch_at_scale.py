@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import signal
 import time
 
@@ -31,6 +32,14 @@ def task_section(stdout: str, name: str) -> str:
     return stdout[stdout.index("\n", head) + 1 :].lstrip("\n").split("\nTASK [", 1)[0]
 
 
+def assert_each_task_header_once(stdout: str) -> None:
+    """Issue 27: the default callback prints the same TASK headers whatever the number of servers - none once per server
+    (as a meta task's header is printed, for each server it is judged for)."""
+    headers = re.findall(r"^TASK \[(.*)\] \**$", stdout, re.M)
+    twice = sorted({h for h in headers if headers.count(h) > 1})
+    assert headers and not twice, f"TASK headers printed more than once: {twice}"
+
+
 def eight_servers(sim_cluster):
     cluster = sim_cluster(servers=SERVERS, devices=2)
     return cluster, cluster.inventory()
@@ -49,6 +58,7 @@ def test_a_detached_job_stops_every_rank_when_one_fails_without_any_controller(s
     crash = dict(LONG_RUN, FAIL_RANK="15", FAIL_STEP="10")
     res = run_playbook(TRAIN, inventory, extra_vars=launch_vars(cluster, np=16, wait=False, ascend_train_env=crash), env=FORKS)
     assert res.rc == 0, res  # launched and left: no watch, no controller from here on
+    assert_each_task_header_once(res.stdout)
     wait_for(lambda: all(s.get("phase") == "exited" for s in rank_states(cluster).values()), 60, "every rank to end")
     states = rank_states(cluster)
     assert states[15]["rc"] == 1 and all(s["rc"] in (-15, -9) for r, s in states.items() if r != 15), states
@@ -122,6 +132,7 @@ def test_with_one_fork_the_launch_gate_task_opens_the_gate(sim_cluster):
     assert default.rc == 0, default
     # with forks=5 the coordinator host's stage task waited for the gate itself (it held the launch open): nothing left to do
     assert task_section(default.stdout, "Wait for the job's group to open the gate").startswith("skipping: [server0]"), default
+    assert_each_task_header_once(default.stdout)
     states = rank_states(cluster)
     assert sorted(states) == [0, 1, 2, 3] and all(s["phase"] == "exited" and s["rc"] == 0 for s in states.values()), states
     assert max(s["started"] for s in states.values()) - min(s["started"] for s in states.values()) < 0.5, states

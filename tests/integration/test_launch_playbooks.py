@@ -211,6 +211,28 @@ def test_one_failing_rank_stops_every_rank_and_is_named(sim_cluster):
     assert failfast < 30.0, f"fail-fast took {failfast:.2f}s"
 
 
+def test_without_fail_fast_one_failing_rank_leaves_every_other_running_to_its_end(sim_cluster):
+    """-e fail_fast=false: rank 11 fails at its second step; the 15 others, on both servers, finish their 20 steps, nobody
+    is stopped, and the play fails saying so."""
+    cluster = sim_cluster()
+    env = {"FAIL_RANK": "11", "FAIL_STEP": "2", "STEPS": "20", "STEP_S": "0.1"}
+    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, fail_fast=False, ascend_train_env=env), env=QUIET)
+    assert res.rc != 0, res
+    job = next((cluster.root / "runs").iterdir()).name
+    others = "fail-fast off, the other ranks ran to their end: 15 done"
+    assert f"rank 11 (server 127.0.1.2, device 3) failed first: exit code 1; {others}." in res.stdout, res
+    assert f"FAILED: train {job}: rank 11 (server 127.0.1.2, device 3) exit 1; {others}" in res.stdout, res
+    assert "stopped" not in res.stdout.split("PLAY RECAP")[0].lower().replace("ascend.cluster.stop", ""), res
+    summary = json.loads((cluster.root / "controller" / job / "summary.json").read_text())
+    assert summary["fail_fast"] is False and summary["counts"] == {"done": 15, "failed": 1}, summary
+    assert {r["outcome"] for r in summary["ranks"] if r["rank_id"] != 11} == {"exit 0"}
+    states = rank_states(cluster)
+    assert states[11]["rc"] == 1 and all(s["rc"] == 0 and s["stopped_by"] is None for r, s in states.items() if r != 11), states
+    assert min(s["ended"] for r, s in states.items() if r != 11) - states[11]["ended"] > 1.0  # they ran on, 1.8 s more
+    assert not any((cluster.root / server / "jobs" / job / "abort").exists() for server in ("server0", "server1"))
+    assert json.loads((cluster.root / "server0" / "jobs" / job / "job.json").read_text())["fail_fast"] is False
+
+
 def test_a_rank_killed_by_sigkill_fails_a_one_server_job_naming_the_signal(sim_cluster):
     cluster = sim_cluster()
     # rank 3 kills itself with SIGKILL, as the OOM killer would: nobody of ours sent it

@@ -121,9 +121,15 @@ def test_a_wrong_rank_environment_names_every_failing_rank_and_check(sim_cluster
         SMOKE, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, framework="tensorflow", ascend_launch_extra_env=extra_env)
     )
     assert res.rc != 0, res
-    failed = {int(r["rank"]): r["detail"] for r in summary_rows(res, cluster) if r["result"] == "FAIL"}
+    rows = summary_rows(res, cluster)
+    failed = {int(r["rank"]): r["detail"] for r in rows if r["result"] == "FAIL"}
     assert sorted(failed) == list(range(8, 15)), res
     assert failed[8] == "device_id: table device 0, DEVICE_ID=0, ASCEND_DEVICE_ID=7"
+    assert [(r["stage"], r["result"]) for r in rows if r["stage"] == "launch"] == [("launch", "OK")], rows
+    # launched with fail-fast off (no --report-only): each failed check exited 1 and stopped nobody
+    states = rank_states(cluster)
+    assert {r: s["rc"] for r, s in states.items()} == {r: 1 if 8 <= r <= 14 else 0 for r in range(16)}, states
+    assert all(s["stopped_by"] is None for s in states.values()), states
     assert "rank server1 device 2 rank 10: device_id: table device 2, DEVICE_ID=2, ASCEND_DEVICE_ID=7" in res.stdout
 
 

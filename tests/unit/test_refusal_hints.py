@@ -51,6 +51,10 @@ NOT_MESSAGES = ("DOCUMENTATION", "EXAMPLES", "RETURN")
 _AOE = "AOE tuning is train.yml's (-e aoe, use_library, launcher): smoke.yml maps none of them and runs no tuning"
 _DIAGNOSE_FIREWALL = "the diagnosis reads the firewall in check mode with failed_when: false: its refusals are never printed"
 _LAUNCHES = "printed by a launch only: status.yml, stop.yml and diagnose.yml start nothing"
+_PREFLIGHT = (
+    "the launch's pre-flight (_job_preflight.run, training_job state=preflight): rank_table.yml and prepare.yml only ask "
+    "its find_busy, through rank_table_file, whether a job of ours holds a device"
+)
 # (source file, an input its messages name): the playbooks that reach the file but never print such a message there, and why.
 UNREACHABLE: dict[tuple[str, str], tuple[frozenset[str], str]] = {
     ("plugins/plugin_utils/_chip_rules.py", "allow_partial_servers"): (
@@ -72,6 +76,7 @@ UNREACHABLE: dict[tuple[str, str], tuple[frozenset[str], str]] = {
         frozenset(("smoke", "status", "stop", "diagnose")),
         "an AOE tuning run under a per-node launcher: only train.yml sets either; " + _LAUNCHES,
     ),
+    ("plugins/module_utils/_job_preflight.py", "kill_stale"): (frozenset(("rank_table", "prepare")), _PREFLIGHT),
     ("plugins/plugin_utils/_ip_plan.py", "netdetect"): (
         frozenset(("smoke",)),
         "device_ip_plan's refusals: smoke.yml checks the device IPs against the layout rules, it computes no plan",
@@ -82,7 +87,7 @@ UNREACHABLE: dict[tuple[str, str], tuple[frozenset[str], str]] = {
     ("plugins/plugin_utils/_launch_checks.py", "launcher"): (frozenset(("smoke",)), _AOE),
     ("roles/launch_training/tasks/aoe_distribute.yml", "aoe"): (frozenset(("smoke",)), _AOE),
     ("roles/launch_training/tasks/aoe_distribute.yml", "use_library"): (frozenset(("smoke",)), _AOE),
-    ("roles/launch_training/tasks/report.yml", "aoe"): (frozenset(("smoke",)), _AOE),
+    ("roles/launch_training/tasks/failed.yml", "aoe"): (frozenset(("smoke",)), _AOE),
     ("plugins/module_utils/_firewall.py", "ascend_firewall_mode"): (frozenset(("train", "smoke", "diagnose")), _DIAGNOSE_FIREWALL),
     ("plugins/module_utils/_firewall.py", "mode"): (frozenset(("train", "smoke", "diagnose")), _DIAGNOSE_FIREWALL),
     ("plugins/module_utils/_firewall.py", "reserve_hccl_ports"): (frozenset(("train", "smoke", "diagnose")), _DIAGNOSE_FIREWALL),
@@ -204,7 +209,8 @@ def yaml_uses(path: Path) -> list[Path]:
                 if isinstance(node.get(name), str):
                     # a templated include (launch_training's restart: members.yml or attempt.yml) may run either file
                     files = re.findall(r"'([\w.-]+\.yml)'", node[name]) if "{{" in node[name] else [node[name]]
-                    out.extend((path.parent if in_role_tasks else PLAYBOOKS_DIR) / file for file in files)
+                    # as Ansible finds it: beside the including file first (a role's tasks, playbooks/tasks/), else the playbook's
+                    out.extend((path.parent if in_role_tasks or (path.parent / file).exists() else PLAYBOOKS_DIR) / file for file in files)
             for sub_key, value in node.items():
                 if sub_key == "module_defaults":
                     continue

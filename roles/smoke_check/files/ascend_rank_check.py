@@ -22,8 +22,8 @@ Checks, one line each (``PASS``, ``FAIL`` or ``SKIP`` when a check it needs fail
 
 The last line is ``ASCEND_RANK_CHECK_VERDICT {json}`` (``ok``, ``rank_id``, ``device_id``,
 ``passed``, ``failed: [{check, detail}]``) for the smoke summary. The exit code is 1 when a
-check failed, 0 otherwise; ``--report-only`` always exits 0 (the smoke run uses it so that one
-failing rank does not make the launcher stop the others before they report).
+check failed, 0 otherwise; ``--report-only`` always exits 0 (by hand). The smoke run launches it with
+the launch's fail-fast off, so that one failing rank does not stop the others before they report.
 """
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ class Cluster:
         return time.monotonic() - start
 
     def view(self) -> dict:
-        return json.loads((self.dir / group.GROUP_FILE).read_text())
+        return json.loads((self.dir / files.GROUP_FILE).read_text())
 
     def view_once(self, shows: Callable[[dict], bool], seconds: float = 3.0) -> dict:
         """The coordinator's view once it ``shows`` what the test waits for (its thread writes it when it gets to it:
@@ -234,7 +234,7 @@ def test_a_member_that_loses_the_coordinator_stops_its_ranks_and_says_so(cluster
     took = c.drive(3, until=lambda: bool(c.told["a"]))
     assert LOST - 0.1 < took < LOST + 1.0 and member.state == "lost"
     assert c.told["a"][0][1].startswith("lost the job's coordinator at 127.0.0.1:")
-    assert json.loads((c.tmp / "a" / group.MEMBER_FILE).read_text())["state"] == "lost"
+    assert json.loads((c.tmp / "a" / files.MEMBER_FILE).read_text())["state"] == "lost"
 
 
 def test_a_broken_connection_is_made_again_and_only_silence_counts(cluster):
@@ -295,36 +295,20 @@ def test_listen_binds_the_given_address_only_and_says_what_to_fix():
 
 
 def test_the_secret_is_written_mode_0600(tmp_path):
-    path = group.write_secret(str(tmp_path), "s3")
+    path = files.write_secret(str(tmp_path), "s3")
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600 and open(path).read() == "s3"
 
 
-def test_the_controllers_commands_on_real_files(tmp_path):
+def test_the_gate_wait_on_real_files(tmp_path):
+    """The gate's wait on the coordinator's server (one shell line): the view once the gate opened, else after the wait."""
     job = tmp_path / "J"
     job.mkdir()
-
-    def read() -> tuple:
-        return group.parse_read(
-            subprocess.run(["sh", "-c", group.read_command(str(job))], capture_output=True, text=True, check=False).stdout
-        )
-
-    assert read() == (True, None)  # no job recorded there
     (job / files.JOB_FILE).write_text("{}")
-    assert read() == (True, "")  # recorded, no view yet
-    files.write_json(str(job / group.GROUP_FILE), {"status": group.RUNNING, "gate_at": 5.0})
+    files.write_json(str(job / files.GROUP_FILE), {"status": group.RUNNING, "gate_at": 5.0})
     out = subprocess.run(["sh", "-c", group.gate_wait_command(str(job), 1)], capture_output=True, text=True, check=False).stdout
-    ran, text = group.parse_read(out)
+    ran, text = files.parse_read(out)
     assert ran and json.loads(text)["gate_at"] == 5.0 and group.gate_answer(json.loads(text), 30)["start_at"] == 5.0
-    files.write_json(str(job / group.GROUP_FILE), {"status": group.FORMING, "members": {}})
+    files.write_json(str(job / files.GROUP_FILE), {"status": group.FORMING, "members": {}})
     began = time.monotonic()
     out = subprocess.run(["sh", "-c", group.gate_wait_command(str(job), 0.3)], capture_output=True, text=True, check=False).stdout
-    assert 0.25 < time.monotonic() - began < 3 and json.loads(group.parse_read(out)[1])["status"] == group.FORMING  # waited, then said
-    line = "Ctrl-C on the controller (ansible-playbook of o'neil; $(true))"
-    for _twice in range(2):
-        out = subprocess.run(["sh", "-c", files.abort_command(str(job), line)], capture_output=True, text=True, check=False).stdout
-        assert files.parse_abort_command(out) is None
-    assert files.read_abort(str(job)) == line and (job / files.ABORT_FILE).read_text() == line + "\n" + line + "\n"
-    out = subprocess.run(
-        ["sh", "-c", files.abort_command(str(tmp_path / "nope"), line)], capture_output=True, text=True, check=False
-    ).stdout
-    assert files.parse_abort_command(out) == f"no job recorded in {tmp_path / 'nope'} on this host"
+    assert 0.25 < time.monotonic() - began < 3 and json.loads(files.parse_read(out)[1])["status"] == group.FORMING  # waited, then said

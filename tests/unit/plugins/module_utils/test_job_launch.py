@@ -188,6 +188,40 @@ def test_rank_states_and_first_failure(tmp_path):
     assert first is not None and first["rank_id"] == 2  # ended first
 
 
+@pytest.mark.parametrize("fail_fast", [True, False, None])
+def test_the_poll_stops_the_other_ranks_after_a_failure_only_when_the_job_fails_fast(tmp_path, fail_fast):
+    """The job's record keeps the launch's fail_fast (unset: true); the poll follows it unless told otherwise."""
+    job: dict[str, Any] = {"job_id": "j", "run_dir": str(tmp_path / "run"), "ranks": [{"rank_id": r, "device_id": r} for r in range(2)]}
+    if fail_fast is not None:
+        job["fail_fast"] = fail_fast
+    table = control.record_with_table(str(tmp_path / "jobs"), job, None, None, write=False)
+    assert table.get("rank_table_path") is None
+    recorded = control.load_job(str(tmp_path / "jobs"), "j")
+    assert recorded["fail_fast"] is (fail_fast is not False)
+    sleeper = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        now = time.time()
+        for rank, state in ((0, {"phase": "running", "pid": sleeper.pid, "pgid": sleeper.pid}), (1, {"phase": "exited", "rc": 1})):
+            rdir = files.rank_dir(job["run_dir"], rank)
+            os.makedirs(rdir)
+            files.write_json(os.path.join(rdir, files.STATE_FILE), dict(state, started=now - 5, ended=now if rank else None))
+        status = control.poll(str(tmp_path / "jobs"), recorded, 0.5, act=False)
+        assert status["stopped"] == [] and sleeper.poll() is None and status["fail_fast"] is recorded["fail_fast"]
+        found = control.poll(str(tmp_path / "jobs"), recorded, 0.5)
+        assert found["failed_rank"]["rank_id"] == 1 and found["fail_fast"] is recorded["fail_fast"]
+        if recorded["fail_fast"]:
+            assert found["stopped"] == [0] and found["abort"] == "rank 1 failed (rc=1)"
+            assert sleeper.wait(10) == -15
+        else:
+            assert found["stopped"] == [] and found["abort"] is None and sleeper.poll() is None
+            told = control.poll(str(tmp_path / "jobs"), recorded, 0.5, fail_fast_given=True)  # the poll's own option wins
+            assert told["stopped"] == [0] and sleeper.wait(10) == -15
+    finally:
+        if sleeper.poll() is None:
+            sleeper.kill()
+        sleeper.wait()
+
+
 def test_latest_names_only_a_job_whose_gate_opened(tmp_path):
     root = str(tmp_path)
     control.record_job(root, {"job_id": "started", "run_dir": "/x", "ranks": []})

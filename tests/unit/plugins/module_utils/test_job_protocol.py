@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import subprocess
+import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -254,3 +258,75 @@ def test_a_rank_whose_runner_is_gone_without_a_record_is_still_lost(tmp_path):
     job = {"job_id": "j", "run_dir": str(tmp_path / "run"), "ranks": [{"rank_id": 0, "device_id": 0}]}
     (state,) = control.rank_states(str(tmp_path / "jobs"), job)
     assert (state["state"], state["error"]) == ("failed", control.VANISHED)
+
+
+# ---- the controller's side of the protocol: one shell line each, on real files
+
+
+def test_the_controllers_read_and_stop_on_real_files(tmp_path):
+    job = tmp_path / "J"
+    job.mkdir()
+
+    def read() -> tuple:
+        return files.parse_read(
+            subprocess.run(["sh", "-c", files.read_command(str(job))], capture_output=True, text=True, check=False).stdout
+        )
+
+    assert read() == (True, None)  # no job recorded there
+    (job / files.JOB_FILE).write_text("{}")
+    assert read() == (True, "")  # recorded, no view yet
+    files.write_json(str(job / files.GROUP_FILE), {"status": "running", "gate_at": 5.0})
+    assert json.loads(read()[1]) == {"status": "running", "gate_at": 5.0}
+    line = "Ctrl-C on the controller (ansible-playbook of o'neil; $(true))"
+    for _twice in range(2):
+        out = subprocess.run(["sh", "-c", files.abort_command(str(job), line)], capture_output=True, text=True, check=False).stdout
+        assert files.parse_abort_command(out) is None
+    assert files.read_abort(str(job)) == line and (job / files.ABORT_FILE).read_text() == line + "\n" + line + "\n"
+    out = subprocess.run(
+        ["sh", "-c", files.abort_command(str(tmp_path / "nope"), line)], capture_output=True, text=True, check=False
+    ).stdout
+    assert files.parse_abort_command(out) == f"no job recorded in {tmp_path / 'nope'} on this host"
+
+
+def _first_sight(directory: Path, seen: list) -> None:
+    """A runner at the gate: looks for the abort file until it appears, and keeps what it read at that first sight."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        found = files.read_abort(str(directory))
+        if found is not None:
+            seen.append(found)
+            return
+
+
+def test_the_controllers_stop_appears_with_its_reason_in_it(tmp_path):
+    """The controller's stop (a Ctrl-C: one shell line over its connection) against a runner watching for the file: the
+    file is never seen without its first line, and the stop's own reason is that line, with whitespace folded."""
+    reason = "Ctrl-C on the controller\t(ansible-playbook of root)"
+    for attempt in range(20):
+        job = tmp_path / f"J{attempt}"
+        job.mkdir()
+        seen: list = []
+        runner = threading.Thread(target=_first_sight, args=(job, seen))
+        runner.start()
+        subprocess.run(["sh", "-c", files.abort_command(str(job), reason)], check=True, capture_output=True)
+        runner.join()
+        assert seen == ["Ctrl-C on the controller (ansible-playbook of root)"], (attempt, seen)
+        assert sorted(p.name for p in job.iterdir()) == [files.ABORT_FILE]  # nothing left aside
+
+
+PLUGINS = Path(__file__).resolve().parents[4] / "plugins"
+JOB_FILES = re.compile(r"\.(ABORT|GATE|LATEST|STATE|JOB|GROUP|MEMBER|SECRET|SUPERVISOR)_FILE\b")
+WRITES = re.compile(r"json\.dump\(|os\.rename\(|os\.replace\(|>>")
+
+
+def test_only_the_protocols_owner_writes_the_jobs_files():
+    """Whatever handles a job's files (names one of them) writes them through _job_files: no JSON dump, rename or shell
+    append of its own - the atomic writes and the abort file's first-line guarantee live in one place."""
+    writers = []
+    for path in sorted(PLUGINS.rglob("*.py")):
+        if path.name == "_job_files.py":
+            continue
+        text = path.read_text()
+        if JOB_FILES.search(text) and WRITES.search(text):
+            writers.append(f"{path.relative_to(PLUGINS)}: {WRITES.search(text).group(0)}")  # type: ignore[union-attr]
+    assert writers == []

@@ -119,6 +119,23 @@ def test_a_failing_rank_stops_its_siblings_and_the_result_names_it(tmp_path):
     assert (tmp_path / "jobs" / "j" / "abort").read_text() == "rank 1 failed (rc=3)\n"
 
 
+def test_without_fail_fast_a_failing_rank_leaves_its_siblings_running_to_their_end(tmp_path):
+    """fail_fast=false: rank 1 fails a second after the start; rank 0 is neither stopped nor told, and ends by itself."""
+    ranks = [{"rank_id": 0, "device_id": 0}, {"rank_id": 1, "device_id": 1}]
+    command = 'if [ "$RANK_ID" = 1 ]; then sleep 1; exit 3; fi; sleep 3; exit 0'
+    thread, result = start(ranks_args(tmp_path, ranks, ["sh", "-c", command], fail_fast=False))
+    job = staged(tmp_path, 2)[0]
+    control.open_gate(str(tmp_path / "jobs"), job, time.time())
+    thread.join(60)
+    assert result["failed"] and result["msg"] == "1 of 2 ranks did not exit 0: rank 1: exited rc=3", result
+    by_rank = {s["rank_id"]: s for s in result["ranks"]}
+    assert (by_rank[0]["phase"], by_rank[0]["rc"], by_rank[0]["stopped_by"]) == ("exited", 0, None)
+    assert by_rank[0]["ended"] - by_rank[1]["ended"] > 1.0  # it ran on after rank 1 failed
+    assert not (tmp_path / "jobs" / "j" / "abort").exists()  # nobody stopped the job
+    states = control.rank_states(str(tmp_path / "jobs"), control.load_job(str(tmp_path / "jobs"), "j"))
+    assert [s["state"] for s in states] == ["done", "failed"]
+
+
 def test_term_to_the_supervisor_reaches_every_runner_at_the_gate(tmp_path):
     ranks = [{"rank_id": 0, "device_id": 0}, {"rank_id": 1, "device_id": 1}]
     thread, result = start(ranks_args(tmp_path, ranks, ["true"]))

@@ -17,12 +17,13 @@ from pathlib import Path
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
+from ansible_collections.ascend.cluster.plugins.plugin_utils import _watch as watch
 from tests.helpers.ansible_cli import run_module
 from tests.helpers.procs import alive, wait_for
 
 SECRET = "s3cret-of-this-job"
-# rank 3 fails a second after the start; every other rank would run a minute
-COMMAND = ["sh", "-c", 'if [ "$RANK_ID" = "${FAIL_RANK:-none}" ]; then sleep 1; exit 1; fi; exec sleep 60']
+# rank FAIL_RANK fails a second after the start; every other rank would run a minute (RUN_S seconds, then exit 0)
+COMMAND = ["sh", "-c", 'if [ "$RANK_ID" = "${FAIL_RANK:-none}" ]; then sleep 1; exit 1; fi; exec sleep "${RUN_S:-60}"']
 
 
 def free_port() -> int:
@@ -50,7 +51,7 @@ class Server:
         return json.loads(path.read_text()) if path.exists() else {}
 
 
-def stage_args(tmp_path, server: Server, group_cfg: dict, rank_size: int, env: dict | None = None) -> dict:
+def stage_args(tmp_path, server: Server, group_cfg: dict, rank_size: int, env: dict | None = None, **more) -> dict:
     """The stage's options for ``server`` as the launch role gives them (detached, in the job's group ``group_cfg``)."""
     return {
         "job_id": "j",
@@ -68,10 +69,11 @@ def stage_args(tmp_path, server: Server, group_cfg: dict, rank_size: int, env: d
         "detach": True,
         "group": group_cfg,
         "group_secret": SECRET,
+        **more,
     }
 
 
-def launch(tmp_path, port: int, env: dict | None = None, lost_after: float = 1.0, offsets: dict | None = None) -> tuple:
+def launch(tmp_path, port: int, env: dict | None = None, lost_after: float = 1.0, offsets: dict | None = None, **more) -> tuple:
     """Servers a (coordinator, ranks 0-1) and b (ranks 2-3), each started as the launch role starts it; the group opens
     the gate by itself once every rank is staged.
 
@@ -84,7 +86,7 @@ def launch(tmp_path, port: int, env: dict | None = None, lost_after: float = 1.0
         group_cfg = {"address": "127.0.0.1", "port": port, "host": server.name, "server": f"10.0.0.{1 if server is a else 2}"}
         group_cfg.update(coordinator=server is a, hosts=["a", "b"] if server is a else [], lost_after=lost_after, gate_margin=0.3)
         group_cfg["clock_offset"] = (offsets or {}).get(server.name, 0.0)
-        args = stage_args(tmp_path, server, group_cfg, rank_size=4, env=env or {})
+        args = stage_args(tmp_path, server, group_cfg, rank_size=4, env=env or {}, **more)
         results[server.name] = run_module("training_ranks", args, timeout=60)
         assert not results[server.name].get("failed"), results[server.name]
         assert SECRET not in json.dumps(results[server.name])  # never returned
@@ -97,7 +99,7 @@ def launch(tmp_path, port: int, env: dict | None = None, lost_after: float = 1.0
 
 
 def view(a: Server) -> dict:
-    return json.loads((a.job_dir / group.GROUP_FILE).read_text())
+    return json.loads((a.job_dir / files.GROUP_FILE).read_text())
 
 
 def test_a_failure_on_one_server_stops_the_other_through_the_group(tmp_path):
@@ -109,8 +111,24 @@ def test_a_failure_on_one_server_stops_the_other_through_the_group(tmp_path):
     crash = b.raw(3)["ended"]
     assert all(srv.raw(r)["ended"] - crash < 1.0 for srv, r in ((a, 0), (a, 1), (b, 2))), "every rank ended within 1 s of the crash"
     assert a.raw(0)["stopped_by"] == "stopped by the job's group: rank 3 failed (rc=1) on 10.0.0.2"
-    assert os.stat(a.job_dir / group.SECRET_FILE).st_mode & 0o777 == 0o600 and (b.job_dir / group.SECRET_FILE).read_text() == SECRET
-    assert json.loads((b.job_dir / group.MEMBER_FILE).read_text())["state"] == "left"
+    assert os.stat(a.job_dir / files.SECRET_FILE).st_mode & 0o777 == 0o600 and (b.job_dir / files.SECRET_FILE).read_text() == SECRET
+    assert json.loads((b.job_dir / files.MEMBER_FILE).read_text())["state"] == "left"
+
+
+def test_without_fail_fast_a_failure_on_one_server_stops_nobody_and_the_watch_says_so(tmp_path):
+    """fail_fast=false: rank 3 fails on b a second after the start; the other three ranks, on both servers, run to their
+    own end (exit 0 after RUN_S s); the group ends failed with no cause, and the watch's message says how they ended."""
+    a, b, _results = launch(tmp_path, free_port(), env={"FAIL_RANK": "3", "RUN_S": "4"}, fail_fast=False)
+    wait_for(lambda: view(a)["status"] == group.ENDED, 30, "the group to end")
+    final = view(a)
+    assert final["fail_fast"] is False and final["outcome"] == group.FAILED and final["cause"] is None, final
+    assert [(r["rank_id"], r["state"]) for r in final["ranks"]] == [(0, "done"), (1, "done"), (2, "done"), (3, "failed")]
+    assert not (a.job_dir / files.ABORT_FILE).exists() and not (b.job_dir / files.ABORT_FILE).exists()
+    crash = b.raw(3)["ended"]
+    assert all(srv.raw(r)["ended"] - crash > 2.0 for srv, r in ((a, 0), (a, 1), (b, 2))), "every other rank ran on"
+    found = watch.verdict("j", final)
+    assert found["failed"] and found["fail_fast"] is False and found["first_failure"]["rank_id"] == 3, found
+    assert "fail-fast off, the other ranks ran to their end: 3 done" in found["msg"] and "stopped" not in found["msg"], found["msg"]
 
 
 def test_each_rank_records_its_servers_clock_offset_and_its_times_line_up_in_the_controllers_clock(tmp_path):

@@ -68,7 +68,7 @@ def test_training_job_diagnose_returns_failed_and_stopped_ranks_logs_and_plogs_a
     (plogs / "plog-1001_1.log").write_text(ERROR % 1001 + "\n")
     # this is rank 0's server: its group view names the job's first failure (here another server's rank 9, first by 29 ms)
     cause = {"rank_id": 9, "server": "10.0.0.2", "host": "h2", "device_id": 1, "rc": 1, "error": None}
-    files.write_json(str(jobs / "j" / group.GROUP_FILE), {"status": group.ENDED, "cause": cause})
+    files.write_json(str(jobs / "j" / files.GROUP_FILE), {"status": group.ENDED, "cause": cause})
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         sock.listen()

@@ -130,6 +130,21 @@ def test_a_failed_rank_is_named_first_and_the_others_stopped_by_fail_fast():
     assert len(summary["table"]) == 17  # no row ended well: every one listed
 
 
+def test_without_fail_fast_no_rank_is_stopped_by_fail_fast_and_the_line_says_how_the_others_ended():
+    failure = {"server": "10.0.0.2", "rank_id": 11, "device_id": 3, "rc": 1, "log": "/l", "tail": ["boom"], "error": None}
+    ranks = [finished(r, r) for r in range(8)] + [finished(8, 0, state="stopped", rc=-15), finished(11, 3, state="failed", rc=1)]
+    hostvars = {"server0": watched("10.0.0.1", ranks, group=True, first_failure=failure, msg="rank 11 ...", fail_fast=False)}
+    summary = job_summary(["server0"], hostvars, "_ascend_watch", job_id="j1")
+    assert summary["ok"] is False and summary["fail_fast"] is False
+    assert summary["line"] == (
+        "FAILED: train j1: rank 11 (server 10.0.0.2, device 3) exit 1; fail-fast off, the other ranks ran to their end: 8 done, 1 stopped"
+    )
+    # a rank ended by something else (a signal to its runner) is stopped, never "by fail-fast"
+    assert [r["outcome"] for r in summary["ranks"] if r["state"] == "stopped"] == ["stopped (SIGTERM)"]
+    hostvars["server0"]["_ascend_watch"]["fail_fast"] = True
+    assert job_summary(["server0"], hostvars, "_ascend_watch", job_id="j1")["line"].endswith("exit 1; 1 stopped")
+
+
 def test_the_completed_failure_wins_over_a_followers_early_copy():
     """A cut link fails ranks 3 (server0) and 11 (server1) at once: server1's watcher claims rank 3 early from
     the abort line and stops waiting before server0's watcher completes the claim with rank 3's log tail."""

@@ -43,8 +43,8 @@ def test_the_watchs_read_answers_through_the_session_as_through_ssh(session, tmp
     job_dir = tmp_path / "jobs" / "j"
     job_dir.mkdir(parents=True)
     (job_dir / files.JOB_FILE).write_text("{}")
-    files.write_json(str(job_dir / group.GROUP_FILE), {"status": group.RUNNING, "counts": {"running": 8}})
-    ran, text = group.parse_read(session.run(group.read_command(str(job_dir))))
+    files.write_json(str(job_dir / files.GROUP_FILE), {"status": group.RUNNING, "counts": {"running": 8}})
+    ran, text = files.parse_read(session.run(files.read_command(str(job_dir))))
     assert ran and json.loads(text)["counts"] == {"running": 8}
 
 

@@ -209,6 +209,34 @@ def test_report_of_a_healthy_run_reads_every_ranks_log(tmp_path):
     assert len(everything["table"]) == 1 + 7
 
 
+def job_of(job_id, states, fail_fast=False):
+    """The launch's summary of the smoke job (ascend_job_summary) with ranks 0-3 in ``states``."""
+    return {"job_id": job_id, "fail_fast": fail_fast, "ranks": [{"rank_id": r, "state": s} for r, s in enumerate(states)]}
+
+
+def test_a_launch_that_ran_every_rank_to_its_end_is_no_finding_its_ranks_verdicts_are(tmp_path):
+    """The smoke launches its check with fail-fast off: rank 3's failed check (exit 1) failed the job - the launch's
+    error on every server - but stopped no other rank; the finding is rank 3's verdict, the launch row is OK."""
+    write_logs(tmp_path, bad_rank=3)
+    failed = two_servers(s0={"_ascend_smoke_launch_error": "FAILED: train smoke-1: rank 3 ..."}, s1={"_ascend_smoke_launch_error": ""})
+    job = job_of("smoke-1", ["done", "done", "done", "failed"])
+    report = smoke_report(["s0", "s1"], failed, logs_dir=str(tmp_path), health=HEALTHY, table=TABLE, job_id="smoke-1", job=job)
+    # as a run whose launch did not fail: the launch row OK, one row per rank from its verdict, rank 3's the finding
+    unfailed = smoke_report(["s0", "s1"], two_servers(), logs_dir=str(tmp_path), health=HEALTHY, table=TABLE, job_id="smoke-1")
+    assert rows_of(report) == rows_of(unfailed) and ("launch", None, None, "OK", "job smoke-1") in rows_of(report)
+    assert report["failures"] == ["rank s1 device 1 rank 3: device_id: x"]
+    # a rank that was stopped or lost, a job that failed fast, or another job's summary: the launch itself failed
+    for other in (
+        job_of("smoke-1", ["done", "stopped", "done", "failed"]),
+        job_of("smoke-1", ["done", "done", "done", "failed"], fail_fast=True),
+        job_of("smoke-1-collective", ["done", "done", "done", "failed"]),
+        job_of("smoke-1", []),
+        None,
+    ):
+        found = smoke_report(["s0", "s1"], failed, logs_dir=str(tmp_path), health=HEALTHY, table=TABLE, job_id="smoke-1", job=other)
+        assert [(r[0], r[1], r[3]) for r in rows_of(found)[2:]] == [("launch", "s0", "FAIL")], other
+
+
 def test_the_line_of_a_healthy_run_and_of_check_mode(tmp_path):
     write_logs(tmp_path, bad_rank=None)
     report = smoke_report(["s0", "s1"], two_servers(), logs_dir=str(tmp_path), health=HEALTHY, table=TABLE, job_id="smoke-1")

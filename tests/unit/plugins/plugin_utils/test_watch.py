@@ -151,3 +151,22 @@ def test_count_miss(before, answered, after):
 @pytest.mark.parametrize(("ids", "text"), [([0, 1, 2, 5, 8, 9], "0-2, 5, 8-9"), ([3], "3"), ([], ""), ([2, 2, 1], "1-2")])
 def test_rank_ranges(ids, text):
     assert watch.rank_ranges(ids) == text
+
+
+def test_without_fail_fast_the_first_failed_rank_is_named_and_the_others_ran_to_their_end():
+    """A job whose group shows fail_fast false: no cause (nobody stopped the job); the first failed rank by the controller's
+    clock is the failure, and the message says how every other rank ended instead of claiming a stop."""
+    ranks = [
+        rank(0, "done", rc=0, ended=T0 + 9),
+        rank(3, "failed", rc=2, ended=T0 + 5, stopped_by=None, tail=["late"]),
+        rank(9, "failed", host="h2", server="10.0.0.2", rc=1, ended=T0 + 1, stopped_by=None, tail=["boom"]),
+        rank(10, "done", host="h2", server="10.0.0.2", rc=0, ended=T0 + 9),
+    ]
+    result = watch.verdict("J", dict(view(ranks), fail_fast=False))
+    assert result["failed"] and result["fail_fast"] is False and result["first_failure"]["rank_id"] == 9
+    assert "stopped_by" not in result["first_failure"]  # the rank's own record, not a stop of the job
+    assert result["msg"] == (
+        "rank 9 (server 10.0.0.2, device 1) failed first: exit code 1; fail-fast off, the other ranks ran to their end: "
+        f"2 done, 1 failed (rank 3). Its log {LOG.format(9)} ends with:\n    boom"
+    )
+    assert watch.verdict("J", view(ranks))["fail_fast"] is True  # a group that does not say: the default
