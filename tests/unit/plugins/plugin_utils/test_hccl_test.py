@@ -102,7 +102,7 @@ def test_a_run_that_did_not_start_or_was_refused():
         None,
     )
     assert h.verdict({"refused": "why"}) == (False, "why", None)
-    ok, detail, _ = h.verdict({"rc": 127, "stdout": "", "stderr": "bash: line 1: mpirun: command not found", "devices": [0, 1]})
+    ok, detail, _gbps = h.verdict({"rc": 127, "stdout": "", "stderr": "bash: line 1: mpirun: command not found", "devices": [0, 1]})
     assert not ok and detail == "all_reduce_test on 2 NPU(s): exit 127: bash: line 1: mpirun: command not found"
 
 
@@ -300,5 +300,5 @@ def test_a_run_is_bounded_by_coreutils_timeout_and_a_stopped_run_says_so():
     plan = h.plan(_servers([0, 1]), "server0", binary=BINARY, size_mb=4, timeout_s=600)
     assert plan["server"]["argv"][7:11] == ["timeout", "--kill-after=30", "600", "mpirun"]
     assert "timeout" not in plan["server"]["command"]  # the command shown is the guide's
-    ok, detail, _ = h.verdict(dict(plan["server"], rc=124, stdout="", stderr=""))
+    ok, detail, _gbps = h.verdict(dict(plan["server"], rc=124, stdout="", stderr=""))
     assert not ok and detail == "all_reduce_test on 2 NPU(s): stopped after 600 s (ascend_smoke_hccl_test_timeout), exit 124: no output"
