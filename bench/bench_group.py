@@ -12,8 +12,11 @@ themselves wrote (their ``state.json``: ``ended``), so nothing the controller be
   ``ansible-playbook``'s process tree (its workers, their shells) read from /proc twice, ``--long / 2`` seconds apart,
   once every rank runs. The job's supervisors, coordinator and ranks are daemons of their own sessions and do not
   count (on a real cluster they run on the servers).
+- ``output_lines_<size>x<devices>`` / ``task_headers_<size>x<devices>`` (``--figures output``, at each of
+  ``--watch-sizes``): the lines and the TASK headers a healthy train prints with the default callback (issue 27: the
+  headers the same at any size), and ``output_lines_compact_<size>x<devices>`` with ``ascend.cluster.compact``.
 
-    .venv/bin/python bench/bench_group.py [--servers 8] [--devices 2] [--forks 5] [--figures failfast,detached,stall,watch]
+    .venv/bin/python bench/bench_group.py [--servers 8] [--devices 2] [--forks 5] [--figures failfast,detached,stall,watch,output]
         [--watch-sizes 2,8,32] [--repeat 1]
 """
 
@@ -74,7 +77,7 @@ class Cluster:
     def ranks(self) -> int:
         return self.servers * self.devices
 
-    def train(self, job_id: str, env: dict, forks: int = 5, **extra: object) -> tuple[object, dict, float, float]:
+    def train(self, job_id: str, env: dict, forks: int = 5, callback: str = "", **extra: object) -> tuple[object, dict, float, float]:
         """``(result, states by rank, wall s, controller CPU s)`` of one train.yml."""
         extra_vars = {
             "ascend_sim_root": str(self.root),
@@ -86,7 +89,8 @@ class Cluster:
             **extra,
         }
         wall, cpu = time.monotonic(), children_cpu()
-        res = run_playbook(TRAIN, self.inventory, extra_vars=extra_vars, env={"ANSIBLE_FORKS": str(forks)}, timeout=1800)
+        env = {"ANSIBLE_FORKS": str(forks), **({"ANSIBLE_STDOUT_CALLBACK": callback} if callback else {})}
+        res = run_playbook(TRAIN, self.inventory, extra_vars=extra_vars, env=env, timeout=1800)
         return res, self.states(job_id), time.monotonic() - wall, children_cpu() - cpu
 
     def states(self, job_id: str) -> dict:
@@ -167,7 +171,7 @@ def main() -> int:
     parser.add_argument("--forks", type=int, default=5)
     parser.add_argument("--fail-step", type=int, default=10)
     parser.add_argument("--stall-timeout", type=int, default=20)
-    parser.add_argument("--figures", default="failfast,detached,stall,watch")
+    parser.add_argument("--figures", default="failfast,detached,stall,watch")  # and output
     parser.add_argument("--watch-sizes", default="2,8")
     parser.add_argument("--long", type=float, default=40.0)
     parser.add_argument("--repeat", type=int, default=1)
@@ -203,6 +207,20 @@ def main() -> int:
                     forks=args.forks,
                     rounds=rounds,
                 )
+        if "output" in figures:
+            for size in (int(n) for n in args.watch_sizes.split(",")):
+                sized = Cluster(Path(tmp) / f"o{size}", size, args.devices)
+                shape = f"{size}x{args.devices}"
+                for callback, name in (("", "output_lines"), ("ascend.cluster.compact", "output_lines_compact")):
+                    res, _states, wall, cpu = sized.train(
+                        f"o{name[-7:]}", {"STEPS": "2", "STEP_S": "0.1"}, forks=args.forks, callback=callback
+                    )
+                    if res.rc != 0:  # type: ignore[attr-defined]
+                        raise SystemExit(f"train on {shape} failed:\n{res}")
+                    out = res.stdout  # type: ignore[attr-defined]
+                    emit(f"{name}_{shape}", len(out.splitlines()), unit="lines", play_wall_s=round(wall, 1), play_cpu_s=round(cpu, 1))
+                    if not callback:
+                        emit(f"task_headers_{shape}", out.count("\nTASK ["), unit="headers")
     return 0
 
 
