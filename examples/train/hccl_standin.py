@@ -483,7 +483,9 @@ def launch_env(env: dict) -> tuple:
     return path, values[0], values[1]
 
 
-_NPU_ROW = re.compile(r"^\|\s*\d+\s+(\S+)\s*\|\s*(?:OK|Warning|Alarm|Critical|UNKNOWN)\s*\|", re.M)
+_NPU_ROW = re.compile(r"^\|\s*(\d+)\s+(\S+)\s*\|\s*(?:OK|Warning|Alarm|Critical|UNKNOWN)\s*\|", re.M)
+# The second header row of the NPU table names each chip's Phy-ID on boards with several chips per NPU (A3).
+_PHY_ID_HEADER = re.compile(r"^\|\s*Chip\s+Phy-ID\s*\|", re.M)
 
 
 def chip_from_name(name: str) -> str | None:
@@ -498,8 +500,25 @@ def chip_from_name(name: str) -> str | None:
     return None
 
 
+def chip_from_info(out: str) -> str | None:
+    """The chip from ``npu-smi info``'s NPU table (the first NPU row's Name), None when it has no NPU row.
+
+    A3 boards print the generic name ``Ascend910``, which alone reads as 910A; they are the boards with two chips per
+    NPU: a ``Chip  Phy-ID`` header and each NPU id on two rows (the rule of ``plugins/module_utils/_npu_smi.py``'s
+    ``chip_model``). Read as 910A, a valid 1.2 table of an A3 server was refused.
+    """
+    rows = _NPU_ROW.findall(out)
+    if not rows:
+        return None
+    chip = chip_from_name(rows[0][1])
+    npu_ids = [npu for npu, _name in rows]
+    if chip == "910A" and (_PHY_ID_HEADER.search(out) or len(set(npu_ids)) < len(npu_ids)):
+        return "A3"
+    return chip
+
+
 def detect_chip() -> str | None:
-    """The chip from ``npu-smi info`` (the first NPU row's Name), None when there is no npu-smi or no row."""
+    """The chip from ``npu-smi info`` (:func:`chip_from_info`), None when there is no npu-smi or no row."""
     npu_smi = shutil.which("npu-smi") or "/usr/local/sbin/npu-smi"
     if not os.path.exists(npu_smi):
         return None
@@ -507,8 +526,7 @@ def detect_chip() -> str | None:
         out = subprocess.run([npu_smi, "info"], capture_output=True, text=True, timeout=30, check=False).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
-    match = _NPU_ROW.search(out)
-    return chip_from_name(match.group(1)) if match else None
+    return chip_from_info(out)
 
 
 def take_device(device: int, env: dict) -> object:

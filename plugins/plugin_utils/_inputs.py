@@ -6,7 +6,8 @@ Each playbook declares its extra vars once (a mapping ``name -> spec``, the play
 ``ascend_playbook_inputs`` of its first play); :func:`input_problems` checks the extra vars given
 against it and :func:`inputs_markdown` renders the same declaration for ``docs/inputs.md``.
 
-A spec has ``type`` (``int``, ``bool``, ``str``, ``command``, ``regex``), optional ``choices``, ``min``,
+A spec has ``type`` (``int``, ``number`` - a whole or decimal number, ``bool``, ``str``, ``command``, ``regex``), optional
+``choices``, ``min``,
 ``required`` (with ``required_unless``: names that stand in for it), ``default`` and
 ``description``. ``command`` is a training command: a string split like a shell splits words
 (``_job_command.split_command``, the same check the launch makes on the controller); ``regex`` a
@@ -16,6 +17,7 @@ Python regular expression (``_job_progress.compile_progress``, the check the ran
 from __future__ import annotations
 
 import difflib
+import math
 from typing import Any, Iterable, Mapping
 
 from ansible_collections.ascend.cluster.plugins.module_utils._job_command import split_command
@@ -24,7 +26,7 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import Clus
 
 TRUE_WORDS = frozenset(("true", "yes", "on", "1", "y", "t"))
 FALSE_WORDS = frozenset(("false", "no", "off", "0", "n", "f"))
-TYPES = ("int", "bool", "str", "command", "regex")
+TYPES = ("int", "number", "bool", "str", "command", "regex")
 # How close an unknown name must be to a declared one to count as its typo (difflib's ratio):
 # nps / np 0.8, framwork / framework 0.94, kill_stall / kill_stale 0.9; job / job_id 0.67 is not.
 CLOSE = 0.75
@@ -54,6 +56,17 @@ def value_problem(name: str, spec: Mapping[str, Any], value: Any) -> str | None:
         if number is None or (low is not None and number < low):
             floor = f" of at least {low}" if low is not None else ""
             return f"{name}={_show(value)} is not a whole number{floor}: write for example -e {name}={spec.get('example', 16)}"
+    elif kind == "number":
+        decimal: float | None = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        if isinstance(value, str):
+            try:
+                decimal = float(value)
+            except ValueError:
+                decimal = None
+        low = spec.get("min")
+        if decimal is None or math.isnan(decimal) or (low is not None and decimal < low):
+            floor = f" of at least {low}" if low is not None else ""
+            return f"{name}={_show(value)} is not a number{floor}: write for example -e {name}={spec.get('example', 12.5)}"
     elif kind == "bool":
         if not isinstance(value, bool) and str(value).strip().lower() not in TRUE_WORDS | FALSE_WORDS:
             return f"{name}={_show(value)} is not true or false: write -e {name}=true or -e {name}=false"
@@ -136,7 +149,7 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-BAD_SAMPLES = {"int": "abc", "bool": "maybe", "str": ["a"], "command": "bash", "regex": "step ("}
+BAD_SAMPLES = {"int": "abc", "number": "fast", "bool": "maybe", "str": ["a"], "command": "bash", "regex": "step ("}
 
 
 def inputs_markdown(declared: Mapping[str, Any]) -> str:

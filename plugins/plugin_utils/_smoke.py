@@ -196,6 +196,37 @@ def collective_rows(ranks: Sequence[Mapping[str, Any]], floor: float = 0.0) -> l
     return rows
 
 
+def hccl_test_rows(runs: Mapping[str, Any], min_gbps: float = 0.0) -> list[dict[str, Any]]:
+    """``collective`` rows of the real-hardware mode: one per server (its NPUs of the job alone), then the whole job's.
+
+    ``runs``: per server, ``{server, cluster}`` as the role left them (each a run of
+    :func:`~._hccl_test.plan` with what ``ansible.builtin.command`` registered: ``rc``, ``stdout``, ``stderr``, or
+    ``msg`` when it could not start; ``{refused}`` for a cluster run that cannot be made). A run fails on a non-zero
+    exit, no result table, a ``failed`` check, or ``alg_bandwidth`` below ``min_gbps`` GB/s (0: no floor).
+    """
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._hccl_test import verdict
+
+    rows, cluster = [], []
+    for name, planned in runs.items():
+        if not isinstance(planned, Mapping):
+            continue
+        run = planned.get("server")
+        if isinstance(run, Mapping):
+            ok, detail, _gbps = verdict(run, min_gbps)
+            devices = ",".join(str(d) for d in run.get("devices") or [])
+            row = {"stage": "collective", "server": name, "device": None, "rank": None}
+            rows.append(dict(row, result=OK if ok else FAIL, detail=f"devices {devices}: {detail}" if devices else detail))
+        if isinstance(planned.get("cluster"), Mapping):
+            cluster.append(planned["cluster"])
+    for run in cluster:
+        ok, detail, _gbps = verdict(run, min_gbps)
+        servers = len([line for line in str(run.get("hostfile") or "").splitlines() if line.strip()])
+        where = f"all {servers} servers: " if servers else "all servers: "
+        row = {"stage": "collective", "server": None, "device": None, "rank": None}
+        rows.append(dict(row, result=OK if ok else FAIL, detail=where + detail))
+    return rows
+
+
 def _read_log(path: str) -> str:
     """A fetched rank log's text, or '' when it is missing or unreadable (the verdict then says so)."""
     try:
@@ -300,8 +331,11 @@ def smoke_report(
     ]
     summary = smoke_summary(ranks, health=health, stages=stages, launched=launched)
     if collective is not None:
-        if not isinstance(collective, Mapping) or not {"job_id", "logs_dir"} <= set(collective):
-            raise ClusterSpecError(f"collective must be {{job_id, logs_dir, floor, error}}, got {collective!r}")
+        hccl_test = isinstance(collective, Mapping) and collective.get("mode") == "hccl_test"
+        if not isinstance(collective, Mapping) or not (hccl_test or {"job_id", "logs_dir"} <= set(collective)):
+            raise ClusterSpecError(
+                f"collective must be {{job_id, logs_dir, floor, error}} or {{mode: hccl_test, min_gbps, error}}, got {collective!r}"
+            )
         if collective.get("error"):
             extra = [
                 {
@@ -313,6 +347,11 @@ def smoke_report(
                     "detail": stage_message(collective["error"]),
                 }
             ]
+        elif hccl_test:
+            extra = hccl_test_rows(
+                {name: hv.get("_ascend_smoke_hccl_test") for name, hv in per_host.items() if hv.get("_ascend_smoke_hccl_test")},
+                float(collective.get("min_gbps") or 0),
+            )
         else:
             extra = collective_rows(
                 [dict(rank, log=_read_log(f"{collective['logs_dir']}/{rank['server']}/device_{rank['rank']}.log")) for rank in ranks],

@@ -400,10 +400,11 @@ def test_hccl_standin_all_reduces_over_the_device_ips_then_a_cut_link_fails_the_
 
 
 def test_smoke_collective_reports_each_link_and_refuses_one_below_the_floor(launch_bed):
-    """-e collective=true: the stand-in's all-reduce on 16 ranks; a floor no link reaches names every link with its bandwidth."""
+    """-e collective=true -e collective_mode=standin (the bed has no CANN hccl_test; each device IP is a host interface): the
+    stand-in's all-reduce on 16 ranks; a floor no link reaches names every link with its bandwidth."""
     bed, root = launch_bed
     extra = {k: v for k, v in bed_vars(launch_bed, "unused").items() if k not in ("ascend_job_id", "train_command")}
-    extra.update(collective=True, collective_floor=1000000, collective_size_mb=1)
+    extra.update(collective=True, collective_mode="standin", collective_floor=1000000, collective_size_mb=1)
     res = run_playbook(SMOKE, bed.inventory, extra_vars=extra)
     assert res.rc != 0
     [summary_path] = [p for p in (root / "controller").glob("smoke-*/summary.json") if not p.parent.name.endswith("-collective")]

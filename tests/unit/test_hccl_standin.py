@@ -25,6 +25,9 @@ import pytest
 from ansible_collections.ascend.cluster.plugins.module_utils import _chip
 from tests.helpers.collection import REPO_ROOT
 from tests.helpers.procs import finish
+from tests.unit.plugins.module_utils.hccn_fakes import INFO_TABLE_910B
+from tests.unit.plugins.module_utils.test_npu_smi import INFO_TABLE_A3
+from tests.unit.plugins.module_utils.test_npu_smi_a3_and_unread import INFO_TABLE_A3_WIDE
 
 SCRIPT = REPO_ROOT / "examples" / "train" / "hccl_standin.py"
 _spec = importlib.util.spec_from_file_location("hccl_standin", SCRIPT)
@@ -215,6 +218,18 @@ def test_chip_from_the_npu_smi_name(name, chip):
     except ValueError:
         known = None
     assert known == chip
+
+
+def test_an_a3_board_reads_as_a3_and_its_1_2_table_is_accepted():
+    """A3 prints the generic ``Ascend910`` (alone: 910A), with two chips per NPU and a Phy-ID header (issue 26 item 1)."""
+    assert hs.chip_from_info(INFO_TABLE_A3) == "A3"
+    assert hs.chip_from_info(INFO_TABLE_A3_WIDE) == "A3"
+    chip = hs.chip_from_info(INFO_TABLE_A3)
+    assert len(hs.parse_rank_table(json.dumps(table(TWO_BY_TWO, version="1.2")), "t.json", chip)) == 4
+    # one chip per NPU and the same generic name: a 910A board
+    assert hs.chip_from_info(INFO_TABLE_910B.replace("910B3", "Ascend910")) == "910A"
+    assert hs.chip_from_info(INFO_TABLE_910B) == "910B"
+    assert hs.chip_from_info("npu-smi: no device\n") is None
 
 
 def test_the_chip_table_is_a_copy_of_the_collections():

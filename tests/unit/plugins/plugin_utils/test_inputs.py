@@ -18,6 +18,7 @@ TRAIN = {
     "use_library": {"type": "bool"},
     "job_id": {"type": "str"},
     "progress_regex": {"type": "regex"},
+    "min_gbps": {"type": "number", "min": 0},
 }
 CMD = {"train_command": "bash train.sh"}
 
@@ -34,6 +35,11 @@ def test_filter_is_registered_under_its_name():
         ({"np": True, **CMD}, ["np=True is not a whole number of at least 1: write for example -e np=16"]),
         ({"np": "abc", **CMD}, ["np='abc' is not a whole number of at least 1: write for example -e np=16"]),
         ({"np": 0, **CMD}, ["np=0 is not a whole number of at least 1: write for example -e np=16"]),
+        ({"min_gbps": "12.5", **CMD}, []),  # a decimal floor (smoke's collective_min_gbps)
+        ({"min_gbps": 20, **CMD}, []),
+        ({"min_gbps": "fast", **CMD}, ["min_gbps='fast' is not a number of at least 0: write for example -e min_gbps=12.5"]),
+        ({"min_gbps": -1, **CMD}, ["min_gbps=-1 is not a number of at least 0"]),
+        ({"min_gbps": True, **CMD}, ["min_gbps=True is not a number of at least 0"]),
         ({"nps": 16, **CMD}, ["unknown extra var 'nps': did you mean np?"]),
         ({"framwork": "pytorch", **CMD}, ["unknown extra var 'framwork': did you mean framework?"]),
         ({"kill_stall": True, **CMD}, ["unknown extra var 'kill_stall': did you mean kill_stale?"]),

@@ -391,3 +391,53 @@ def test_report_with_the_collective_stage(tmp_path):
     assert failed["failures"] == ["collective: FAILED: train j: rank 2 ... EI0006"]
     with pytest.raises(AnsibleFilterError, match="collective must be"):
         smoke_report(*args, **common, collective={"floor": 1})
+
+
+# ---- the collective stage on real NPUs (CANN's hccl_test, plugin_utils/_hccl_test.py) -------------
+
+GUIDE_EXAMPLE = (Path(__file__).parent / "hccl_test_outputs" / "guide_example_8npu.txt").read_text()
+RETCODE_7 = (Path(__file__).parent / "hccl_test_outputs" / "retcode7_init_hcclcomm.txt").read_text()
+
+
+def hccl_test_run(stdout=GUIDE_EXAMPLE, rc=0, devices=(0, 1), **extra):
+    return dict({"rc": rc, "stdout": stdout, "stderr": "", "devices": list(devices)}, **extra)
+
+
+def test_report_with_hccl_test_runs_a_row_per_server_and_one_for_the_job(tmp_path):
+    write_logs(tmp_path / "check")
+    hostfile = "10.0.0.1:2\n10.0.0.2:2\n"
+    hostvars = two_servers(
+        s0={"_ascend_smoke_hccl_test": {"server": hccl_test_run(), "cluster": hccl_test_run(np=4, hostfile=hostfile)}},
+        s1={"_ascend_smoke_hccl_test": {"server": hccl_test_run(), "cluster": None}},
+    )
+    common = {"logs_dir": str(tmp_path / "check"), "health": HEALTHY, "table": TABLE, "job_id": "smoke-1"}
+    passed = smoke_report(["s0", "s1"], hostvars, **common, collective={"mode": "hccl_test", "min_gbps": 20})
+    assert passed["ok"] and passed["line"] == "smoke smoke-1: 4/4 ranks OK, health OK, rank table OK, collective OK"
+    assert [(r["server"], r["result"], r["detail"]) for r in passed["rows"] if r["stage"] == "collective"] == [
+        ("s0", "OK", "devices 0,1: all_reduce_test on 2 NPU(s): 23.76 GB/s alg_bandwidth at 67108864 bytes, avg 2630.20 us, check success"),
+        ("s1", "OK", "devices 0,1: all_reduce_test on 2 NPU(s): 23.76 GB/s alg_bandwidth at 67108864 bytes, avg 2630.20 us, check success"),
+        (
+            None,
+            "OK",
+            "all 2 servers: all_reduce_test on 4 NPU(s): 23.76 GB/s alg_bandwidth at 67108864 bytes, avg 2630.20 us, check success",
+        ),
+    ]
+    below = smoke_report(["s0", "s1"], hostvars, **common, collective={"mode": "hccl_test", "min_gbps": 25})
+    assert len(below["failures"]) == 3
+    assert below["failures"][0] == (
+        "collective s0: devices 0,1: all_reduce_test on 2 NPU(s): 23.76 GB/s alg_bandwidth at 67108864 bytes, avg 2630.20 us, "
+        "check success, below the floor of 25 GB/s"
+    )
+    hostvars["s1"]["_ascend_smoke_hccl_test"] = {"server": hccl_test_run(stdout=RETCODE_7, rc=1), "cluster": None}
+    failed = smoke_report(["s0", "s1"], hostvars, **common, collective={"mode": "hccl_test", "min_gbps": 0})
+    assert failed["failures"] == [
+        "collective s1: devices 0,1: all_reduce_test on 2 NPU(s): exit 1: hccl interface return err "
+        "./common/src/hccl_test_common.cc:538, retcode: 7 / This is an error in init_hcclComm."
+    ]
+    refused = smoke_report(
+        ["s0", "s1"],
+        hostvars,
+        **common,
+        collective={"mode": "hccl_test", "error": "auto: CANN's hccl_test is not installed on s1 (...)"},
+    )
+    assert refused["failures"] == ["collective: auto: CANN's hccl_test is not installed on s1 (...)"]
