@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.bench_launch import STAND_IN, TRAIN, open_target  # noqa: E402
-from tests.helpers.ansible_cli import BIN_DIR, ansible_env  # noqa: E402
+from tests.helpers.ansible_cli import start_playbook  # noqa: E402
 from tests.helpers.procs import alive  # noqa: E402
 
 
@@ -50,13 +49,7 @@ def one_interrupt(inventory: Path, extra: dict, runs: Path, controller: Path, jo
         extra, np=16, ascend_job_id=job_id, train_command=f"bash {STAND_IN}", ascend_train_env={"STEPS": "100000", "STEP_S": "0.5"}
     )
     with open(runs.parent / f"{job_id}.out", "a") as out:
-        proc = subprocess.Popen(
-            [str(BIN_DIR / "ansible-playbook"), str(TRAIN), "-i", str(inventory), "-e", json.dumps(extra)],
-            env=ansible_env(),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        proc = start_playbook(TRAIN, inventory, extra, out)
     try:
         deadline = time.monotonic() + 600
         while True:

@@ -48,7 +48,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench._cpu import children_cpu  # noqa: E402
-from tests.helpers.ansible_cli import BIN_DIR, ansible_env, run_adhoc, run_playbook  # noqa: E402
+from tests.helpers.ansible_cli import run_adhoc, run_playbook, start_playbook  # noqa: E402
 
 TRAIN = REPO / "playbooks" / "train.yml"
 STOP = REPO / "playbooks" / "stop.yml"
@@ -59,7 +59,6 @@ _START = re.compile(r"^start rank=(\d+) .* at (\d+\.\d+)", re.MULTILINE)
 
 def sim_target(root: Path) -> tuple[Path, dict, Path]:
     """(inventory, extra vars, run root) for the simulated local cluster under ``root``."""
-    import subprocess
 
     subprocess.run(
         [
@@ -193,14 +192,7 @@ def host_death(inventory: Path, extra: dict, runs: Path, bed) -> tuple[float, fl
     )
     view_file = Path(extra["ascend_launch_controller_dir"]) / job_id / "group.json"  # the group's last view, kept by the watch
     with tempfile.TemporaryFile("w+") as out:
-        play = subprocess.Popen(  # pylint: disable=consider-using-with
-            [str(BIN_DIR / "ansible-playbook"), str(TRAIN), "-i", str(inventory), "-e", json.dumps(variables)],
-            cwd=REPO,
-            env=ansible_env(),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        play = start_playbook(TRAIN, inventory, variables, out)
         try:
             deadline = time.time() + 600
             while sum(s.get("phase") == "running" for s in _states(runs, job_id).values()) < 16:

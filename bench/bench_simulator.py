@@ -17,17 +17,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench._cpu import children_cpu  # noqa: E402
-
-ASCEND_SIM = REPO / "simulator" / "bin" / "ascend-sim"
-PYTHON = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
-QUERIES = ("-ip", "-gateway", "-netdetect", "-net_health", "-link")
+from tests.simulator.simhelpers import ASCEND_SIM, SYSTEM_PYTHON, a3_server, facts_queries_at_once  # noqa: E402
 
 
 def cpu_per_call(argv: list[str], n: int = 50) -> float:
@@ -43,44 +39,15 @@ def emit(figure: str, value: float) -> None:
 
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-sim-") as tmp:
-        out = subprocess.run(
-            [
-                str(ASCEND_SIM),
-                "cluster",
-                "--root",
-                f"{tmp}/cl",
-                "--servers",
-                "1",
-                "--chip",
-                "A3",
-                "--devices",
-                "16",
-                "--preset-ips",
-                "--settle",
-                "0",
-                "--python",
-                PYTHON,
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        server = json.loads(out)["servers"][0]
+        server = a3_server(Path(tmp))
         tool = os.path.join(server["bin_dir"], "hccn_tool")
-        emit("sim_python_floor_cpu_s", min(cpu_per_call([PYTHON, "-S", "-c", "pass"]) for _repeat in range(3)))
+        emit("sim_python_floor_cpu_s", min(cpu_per_call([SYSTEM_PYTHON, "-S", "-c", "pass"]) for _repeat in range(3)))
         emit("sim_get_call_cpu_s", min(cpu_per_call([tool, "-i", "3", "-ip", "-g"]) for _repeat in range(3)))
         subprocess.run([str(ASCEND_SIM), "-q", "fault", "--state", server["state_dir"], "latency", "--seconds", "0.1"], check=True)
-        tasks = [(dev, query) for dev in range(16) for query in QUERIES]
-
-        def call(task: tuple[int, str]) -> int:
-            dev, query = task
-            return subprocess.run([tool, "-i", str(dev), query, "-g"], capture_output=True, check=False).returncode
-
         best = float("inf")
         for _round in range(3):
             start = time.monotonic()
-            with ThreadPoolExecutor(len(tasks)) as pool:
-                codes = list(pool.map(call, tasks))
+            codes = [proc.returncode for _task, proc in facts_queries_at_once(server)]
             best = min(best, time.monotonic() - start)
             if any(codes):
                 raise SystemExit(f"some simulated calls failed: {codes}")

@@ -10,6 +10,10 @@ from __future__ import annotations
 import os
 import signal
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # types only
+    from typing import Callable
 
 POLL_S = 0.05
 
@@ -52,17 +56,25 @@ def _zombie(pid: int) -> bool:
     return stat_fields(pid)[:1] == ["Z"]
 
 
+def _signal_0(send: Callable[[int, int], None], target: int) -> bool | None:
+    """Signal 0 through ``send`` (``os.kill`` or ``os.killpg``): False when no such process (group) exists, None
+    when it exists but is another user's (it counts as alive, not looked at closer), True when it is ours and
+    exists - zombies included: the callers read /proc for those."""
+    try:
+        send(int(target), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return None
+    return True
+
+
 def pid_alive(pid: int | None) -> bool:
     """True when a process ``pid`` exists and has not exited (a zombie counts as gone)."""
     if not pid:
         return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return not _zombie(int(pid))
+    found = _signal_0(os.kill, pid)
+    return True if found is None else found and not _zombie(int(pid))
 
 
 def stat_fields(pid: int | str) -> list:
@@ -137,12 +149,9 @@ def group_alive(pgid: int | None) -> bool:
     """True while any process of the group ``pgid`` exists and has not exited (zombies count as gone)."""
     if not pgid:
         return False
-    try:
-        os.killpg(int(pgid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
+    found = _signal_0(os.killpg, pgid)
+    if found is not True:
+        return found is None
     leader = stat_fields(pgid)  # the group's leader still running and in it: alive, without reading all of /proc
     if len(leader) > 2 and leader[0] != "Z" and leader[2] == str(pgid):
         return True

@@ -259,30 +259,71 @@ def net_health(state: dict, dev_id: str, dev: dict, now: float | None = None) ->
 
 # --- commands --------------------------------------------------------------------------------
 
+# hccn_tool's two answers to words it does not take after a command (reference section 1), with the command's help.
+USAGE_ERRORS = {
+    RC_COUNT: "The total count of input parameters is wrong!",
+    RC_OP_NOT_SUPPORT: "Get unknown option!",
+}
+
+
+def _usage(rc, option):
+    """The usage error ``rc`` (``RC_COUNT`` or ``RC_OP_NOT_SUPPORT``) for ``option``, its help after it."""
+    return HccnError(rc, USAGE_ERRORS[rc], help_for=option)
+
+
+def _action(args, option, *known):
+    """The word after ``option`` (``-s``, ``-g``, ...): none is a count error, one not ``known`` an unknown option."""
+    if not args:
+        raise _usage(RC_COUNT, option)
+    if args[0] not in known:
+        raise _usage(RC_OP_NOT_SUPPORT, option)
+    return args[0]
+
+
+def _set_one(ctx, args, option, keyword):
+    """``option -s keyword value``: the usage errors for other words, then the device's call; the value."""
+    if len(args) != 3:
+        raise _usage(RC_COUNT, option)
+    if args[1] != keyword:
+        raise _usage(RC_OP_NOT_SUPPORT, option)
+    ctx.device_call()
+    return args[2]
+
+
+def _save_one(ctx, change, key, value):
+    """A set command's end: the state through ``change``, ``key_<device>=value`` in hccn.conf, the tool's success."""
+    ctx.update(change)
+    from . import conf
+
+    conf.set_keys(ctx.conf_path, [("%s_%s" % (key, ctx.dev_id), value)])
+    ctx.out.info(MSG_SUCCESS)
+    return 0
+
+
+def _get_only(ctx, args, option, extra=RC_COUNT):
+    """``option -g`` and nothing more (anything more: the usage error ``extra``), then the device's call."""
+    if len(args) != 1:
+        raise _usage(extra, option)
+    ctx.device_call()
+    return ctx.dev
+
 
 def _cmd_ip(ctx, args):
-    if not args:
-        raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-ip")
-    if args[0] == "-s":
+    if _action(args, "-ip", "-s", "-g") == "-s":
         if len(args) != 5:
-            raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-ip")
+            raise _usage(RC_COUNT, "-ip")
         values = {}
         for i in (1, 3):
             if args[i] not in ("address", "netmask"):
-                raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-ip")
+                raise _usage(RC_OP_NOT_SUPPORT, "-ip")
             values[args[i]] = args[i + 1]
         return _set_ip(ctx, values.get("address", ""), values.get("netmask", ""))
-    if args[0] == "-g":
-        if len(args) != 1:
-            raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-ip")
-        ctx.device_call()
-        dev = ctx.dev
-        if not dev.get("ip"):
-            raise HccnError(RC_NO_IPCONF, "Get ipconf failed, because no ip was preset there!")
-        ctx.out.info("ipaddr:%s" % dev["ip"])
-        ctx.out.info("netmask:%s" % dev["netmask"])
-        return 0
-    raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-ip")
+    dev = _get_only(ctx, args, "-ip")
+    if not dev.get("ip"):
+        raise HccnError(RC_NO_IPCONF, "Get ipconf failed, because no ip was preset there!")
+    ctx.out.info("ipaddr:%s" % dev["ip"])
+    ctx.out.info("netmask:%s" % dev["netmask"])
+    return 0
 
 
 def _set_ip(ctx, address, netmask):
@@ -337,15 +378,8 @@ def _set_ip(ctx, address, netmask):
 
 
 def _cmd_gateway(ctx, args):
-    if not args:
-        raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-gateway")
-    if args[0] == "-s":
-        if len(args) != 3:
-            raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-gateway")
-        if args[1] != "gateway":
-            raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-gateway")
-        gateway = args[2]
-        ctx.device_call()
+    if _action(args, "-gateway", "-s", "-g") == "-s":
+        gateway = _set_one(ctx, args, "-gateway", "gateway")
         if ip_to_int(gateway) is None:
             raise HccnError(RC_IP_INVALID, "The ip address you configured is invalid!")
         dev = ctx.dev
@@ -357,34 +391,17 @@ def _cmd_gateway(ctx, args):
         def change(state):
             state["devices"][ctx.dev_id]["gateway"] = gateway
 
-        ctx.update(change)
-        from . import conf
-
-        conf.set_keys(ctx.conf_path, [("gateway_%s" % ctx.dev_id, gateway)])
-        ctx.out.info(MSG_SUCCESS)
-        return 0
-    if args[0] == "-g":
-        if len(args) != 1:
-            raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-gateway")
-        ctx.device_call()
-        gateway = ctx.dev.get("gateway")
-        if not gateway:
-            raise HccnError(RC_NO_GATEWAY, "Get gateway failed, because no gateway was preset there!")
-        ctx.out.info("default gateway:%s, Iface:eth%s" % (gateway, ctx.dev_id))
-        return 0
-    raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-gateway")
+        return _save_one(ctx, change, "gateway", gateway)
+    gateway = _get_only(ctx, args, "-gateway").get("gateway")
+    if not gateway:
+        raise HccnError(RC_NO_GATEWAY, "Get gateway failed, because no gateway was preset there!")
+    ctx.out.info("default gateway:%s, Iface:eth%s" % (gateway, ctx.dev_id))
+    return 0
 
 
 def _cmd_netdetect(ctx, args):
-    if not args:
-        raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-netdetect")
-    if args[0] == "-s":
-        if len(args) != 3:
-            raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-netdetect")
-        if args[1] != "address":
-            raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-netdetect")
-        address = args[2]
-        ctx.device_call()
+    if _action(args, "-netdetect", "-s", "-g") == "-s":
+        address = _set_one(ctx, args, "-netdetect", "address")
         value = ip_to_int(address)
         if value is None:
             raise HccnError(RC_IP_INVALID, "The ip address you configured is invalid!")
@@ -399,71 +416,45 @@ def _cmd_netdetect(ctx, args):
             dev["netdetect"] = None if address == UNSET_IP else address
             dev["netdetect_at"] = now
 
-        ctx.update(change)
-        from . import conf
-
-        conf.set_keys(ctx.conf_path, [("netdetect_%s" % ctx.dev_id, address)])
-        ctx.out.info(MSG_SUCCESS)
-        return 0
-    if args[0] == "-g":
-        if len(args) != 1:
-            raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-netdetect")
-        ctx.device_call()
-        label = "netdetect address" if ctx.state.get("driver_variant") == "old" else "netdetect addr"
-        ctx.out.info("%s: %s" % (label, ctx.dev.get("netdetect") or UNSET_IP))
-        return 0
-    raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-netdetect")
+        return _save_one(ctx, change, "netdetect", address)
+    dev = _get_only(ctx, args, "-netdetect")
+    label = "netdetect address" if ctx.state.get("driver_variant") == "old" else "netdetect addr"
+    ctx.out.info("%s: %s" % (label, dev.get("netdetect") or UNSET_IP))
+    return 0
 
 
 def _cmd_net_health(ctx, args):
     if len(args) != 1:
-        raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-net_health")
+        raise _usage(RC_COUNT, "-net_health")
     if args[0] != "-g":
-        raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-net_health")
+        raise _usage(RC_OP_NOT_SUPPORT, "-net_health")
     ctx.device_call()
     ctx.out.info("net health status: %s" % net_health(ctx.state, ctx.dev_id, ctx.dev))
     return 0
 
 
 def _cmd_link(ctx, args):
-    if not args:
-        raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-link")
-    if args[0] == "-g":
-        if len(args) != 1:
-            raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-link")
-        ctx.device_call()
-        ctx.out.info("link status: %s" % ("UP" if _link_up(ctx.state, ctx.dev_id, ctx.dev) else "DOWN"))
-        return 0
-    raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-link")
+    _action(args, "-link", "-g")
+    dev = _get_only(ctx, args, "-link", extra=RC_OP_NOT_SUPPORT)  # the real tool's answer to words after -link -g
+    ctx.out.info("link status: %s" % ("UP" if _link_up(ctx.state, ctx.dev_id, dev) else "DOWN"))
+    return 0
 
 
 def _cmd_mac(ctx, args):
-    if not args:
-        raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-mac")
-    if args[0] == "-g":
-        if len(args) != 1:
-            raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-mac")
-        ctx.device_call()
-        ctx.out.info("mac addr: %s" % ctx.dev["mac"])
-        return 0
-    raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-mac")
+    _action(args, "-mac", "-g")
+    ctx.out.info("mac addr: %s" % _get_only(ctx, args, "-mac")["mac"])
+    return 0
 
 
 def _cmd_tls(ctx, args):
-    if not args:
-        raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-tls")
-    if args[0] == "-g":
-        if len(args) != 1:
-            raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-tls")
-        ctx.device_call()
-        dev = ctx.dev
-        ctx.out.info(
-            "dev_id:%s, tls switch[%d](0:disable, 1:enable), tls preconfigured[%d](0:non-preset, 1:preset), "
-            "tls alarm time threshold[%d]days"
-            % (ctx.dev_id, int(dev.get("tls", 0)), int(dev.get("tls_preset", 1)), int(dev.get("tls_alarm", 60)))
-        )
-        return 0
-    raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-tls")
+    _action(args, "-tls", "-g")
+    dev = _get_only(ctx, args, "-tls")
+    ctx.out.info(
+        "dev_id:%s, tls switch[%d](0:disable, 1:enable), tls preconfigured[%d](0:non-preset, 1:preset), "
+        "tls alarm time threshold[%d]days"
+        % (ctx.dev_id, int(dev.get("tls", 0)), int(dev.get("tls_preset", 1)), int(dev.get("tls_alarm", 60)))
+    )
+    return 0
 
 
 def _ping_time(target, seq):
@@ -473,9 +464,9 @@ def _ping_time(target, seq):
 
 def _cmd_ping(ctx, args):
     if len(args) < 3:
-        raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-ping")
+        raise _usage(RC_COUNT, "-ping")
     if args[0] != "-g":
-        raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-ping")
+        raise _usage(RC_OP_NOT_SUPPORT, "-ping")
     target = None
     i = 1
     while i < len(args):
@@ -484,9 +475,9 @@ def _cmd_ping(ctx, args):
                 target = args[i + 1]
             i += 2
             continue
-        raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-ping")
+        raise _usage(RC_OP_NOT_SUPPORT, "-ping")
     if target is None:
-        raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-ping")
+        raise _usage(RC_COUNT, "-ping")
     ctx.device_call()
     if _valid_host_ip(target) is None:
         raise HccnError(RC_IP_INVALID, "The ip address you configured is invalid!")
@@ -549,12 +540,9 @@ def _exists(path):
 
 
 def _cmd_cfg(ctx, args):
-    if not args:
-        raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-cfg")
-    if args[0] != "recovery":
-        raise HccnError(RC_OP_NOT_SUPPORT, "Get unknown option!", help_for="-cfg")
+    _action(args, "-cfg", "recovery")
     if len(args) != 1:
-        raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-cfg")
+        raise _usage(RC_COUNT, "-cfg")
     if not _exists(ctx.conf_path):
         raise HccnError(
             RC_CONF_ACCESS,
@@ -639,14 +627,9 @@ def run(argv: list, sdir: str, out: Out, no_latency: bool = False, state: dict |
             if len(argv) < 2 or argv[1] != "-cfg":
                 raise HccnError(RC_MAJOR_INVALID, "Get invalid major cmd.", MSG_HELP_HINT)
             args = argv[2:]
-            if not args or args[0] != "recovery":
-                raise HccnError(
-                    RC_OP_NOT_SUPPORT if args else RC_COUNT,
-                    "Get unknown option!" if args else "The total count of input parameters is wrong!",
-                    help_for="-a",
-                )
+            _action(args, "-a", "recovery")
             if len(args) != 1:
-                raise HccnError(RC_COUNT, "The total count of input parameters is wrong!", help_for="-a")
+                raise _usage(RC_COUNT, "-a")
             state = load(sdir)
             ctx = Context(sdir, state, None, out, writer)
             ctx.no_latency = no_latency

@@ -6,26 +6,19 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tests.firewalld_standin._standin import DEFAULT_DIR, DEFAULT_STATE
 from tests.testbed.harness import Bed
 
 HERE = Path(__file__).resolve().parent
 TOOLS = ("firewall-cmd", "systemctl")
-STATE_DIR = "/etc/firewalld-standin"
+STATE_DIR = DEFAULT_DIR  # the host's own overlay of /etc: the stand-ins' default directory
 
 
 def install(bed: Bed, host: str, **state: Any) -> None:
     """Link the stand-ins into ``host``'s own /usr/local/bin and seed their state (defaults: running, enabled)."""
     for tool in TOOLS:
         bed.exec(host, "ln", "-sfn", str(HERE / tool), f"/usr/local/bin/{tool}")  # shell wrappers, see README
-    seeded = {
-        "installed": True,
-        "active": True,
-        "enabled": True,
-        "default_zone": "public",
-        "permanent": {"public": []},
-        "runtime": {"public": []},
-    }
-    seeded.update(state)
+    seeded = {**json.loads(json.dumps(DEFAULT_STATE)), **state}  # the stand-ins' own first state, as they would seed it
     bed.exec(host, "rm", "-rf", STATE_DIR)
     bed.exec(host, "mkdir", "-p", STATE_DIR)
     bed.exec(host, "python3", "-c", "import sys; open(sys.argv[1], 'w').write(sys.argv[2])", f"{STATE_DIR}/state.json", json.dumps(seeded))

@@ -14,32 +14,28 @@ import socket
 from tests.helpers.ansible_cli import run_playbook
 
 from .conftest import SIM_INVENTORY
-from .test_launch_playbooks import TRAIN, launch_vars, rank_states
+from .test_launch_playbooks import TRAIN, launch_vars, rank_states, refused_train
 
 
 def test_a_chip_in_alarm_refuses_the_launch_naming_it(sim_cluster):
     cluster = sim_cluster()
     cluster["server1"].fault("chip-health", "--device", "3", "--status", "Alarm")
     cluster["server1"].fault("chip-health", "--device", "6", "--status", "Critical")
-    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16))
-    assert res.rc != 0
-    assert "chip health, nothing was started: npu-smi info shows device 3 (910B3): Alarm; device 6 (910B3): Critical" in res.stdout, res
-    assert "leave the device out of the job" in res.stdout
-    assert not (cluster.root / "runs").exists()  # nothing started
+    output = refused_train(cluster)
+    assert "chip health, nothing was started: npu-smi info shows device 3 (910B3): Alarm; device 6 (910B3): Critical" in output, output
+    assert "leave the device out of the job" in output
     assert not (cluster.root / "controller").exists()
 
 
 def test_mixed_driver_versions_are_refused_unless_allowed_and_a_warning_chip_warns(sim_cluster):
     cluster = sim_cluster()
     cluster["server0"].fault("npu-smi-version", "--version", "23.0.rc2")
-    refused = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16))
-    assert refused.rc != 0
+    refused = refused_train(cluster)
     assert (
         "launch refused, nothing was started: the servers run different npu-smi (driver) versions: "
-        "23.0.rc2 on server0; 24.1.0 on server1" in refused.stdout
+        "23.0.rc2 on server0; 24.1.0 on server1" in refused
     ), refused
-    assert "ascend_launch_allow_mixed_versions=true" in refused.stdout
-    assert not (cluster.root / "runs").exists()
+    assert "ascend_launch_allow_mixed_versions=true" in refused
 
     cluster["server0"].fault("chip-health", "--device", "1", "--status", "Warning")
     allowed = run_playbook(
@@ -62,9 +58,6 @@ def test_a_port_the_job_needs_is_taken_and_the_launch_is_refused_naming_it(sim_c
         squatter.bind(("127.0.0.1", base + 3))
         squatter.listen(1)
         # the sim inventory checks no HCCL port (its servers share this machine's ports): this job does
-        extra = launch_vars(cluster, np=16, ascend_launch_hccl_port_count=16, ascend_train_env={"HCCL_IF_BASE_PORT": str(base)})
-        res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=extra)
-    assert res.rc != 0
-    assert f"ports in use, nothing was started: TCP port {base + 3} is listened on by pid {os.getpid()}" in res.stdout, res
-    assert "EI0019" in res.stdout
-    assert not (cluster.root / "runs").exists()
+        output = refused_train(cluster, ascend_launch_hccl_port_count=16, ascend_train_env={"HCCL_IF_BASE_PORT": str(base)})
+    assert f"ports in use, nothing was started: TCP port {base + 3} is listened on by pid {os.getpid()}" in output, output
+    assert "EI0019" in output

@@ -10,48 +10,33 @@ from __future__ import annotations
 import fcntl
 import os
 import signal
-import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from tests.helpers.ansible_cli import run_playbook, start_playbook
+from tests.helpers.ansible_cli import run_playbook
 from tests.helpers.procs import alive, wait_for
 
 from .conftest import SIM_INVENTORY
-from .test_launch_playbooks import STATUS, STOP, TRAIN, launch_vars, rank_states
-
-LONG_RUN = {"STEPS": "100000", "STEP_S": "0.5"}
-
-
-class Played:
-    """ansible-playbook train.yml in its own process group, its output appended to a file."""
-
-    def __init__(self, tmp_path: Path, extra: dict) -> None:
-        self.output = tmp_path / f"train-{time.monotonic_ns()}.out"
-        # append mode: the workers write to the same file (reopened through /proc) without overwriting
-        with open(self.output, "a") as out:
-            self.proc = start_playbook(TRAIN, SIM_INVENTORY, extra, out)
-
-    def ctrl_c(self) -> None:
-        os.killpg(self.proc.pid, signal.SIGINT)
-
-    def text(self) -> str:
-        return self.output.read_text()
-
-    def finish(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
-
-
-def running(cluster, job_id: str, count: int) -> bool:
-    runs = cluster.root / "runs" / job_id
-    return runs.exists() and sum(s.get("phase") == "running" for s in rank_states(cluster, job_id).values()) == count
+from .test_launch_playbooks import LONG_RUN, STATUS, STOP, TRAIN, Played, launch_vars, rank_states, running
 
 
 def watched(cluster, job_id: str, count: int, played: Played) -> bool:
     """``count`` ranks running and the job's watch at work: it keeps the group's view on the controller once it has read
     it (its Ctrl-C handling is in place by then)."""
     return running(cluster, job_id, count) and (cluster.root / "controller" / job_id / "group.json").exists()
+
+
+@contextmanager
+def watched_train(cluster, tmp_path: Path, job_id: str, **more) -> Iterator[Played]:
+    """train.yml of job ``job_id`` (16 ranks, LONG_RUN, ``more`` vars) until its ranks run and its watch is at work;
+    the play is ended (killed if it has not ended) when the block does."""
+    played = Played(tmp_path, launch_vars(cluster, np=16, ascend_job_id=job_id, ascend_train_env=LONG_RUN, **more))
+    try:
+        wait_for(lambda: watched(cluster, job_id, 16, played), 240, "16 ranks running and watched")
+        yield played
+    finally:
+        played.finish()
 
 
 def locks_free(cluster) -> None:
@@ -63,15 +48,10 @@ def locks_free(cluster) -> None:
 
 def test_ctrl_c_stops_every_rank_names_the_cause_and_a_new_train_starts_at_once(sim_cluster, tmp_path):
     cluster = sim_cluster()
-    played = Played(tmp_path, launch_vars(cluster, np=16, ascend_job_id="j1", ascend_train_env=LONG_RUN))
-    try:
-        wait_for(lambda: watched(cluster, "j1", 16, played), 240, "16 ranks running and watched")
+    with watched_train(cluster, tmp_path, "j1") as played:
         played.ctrl_c()
         played.proc.wait(timeout=120)
-    finally:
-        played.finish()
-    text = played.text()
-    assert played.proc.returncode != 0, text
+    text = played.failed()
     assert "[j1] Ctrl-C on the controller: stopping job j1 on 2 server(s) - press Ctrl-C again within 1 s to leave it running" in text
     # one line for the whole job, as its group confirmed it (every server's ranks stopped through the group)
     assert "[j1] Ctrl-C on the controller: job j1: 16 rank(s) on 2 server(s) stopped, their devices are free" in text, text
@@ -87,18 +67,13 @@ def test_ctrl_c_stops_every_rank_names_the_cause_and_a_new_train_starts_at_once(
 
 def test_a_second_ctrl_c_leaves_the_job_running_and_prints_status_and_stop(sim_cluster, tmp_path):
     cluster = sim_cluster()
-    played = Played(tmp_path, launch_vars(cluster, np=16, ascend_job_id="k1", ascend_train_env=LONG_RUN))
-    try:
-        wait_for(lambda: watched(cluster, "k1", 16, played), 240, "16 ranks running and watched")
+    with watched_train(cluster, tmp_path, "k1") as played:
         played.ctrl_c()
         wait_for(lambda: "press Ctrl-C again" in played.text(), 30, "the first Ctrl-C's prompt")
         played.ctrl_c()
         played.proc.wait(timeout=60)
         wait_for(lambda: "stop it:" in played.text(), 30, "the stop command")
-    finally:
-        played.finish()
-    text = played.text()
-    assert played.proc.returncode != 0, text
+    text = played.failed()
     assert "[k1] Ctrl-C twice on the controller: job k1 left running on 2 server(s), not watched any more." in text, text
     assert f"follow it: ansible-playbook ascend.cluster.status -i {SIM_INVENTORY} -e job_id=k1" in text, text
     assert f"stop it:   ansible-playbook ascend.cluster.stop -i {SIM_INVENTORY} -e job_id=k1" in text, text
@@ -115,15 +90,10 @@ def test_a_second_ctrl_c_leaves_the_job_running_and_prints_status_and_stop(sim_c
 
 def test_detach_on_interrupt_leaves_the_job_running_on_the_first_ctrl_c(sim_cluster, tmp_path):
     cluster = sim_cluster()
-    played = Played(tmp_path, launch_vars(cluster, np=16, ascend_job_id="d1", detach_on_interrupt=True, ascend_train_env=LONG_RUN))
-    try:
-        wait_for(lambda: watched(cluster, "d1", 16, played), 240, "16 ranks running and watched")
+    with watched_train(cluster, tmp_path, "d1", detach_on_interrupt=True) as played:
         played.ctrl_c()
         played.proc.wait(timeout=60)
-    finally:
-        played.finish()
-    text = played.text()
-    assert played.proc.returncode != 0, text
+    text = played.failed()
     assert "press Ctrl-C again" not in text, text
     assert "[d1] Ctrl-C on the controller: job d1 left running on 2 server(s), not watched any more." in text, text
     assert f"stop it:   ansible-playbook ascend.cluster.stop -i {SIM_INVENTORY} -e job_id=d1" in text, text
@@ -189,18 +159,13 @@ def test_sigterm_stops_every_rank_at_once_and_says_so_in_one_line_for_the_job(si
     """Issue 25 item 5: a scheduler's SIGTERM to ansible-playbook stops the job through its group without the Ctrl-C
     window, and the operator reads one line for the whole job (before, only one server's stop line reached the output)."""
     cluster = sim_cluster()
-    played = Played(tmp_path, launch_vars(cluster, np=16, ascend_job_id="t1", ascend_train_env=LONG_RUN))
-    try:
-        wait_for(lambda: watched(cluster, "t1", 16, played), 240, "16 ranks running and watched")
+    with watched_train(cluster, tmp_path, "t1") as played:
         os.killpg(played.proc.pid, signal.SIGTERM)
         played.proc.wait(timeout=120)
         # ansible-playbook kills itself as soon as it has passed the SIGTERM on; its watch goes on in its worker, stops
         # the job through the group, and writes its line to the output ansible-playbook had (held open since the start)
         wait_for(lambda: "[t1] SIGTERM to the controller: job t1: " in played.text(), 60, "the watch's line")
-    finally:
-        played.finish()
-    text = played.text()
-    assert played.proc.returncode != 0, text
+    text = played.failed()
     assert "press Ctrl-C again" not in text, text
     assert text.count("[t1] SIGTERM to the controller: job t1: ") == 1, text
     assert "[t1] SIGTERM to the controller: job t1: 16 rank(s) on 2 server(s) stopped, their devices are free" in text, text

@@ -12,6 +12,8 @@ import pwd
 import re
 import signal
 import subprocess
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,6 +34,8 @@ STAND_IN = REPO_ROOT / "examples" / "train" / "train_1p.sh"
 # The collection's compact stdout callback (plugins/callback/compact.py), and the default one showing only changes and failures.
 COMPACT = {"ANSIBLE_STDOUT_CALLBACK": "ascend.cluster.compact"}
 QUIET = {"ANSIBLE_DISPLAY_OK_HOSTS": "false", "ANSIBLE_DISPLAY_SKIPPED_HOSTS": "false"}
+# The stand-in's run that lasts until it is stopped.
+LONG_RUN = {"STEPS": "100000", "STEP_S": "0.5"}
 
 
 def launch_vars(cluster, **extra):
@@ -74,6 +78,48 @@ def rank_states(cluster, job_id=None):
     runs = cluster.root / "runs"
     jobs = [job_id] if job_id else sorted(p.name for p in runs.iterdir())
     return read_rank_states(runs / jobs[-1])
+
+
+def refused_train(cluster, **extra) -> str:
+    """train.yml (``np=16`` unless ``extra`` says otherwise), which the pre-flight must refuse before anything starts
+    (no run directory): its output."""
+    res = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, **{"np": 16, **extra}))
+    assert res.rc != 0, res
+    assert not (cluster.root / "runs").exists(), res  # nothing started
+    return res.stdout
+
+
+def running(cluster, job_id: str | None, count: int) -> bool:
+    """``count`` ranks of the (only / given) job running."""
+    runs = cluster.root / "runs" / (job_id or "")
+    return runs.exists() and sum(s.get("phase") == "running" for s in rank_states(cluster, job_id).values()) == count
+
+
+class Played:
+    """ansible-playbook train.yml in its own process group, its output appended to a file."""
+
+    def __init__(self, tmp_path: Path, extra: dict) -> None:
+        self.output = tmp_path / f"train-{time.monotonic_ns()}.out"
+        # append mode: the workers write to the same file (reopened through /proc) without overwriting
+        with open(self.output, "a") as out:
+            self.proc = start_playbook(TRAIN, SIM_INVENTORY, extra, out)
+
+    def ctrl_c(self) -> None:
+        os.killpg(self.proc.pid, signal.SIGINT)
+
+    def text(self) -> str:
+        return self.output.read_text()
+
+    def failed(self) -> str:
+        """The output of the play, which must have failed."""
+        text = self.text()
+        assert self.proc.returncode != 0, text
+        return text
+
+    def finish(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
 
 
 def test_np16_runs_every_rank_together_and_reports(sim_cluster):
@@ -286,31 +332,21 @@ def test_a_rank_that_stalls_fails_the_job_naming_its_silence_and_last_line(sim_c
 
 def test_stop_of_a_watched_job_fails_the_watching_play_naming_the_stop(sim_cluster, tmp_path):
     cluster = sim_cluster()
-    extra = launch_vars(cluster, np=16, ascend_train_env={"STEPS": "100000", "STEP_S": "0.5"})
-    output = tmp_path / "train.out"
-    with open(output, "w") as out:
-        proc = start_playbook(TRAIN, SIM_INVENTORY, extra, out)
+    played = Played(tmp_path, launch_vars(cluster, np=16, ascend_train_env=LONG_RUN))
     try:
-        wait_for(
-            lambda: (cluster.root / "runs").exists() and sum(s.get("phase") == "running" for s in rank_states(cluster).values()) == 16,
-            240,
-            "16 ranks running",
-        )
+        wait_for(lambda: running(cluster, None, 16), 240, "16 ranks running")
         # USER unset (cron, a container, systemd): the stop names the controller's effective user, not "an unknown user"
         stop = run_playbook(STOP, SIM_INVENTORY, extra_vars=launch_vars(cluster), env={"USER": ""})
         assert stop.rc == 0, stop
-        proc.wait(timeout=120)
+        played.proc.wait(timeout=120)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    played = output.read_text()
-    assert DEPRECATION_MARK not in played, played  # what run_playbook's guard checks
-    assert proc.returncode != 0, played
+        played.finish()
+    output = played.failed()
+    assert DEPRECATION_MARK not in output, output  # what run_playbook's guard checks
     assert (
         f"the job was stopped before its ranks finished: stopped by ascend.cluster.stop, run by {pwd.getpwuid(os.geteuid()).pw_name} at "
-        in played
-    ), played
+        in output
+    ), output
     states = rank_states(cluster)
     assert all(s["rc"] in (-15, -9) and "stopped by ascend.cluster.stop, run by" in s["stopped_by"] for s in states.values()), states
     assert not any(alive(s["pid"]) for s in states.values())
@@ -324,49 +360,38 @@ def test_a_server_whose_runners_are_killed_fails_the_job_naming_its_lost_ranks(s
     ranks, and - when the training outlived its runner - kill that orphaned training too.
     """
     cluster = sim_cluster()
-    extra = launch_vars(cluster, np=16, ascend_train_env={"STEPS": "100000", "STEP_S": "0.5"})
-    output = tmp_path / "train.out"
-    with open(output, "w") as out:
-        proc = start_playbook(TRAIN, SIM_INVENTORY, extra, out)
+    played = Played(tmp_path, launch_vars(cluster, np=16, ascend_train_env=LONG_RUN))
     try:
-        wait_for(
-            lambda: (cluster.root / "runs").exists() and sum(s.get("phase") == "running" for s in rank_states(cluster).values()) == 16,
-            240,
-            "16 ranks running",
-        )
-        running = rank_states(cluster)
+        wait_for(lambda: running(cluster, None, 16), 240, "16 ranks running")
+        ranks = rank_states(cluster)
         if training_too:
             # as a host going down does, all at once: the runners frozen first (a training killed under a live runner
             # would be recorded as an exit), then the trainings, then the runners - so that no probe of the watch
             # falls between a runner's death and its training's (that one would find a training left unsupervised)
             for rank in range(8, 16):
-                os.kill(running[rank]["runner_pid"], signal.SIGSTOP)
+                os.kill(ranks[rank]["runner_pid"], signal.SIGSTOP)
             for rank in range(8, 16):
-                os.killpg(running[rank]["pid"], signal.SIGKILL)
+                os.killpg(ranks[rank]["pid"], signal.SIGKILL)
         for rank in range(8, 16):
-            os.kill(running[rank]["runner_pid"], signal.SIGKILL)
-        proc.wait(timeout=120)
+            os.kill(ranks[rank]["runner_pid"], signal.SIGKILL)
+        played.proc.wait(timeout=120)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    played = output.read_text()
-    assert proc.returncode != 0, played
+        played.finish()
+    output = played.failed()
     lost = "the rank's processes vanished without recording an exit code" if training_too else "its runner died without recording an exit"
-    assert f"127.0.1.2: ranks 8-15 lost - {lost}" in played, played
+    assert f"127.0.1.2: ranks 8-15 lost - {lost}" in output, output
     states = rank_states(cluster)
     assert all(states[r]["phase"] == "running" for r in range(8, 16)), states  # nobody recorded their end
     assert all(
         states[r]["rc"] in (-15, -9) and states[r]["stopped_by"].startswith("stopped by the job's group: ranks 8, 9,") for r in range(8)
     ), states
-    assert not any(alive(p) for s in running.values() for p in (s["pid"], s["runner_pid"]))
-    assert not any(group_alive(s["pid"]) for s in running.values())  # the orphaned trainings were killed too
+    assert not any(alive(p) for s in ranks.values() for p in (s["pid"], s["runner_pid"]))
+    assert not any(group_alive(s["pid"]) for s in ranks.values())  # the orphaned trainings were killed too
 
 
 def test_wait_false_status_leftover_kill_stale_and_stop(sim_cluster):
     cluster = sim_cluster()
-    long_run = {"STEPS": "100000", "STEP_S": "0.5"}
-    first = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, wait=False, ascend_train_env=long_run))
+    first = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=16, wait=False, ascend_train_env=LONG_RUN))
     assert first.rc == 0, first
     assert "not waiting" in first.stdout
     wait_for(lambda: all(s.get("phase") == "running" for s in rank_states(cluster).values()), 30, "ranks running")
@@ -396,7 +421,7 @@ def test_wait_false_status_leftover_kill_stale_and_stop(sim_cluster):
     third = run_playbook(
         TRAIN,
         SIM_INVENTORY,
-        extra_vars=launch_vars(cluster, np=16, kill_stale=True, wait=False, ascend_job_id="third", ascend_train_env=long_run),
+        extra_vars=launch_vars(cluster, np=16, kill_stale=True, wait=False, ascend_job_id="third", ascend_train_env=LONG_RUN),
     )
     assert third.rc == 0, third
     assert not any(alive(p) for p in first_pids)
@@ -420,18 +445,10 @@ def test_wait_false_status_leftover_kill_stale_and_stop(sim_cluster):
 
 def test_stop_after_the_controller_is_interrupted_leaves_nothing(sim_cluster):
     cluster = sim_cluster()
-    extra = launch_vars(cluster, np=16, ascend_train_env={"STEPS": "100000", "STEP_S": "0.5"})
+    extra = launch_vars(cluster, np=16, ascend_train_env=LONG_RUN)
     proc = start_playbook(TRAIN, SIM_INVENTORY, extra, subprocess.DEVNULL)
     try:
-        wait_for(
-            lambda: (
-                len([s for s in rank_states(cluster).values() if s.get("phase") == "running"]) == 16
-                if (cluster.root / "runs").exists()
-                else False
-            ),
-            240,
-            "16 ranks running",
-        )
+        wait_for(lambda: running(cluster, None, 16), 240, "16 ranks running")
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # the controller dies without cleaning up
         proc.wait()

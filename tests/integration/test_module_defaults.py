@@ -27,10 +27,46 @@ PLAY_HEAD = """\
       # An unset variable leaves the option out (its module default applies).
       %s: "{{ not_set_anywhere | default(omit) }}"
 """
+# A rank's job records and device locks, as module_defaults of the module that runs it.
+JOB_DIRS = {"job_root": "{{ tmp }}/jobs", "lock_dir": "{{ tmp }}/locks"}
 
 
-def play(tasks: str, omitted: str = "timeout") -> str:
-    return PLAY_HEAD % omitted + "  tasks:\n" + textwrap.indent(textwrap.dedent(tasks), "    ")
+def play(tasks: str, omitted: str = "timeout", modules: dict[str, dict[str, str]] | None = None) -> str:
+    """The play: PLAY_HEAD leaving ``omitted`` out, ``modules`` (``{module: {option: value}}``) as module_defaults of
+    single modules of the collection beside the group's, then ``tasks``."""
+    own = "".join(
+        f"    ascend.cluster.{module}:\n" + "".join(f"      {option}: {json.dumps(value)}\n" for option, value in options.items())
+        for module, options in (modules or {}).items()
+    )
+    return PLAY_HEAD % omitted + own + "  tasks:\n" + textwrap.indent(textwrap.dedent(tasks), "    ")
+
+
+def with_out(tasks: str, **values: str) -> str:
+    """``tasks``, then a task that writes ``values`` (name: the expression giving it) to {{ tmp }}/out.json."""
+    content = ", ".join(f"'{name}': {expression}" for name, expression in values.items())
+    return textwrap.dedent(tasks) + textwrap.dedent(f"""\
+        - ansible.builtin.copy:
+            dest: "{{{{ tmp }}}}/out.json"
+            content: "{{{{ {{{content}}} | to_json }}}}"
+            mode: "0644"
+        """)
+
+
+def out_of(tmp_path, result) -> dict:
+    """What the play's last task wrote (``with_out``), once the play has passed."""
+    assert result.rc == 0, result.output
+    return json.loads((tmp_path / "out.json").read_text())
+
+
+def outcome(tmp_path, server, tasks: str, *registered: str, values: dict[str, str] | None = None, **play_args) -> dict:
+    """Run the play of ``tasks`` (``play_args``: ``play``'s) on ``server``; it must pass, and no ``registered`` task may
+    have refused the options the defaults gave it. What its ``registered`` variables, and ``values`` (name:
+    expression), hold after it."""
+    text = play(with_out(tasks, **{name: name for name in registered}, **(values or {})), **play_args)
+    out = out_of(tmp_path, run(tmp_path, server, text))
+    for name in registered:
+        assert "Unsupported parameters" not in out[name].get("msg", ""), out[name]
+    return out
 
 
 def run(tmp_path, server, text: str, **extra):
@@ -49,10 +85,10 @@ def run(tmp_path, server, text: str, **extra):
 
 def test_group_defaults_reach_hccn_facts_and_hccn_config(sim_cluster, tmp_path):
     server = sim_cluster(servers=1).servers[0]
-    result = run(
+    out = outcome(
         tmp_path,
         server,
-        play("""\
+        """\
         - ascend.cluster.hccn_facts: {}
         - ascend.cluster.hccn_config:
             devices: [{device_id: 0, address: "{{ d0.device_ip }}", netmask: "{{ d0.netmask }}"}]
@@ -60,14 +96,10 @@ def test_group_defaults_reach_hccn_facts_and_hccn_config(sim_cluster, tmp_path):
             d0: "{{ ansible_facts.ascend_npu.devices[0] }}"
           check_mode: true
           register: config
-        - ansible.builtin.copy:
-            dest: "{{ tmp }}/out.json"
-            content: "{{ {'facts': ansible_facts.ascend_npu, 'config': config} | to_json }}"
-            mode: "0644"
-        """),
+        """,
+        "config",
+        values={"facts": "ansible_facts.ascend_npu"},
     )
-    assert result.rc == 0, result.output
-    out = json.loads((tmp_path / "out.json").read_text())
     facts = out["facts"]
     assert facts["source"] == "hccn_tool" and facts["device_list_source"] == "npu-smi"
     assert facts["hccn_tool"] == f"{server.bin_dir}/hccn_tool"
@@ -79,7 +111,7 @@ def test_group_defaults_reach_hccn_facts_and_hccn_config(sim_cluster, tmp_path):
 
 def test_group_npu_smi_reaches_training_job_preflight(sim_cluster, tmp_path):
     server = sim_cluster(servers=1).servers[0]
-    text = play("""\
+    tasks = """\
         - ascend.cluster.training_job:
             state: preflight
             devices: [3]
@@ -87,15 +119,9 @@ def test_group_npu_smi_reaches_training_job_preflight(sim_cluster, tmp_path):
             lock_dir: "{{ tmp }}/locks"
           register: pre
           failed_when: false
-        - ansible.builtin.copy:
-            dest: "{{ tmp }}/out.json"
-            content: "{{ pre | to_json }}"
-            mode: "0644"
-        """)
+        """
     with server.hold(3) as proc:
-        result = run(tmp_path, server, text)
-    assert result.rc == 0, result.output
-    pre = json.loads((tmp_path / "out.json").read_text())
+        pre = outcome(tmp_path, server, tasks, "pre")["pre"]
     # Only the npu-smi the group names can list the process holding device 3.
     assert [b.get("pid") for b in pre["busy"] if b.get("device_id") == 3] == [proc.pid], pre
 
@@ -103,11 +129,10 @@ def test_group_npu_smi_reaches_training_job_preflight(sim_cluster, tmp_path):
 def test_action_plugins_take_group_and_module_defaults(sim_cluster, tmp_path):
     """training_rank and training_watch run on the controller first: both see the merged defaults."""
     server = sim_cluster(servers=1).servers[0]
-    result = run(
+    out = outcome(
         tmp_path,
         server,
-        play(
-            """\
+        """\
         - name: A rank that is never gated gives up after gate_timeout, holding its lock meanwhile
           ascend.cluster.training_rank:
             job_id: j1
@@ -129,22 +154,12 @@ def test_action_plugins_take_group_and_module_defaults(sim_cluster, tmp_path):
             coordinator: localhost
           register: watch
           failed_when: false
-        - ansible.builtin.copy:
-            dest: "{{ tmp }}/out.json"
-            content: "{{ {'rank': rank, 'watch': watch} | to_json }}"
-            mode: "0644"
         """,
-            omitted="npu_smi",
-        ).replace(
-            "  tasks:\n",
-            '    ascend.cluster.training_rank:\n      job_root: "{{ tmp }}/jobs"\n      lock_dir: "{{ tmp }}/locks"\n'
-            '    ascend.cluster.training_watch:\n      job_root: "{{ tmp }}/watched"\n  tasks:\n',
-            1,
-        ),
+        "rank",
+        "watch",
+        omitted="npu_smi",
+        modules={"training_rank": JOB_DIRS, "training_watch": {"job_root": "{{ tmp }}/watched"}},
     )
-    assert result.rc == 0, result.output
-    out = json.loads((tmp_path / "out.json").read_text())
-    assert "Unsupported parameters" not in out["rank"].get("msg", ""), out["rank"]
     assert out["rank"]["rank"]["rank_id"] == 0, out["rank"]
     assert (tmp_path / "locks" / "device_5.lock").exists()
     assert (tmp_path / "run" / "device_0" / "env.log").exists()
@@ -166,11 +181,10 @@ def test_group_defaults_reach_the_watch_action(sim_cluster, tmp_path):
 def test_group_and_module_defaults_reach_training_ranks_and_training_results(sim_cluster, tmp_path):
     """The launch's per-server supervisor and results collector take the group's tool paths too."""
     server = sim_cluster(servers=1).servers[0]
-    result = run(
+    out = outcome(
         tmp_path,
         server,
-        play(
-            """\
+        """\
         - name: Ranks that are never gated give up after gate_timeout, holding their locks meanwhile
           ascend.cluster.training_ranks:
             job_id: j1
@@ -188,24 +202,13 @@ def test_group_and_module_defaults_reach_training_ranks_and_training_results(sim
             job_id: missing-job
           register: results
           failed_when: false
-        - ansible.builtin.copy:
-            dest: "{{ tmp }}/out.json"
-            content: "{{ {'ranks': ranks, 'results': results} | to_json }}"
-            mode: "0644"
         """,
-            omitted="npu_smi",
-        ).replace(
-            "  tasks:\n",
-            '    ascend.cluster.training_ranks:\n      job_root: "{{ tmp }}/jobs"\n      lock_dir: "{{ tmp }}/locks"\n'
-            '    ascend.cluster.training_results:\n      job_root: "{{ tmp }}/collected"\n  tasks:\n',
-            1,
-        ),
+        "ranks",
+        "results",
+        omitted="npu_smi",
+        modules={"training_ranks": JOB_DIRS, "training_results": {"job_root": "{{ tmp }}/collected"}},
     )
-    assert result.rc == 0, result.output
-    out = json.loads((tmp_path / "out.json").read_text())
-    assert "Unsupported parameters" not in out["ranks"].get("msg", ""), out["ranks"]
     assert [r["rank_id"] for r in out["ranks"]["ranks"]] == [0, 1], out["ranks"]
     assert (tmp_path / "locks" / "device_6.lock").exists() and (tmp_path / "locks" / "device_7.lock").exists()
     assert (tmp_path / "run" / "device_1" / "env.log").exists()
-    assert "Unsupported parameters" not in out["results"].get("msg", ""), out["results"]
     assert f"job missing-job is not recorded under {tmp_path}/collected" in out["results"]["msg"], out["results"]

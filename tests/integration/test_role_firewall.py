@@ -10,16 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.ansible_cli import run_playbook
+from tests.helpers.plays import firewall_play
 
 from .conftest import SIM_INVENTORY
-
-PLAY = """\
-- name: Settle the firewall
-  hosts: ascend
-  gather_facts: false
-  roles:
-    - role: ascend.cluster.firewall
-"""
 
 
 def tasks_that_ran(stdout: str) -> list[str]:
@@ -35,9 +28,7 @@ def tasks_that_ran(stdout: str) -> list[str]:
 
 @pytest.fixture
 def play(tmp_path: Path) -> Path:
-    path = tmp_path / "firewall.yml"
-    path.write_text(PLAY)
-    return path
+    return firewall_play(tmp_path)
 
 
 def test_mode_none_reports_and_runs_nothing(sim_cluster, play):

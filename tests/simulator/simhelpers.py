@@ -5,11 +5,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / "simulator" / "bin"
 ASCEND_SIM = BIN / "ascend-sim"
+# The interpreter the simulated tools run on: the system's, as on a server (hccn_facts runs them there).
+SYSTEM_PYTHON = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+# What hccn_facts asks every device, with -g.
+FACTS_QUERIES = ("-ip", "-gateway", "-netdetect", "-net_health", "-link")
 
 
 def run(argv, env=None, check=False, timeout=60):
@@ -26,6 +32,27 @@ def run(argv, env=None, check=False, timeout=60):
 def sim(*args, env=None):
     """Run ``ascend-sim ARGS`` and return its stdout (fails the test on a non-zero exit)."""
     return run([ASCEND_SIM, *args], env=env, check=True).stdout
+
+
+def a3_server(root: Path) -> dict:
+    """One simulated A3 server of 16 devices, IPs preset and settled, its tools on SYSTEM_PYTHON, under ``root``/cl:
+    its entry of ``ascend-sim cluster``'s answer (``bin_dir``, ``state_dir``, ...)."""
+    args = ["--servers", "1", "--chip", "A3", "--devices", "16", "--preset-ips", "--settle", "0", "--python", SYSTEM_PYTHON]
+    return json.loads(sim("cluster", "--root", Path(root) / "cl", *args))["servers"][0]
+
+
+def facts_queries_at_once(server: dict) -> list[tuple[tuple[int, str], subprocess.CompletedProcess]]:
+    """hccn_facts' load on ``server``: every device's FACTS_QUERIES (80 on 16 devices) run all at once; each
+    ``(device, query)`` with its finished ``hccn_tool`` call."""
+    tool = os.path.join(server["bin_dir"], "hccn_tool")
+    tasks = [(dev, query) for dev in range(16) for query in FACTS_QUERIES]
+
+    def call(task: tuple[int, str]) -> subprocess.CompletedProcess:
+        dev, query = task
+        return subprocess.run([tool, "-i", str(dev), query, "-g"], capture_output=True, text=True, check=False)
+
+    with ThreadPoolExecutor(len(tasks)) as pool:
+        return list(zip(tasks, pool.map(call, tasks)))
 
 
 class Host:

@@ -307,3 +307,42 @@ def test_missing_state_is_a_simulator_error(tmp_path):
     proc = run([BIN / "hccn_tool", "-i", "0", "-ip", "-g"], env={"ASCEND_SIM_STATE": str(tmp_path / "none")})
     assert proc.returncode == 125
     assert proc.stderr.startswith("ascend-sim: no simulator state in ")
+
+
+USAGE_ERRORS = {4: "The total count of input parameters is wrong!\n", 3: "Get unknown option!\n"}
+
+
+@pytest.mark.parametrize(
+    "args, rc",
+    [
+        (("-i", "0", "-gateway"), 4),
+        (("-i", "0", "-gateway", "-x"), 3),
+        (("-i", "0", "-gateway", "-g", "x"), 4),
+        (("-i", "0", "-gateway", "-s", "gateway"), 4),
+        (("-i", "0", "-gateway", "-s", "address", "192.168.100.1"), 3),
+        (("-i", "0", "-netdetect"), 4),
+        (("-i", "0", "-netdetect", "-x"), 3),
+        (("-i", "0", "-netdetect", "-g", "x"), 4),
+        (("-i", "0", "-netdetect", "-s", "address", "192.168.100.1", "x"), 4),
+        (("-i", "0", "-netdetect", "-s", "gateway", "192.168.100.1"), 3),
+        (("-i", "0", "-link"), 4),
+        (("-i", "0", "-link", "-s"), 3),
+        (("-i", "0", "-link", "-g", "x"), 3),  # -link answers words after -g as an unknown option, not a count
+        (("-i", "0", "-mac"), 4),
+        (("-i", "0", "-mac", "-s"), 3),
+        (("-i", "0", "-mac", "-g", "x"), 4),
+        (("-i", "0", "-tls"), 4),
+        (("-i", "0", "-tls", "-s"), 3),
+        (("-i", "0", "-tls", "-g", "x"), 4),
+        (("-i", "0", "-cfg"), 4),
+        (("-i", "0", "-cfg", "x"), 3),
+        (("-i", "0", "-cfg", "recovery", "x"), 4),
+        (("-a", "-cfg"), 4),
+        (("-a", "-cfg", "x"), 3),
+        (("-a", "-cfg", "recovery", "x"), 4),
+    ],
+)
+def test_usage_errors_of_every_command_print_its_help(host, args, rc):
+    proc = host.hccn(*args)
+    assert (proc.returncode, proc.stderr) == (rc, USAGE_ERRORS[rc])
+    assert "needs the following parameters:" in proc.stdout, proc.stdout

@@ -13,15 +13,9 @@ import pytest
 
 from tests.firewalld_standin import standin_host
 from tests.helpers.ansible_cli import run_playbook
+from tests.helpers.plays import firewall_play
 from tests.testbed.harness import Bed, unique_prefix
 
-PLAY = """\
-- name: Settle the firewall
-  hosts: ascend
-  gather_facts: false
-  roles:
-    - role: ascend.cluster.firewall
-"""
 UFW_TRAINING_RULES = ["ufw allow 22/tcp", "ufw allow 60000:60015/tcp", "ufw allow 29500/tcp", "ufw allow 8118/tcp", "ufw allow 29700/tcp"]
 
 
@@ -43,9 +37,7 @@ def fw_bed() -> Iterator[Bed]:
 
 @pytest.fixture
 def play(tmp_path: Path) -> Path:
-    path = tmp_path / "firewall.yml"
-    path.write_text(PLAY)
-    return path
+    return firewall_play(tmp_path)
 
 
 @pytest.fixture

@@ -57,6 +57,21 @@ def bed_vars(launch_bed, job_id, **extra):
     return base
 
 
+def train_gloo(launch_bed, job_id, **extra):
+    """train.yml with examples/train/train_gloo.py (PyTorch gloo, 15 steps, over the bed's mgmt0) as the training."""
+    bed, _root = launch_bed
+    assert TORCH_PYTHON.exists(), "build/torch-venv is missing: run `make torch-venv`"
+    gloo: dict[str, Any] = {"framework": "pytorch", "train_command": f"{TORCH_PYTHON} {GLOO} --steps 15"}
+    gloo["ascend_train_env"] = {"GLOO_SOCKET_IFNAME": "mgmt0", "OMP_NUM_THREADS": "1"}
+    return run_playbook(TRAIN, bed.inventory, timeout=1500, extra_vars=bed_vars(launch_bed, job_id, **gloo, **extra))
+
+
+def assert_gloo_trained(rank, log: str) -> None:
+    """``log``: a rank's train_gloo.py log of 15 steps, its loss down to under a quarter."""
+    losses = [float(x) for x in re.findall(r"^step \d+ loss ([0-9.]+)$", log, re.M)]
+    assert len(losses) == 15 and losses[-1] < losses[0] / 4, (rank, losses)
+
+
 def states(launch_bed, job_id):
     _bed, root = launch_bed
     return rank_states(root / "runs" / job_id)
@@ -64,19 +79,7 @@ def states(launch_bed, job_id):
 
 def test_pytorch_gloo_16_ranks_on_two_servers(launch_bed):
     bed, root = launch_bed
-    assert TORCH_PYTHON.exists(), "build/torch-venv is missing: run `make torch-venv`"
-    res = run_playbook(
-        TRAIN,
-        bed.inventory,
-        timeout=1500,
-        extra_vars=bed_vars(
-            launch_bed,
-            "gloo",
-            framework="pytorch",
-            train_command=f"{TORCH_PYTHON} {GLOO} --steps 15",
-            ascend_train_env={"GLOO_SOCKET_IFNAME": "mgmt0", "OMP_NUM_THREADS": "1"},
-        ),
-    )
+    res = train_gloo(launch_bed, "gloo")
     assert res.rc == 0, str(res)
     ranks = states(launch_bed, "gloo")
     assert sorted(ranks) == list(range(16)) and all(s["rc"] == 0 for s in ranks.values())
@@ -85,8 +88,7 @@ def test_pytorch_gloo_16_ranks_on_two_servers(launch_bed):
     digests = set()
     for rank in range(16):
         rdir = root / "runs" / "gloo" / f"device_{rank}"
-        losses = [float(x) for x in re.findall(r"^step \d+ loss ([0-9.]+)$", (rdir / "train.log").read_text(), re.M)]
-        assert len(losses) == 15 and losses[-1] < losses[0] / 4, (rank, losses)
+        assert_gloo_trained(rank, (rdir / "train.log").read_text())
         digests.add(json.loads((rdir / "final_weights.json").read_text())["sha256"])
         env = read_env_log(rdir / "env.log")
         assert env["MASTER_ADDR"] == bed.mgmt_ip("h1")

@@ -20,6 +20,7 @@ from tests.helpers.clusters import (
     server,
     superpod_cluster,
 )
+from tests.helpers.filters import refusal
 
 
 def test_filter_is_registered_under_its_name():
@@ -372,10 +373,7 @@ BAD = [
 
 @pytest.mark.parametrize("servers, options, message", [case[1:] for case in BAD], ids=[case[0] for case in BAD])
 def test_refusals_name_what_to_fix(servers, options, message):
-    with pytest.raises(AnsibleFilterError) as info:
-        rank_table(servers, **options)
-    assert str(info.value).startswith("rank_table: ")
-    assert message in str(info.value)
+    assert message in refusal(rank_table, servers, **options)
 
 
 def test_unknown_keyword_is_a_filter_error():

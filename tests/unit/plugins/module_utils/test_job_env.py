@@ -5,18 +5,9 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.ascend.cluster.plugins.module_utils._job_env import aoe_conflicts, aoe_env, rank_env
+from tests.helpers.ranks import rank_entry
 
-RANK = {
-    "rank_id": 3,
-    "device_id": 3,
-    "rank_size": 16,
-    "local_rank": 3,
-    "local_count": 8,
-    "rank_table_path": "/etc/ascend/rank_table.json",
-    "master_addr": "10.0.0.1",
-    "master_port": 29500,
-    "host_ip": "10.0.0.1",
-}
+RANK = rank_entry(3, "10.0.0.1")
 BANK = "/var/lib/ascend-cluster/tune_bank"
 
 

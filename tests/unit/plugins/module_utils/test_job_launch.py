@@ -16,18 +16,10 @@ from ansible_collections.ascend.cluster.plugins.module_utils._job_env import ran
 from ansible_collections.ascend.cluster.plugins.module_utils._job_preflight import find_busy, lock_holder
 from ansible_collections.ascend.cluster.plugins.module_utils._job_runner import DeviceBusy, command_argv, take_device_lock
 from ansible_collections.ascend.cluster.plugins.module_utils._npu_smi import NpuSmiParseError, parse_info_table, parse_npu_processes
+from tests.helpers.ranks import rank_entry
+from tests.unit.plugins.module_utils.hccn_fakes import INFO_TABLE_910B
 
-RANK = {
-    "rank_id": 11,
-    "device_id": 3,
-    "rank_size": 16,
-    "local_rank": 3,
-    "local_count": 8,
-    "rank_table_path": "/etc/ascend/rank_table.json",
-    "master_addr": "10.0.0.1",
-    "master_port": 29500,
-    "host_ip": "10.0.0.2",
-}
+RANK = rank_entry(11, "10.0.0.2")
 
 
 @pytest.mark.parametrize(
@@ -91,28 +83,15 @@ def test_unknown_framework_names_the_choices():
         rank_env("jax", RANK, 120)
 
 
-NPU_SMI_INFO = """\
-+------------------------------------------------------------------------------------------------+
-| npu-smi 23.0.rc3                 Version: 23.0.rc3                                             |
-+---------------------------+---------------+----------------------------------------------------+
-| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|
-| Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |
-+===========================+===============+====================================================+
-| 0     910B3               | OK            | 93.1        40                0    / 0             |
-| 0                         | 0000:C1:00.0  | 0           0    / 0          3393 / 65536         |
-+===========================+===============+====================================================+
-| 1     910B3               | OK            | 90.0        39                0    / 0             |
-| 0                         | 0000:01:00.0  | 0           0    / 0          3391 / 65536         |
-+===========================+===============+====================================================+
-+---------------------------+---------------+----------------------------------------------------+
-| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |
-+===========================+===============+====================================================+
-| No running processes found in NPU 0                                                            |
-+===========================+===============+====================================================+
+# the shared two-NPU table, NPU 1 running two processes
+NPU_SMI_INFO = (
+    INFO_TABLE_910B
+    + """\
 | 1       0                 | 4242          | python3                  | 3012                    |
 | 1       0                 | 4243          | python3                  | 10                      |
 +===========================+===============+====================================================+
 """
+)
 
 
 def test_npu_smi_process_rows():

@@ -7,6 +7,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_procs as procs
 
@@ -16,6 +20,29 @@ def _until(check, seconds: float = 10.0) -> bool:
     while not check() and time.monotonic() < deadline:
         time.sleep(0.01)
     return check()
+
+
+@contextmanager
+def leader_and_member(member: str, state: str | None = None) -> Iterator[subprocess.Popen]:
+    """A new session's leader that started ``member`` (an argv as Python source) and sleeps on; it is yielded once
+    a member of its group besides it shows in /proc (in ``state``, when given). The whole group is killed after."""
+    leader = subprocess.Popen(
+        [sys.executable, "-c", f"import subprocess, sys, time; subprocess.Popen({member}); time.sleep(60)"], start_new_session=True
+    )
+
+    def member_seen() -> bool:
+        for name in os.listdir("/proc"):
+            fields = procs.stat_fields(name) if name.isdigit() and int(name) != leader.pid else []
+            if fields[2:3] == [str(leader.pid)] and state in (None, fields[0]):
+                return True
+        return False
+
+    try:
+        assert _until(member_seen)
+        yield leader
+    finally:
+        os.killpg(leader.pid, signal.SIGKILL)
+        leader.wait()
 
 
 def test_a_group_whose_only_process_is_a_zombie_is_not_alive():
@@ -35,42 +62,33 @@ def test_a_group_whose_only_process_is_a_zombie_is_not_alive():
 
 
 def test_a_group_with_one_live_process_beside_a_zombie_is_alive():
-    leader = subprocess.Popen(
-        [sys.executable, "-c", "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'pass']); time.sleep(60)"],
-        start_new_session=True,
-    )
-    try:
-        assert _until(
-            lambda: any(
-                procs.stat_fields(p)[:3][2:] == [str(leader.pid)] and procs.stat_fields(p)[0] == "Z"
-                for p in os.listdir("/proc")
-                if p.isdigit()
-            )
-        )
+    with leader_and_member("[sys.executable, '-c', 'pass']", state="Z") as leader:  # its child ended, not reaped
         assert procs.group_alive(leader.pid)  # the leader sleeps on beside its unreaped child
-    finally:
-        os.killpg(leader.pid, signal.SIGKILL)
-        leader.wait()
 
 
 def test_a_group_whose_leader_is_a_zombie_but_a_member_runs_is_alive():
     """The leader's state answers only when it runs; a dead leader sends the check through the whole group."""
-    leader = subprocess.Popen(
-        [sys.executable, "-c", "import subprocess, sys, time; subprocess.Popen(['sleep', '60']); time.sleep(60)"],
-        start_new_session=True,
-    )
-    try:
-        assert _until(
-            lambda: any(procs.stat_fields(p)[2:3] == [str(leader.pid)] for p in os.listdir("/proc") if p.isdigit() and int(p) != leader.pid)
-        )
+    with leader_and_member("['sleep', '60']") as leader:
         os.kill(leader.pid, signal.SIGKILL)  # not reaped yet: the leader is a zombie, its sleep runs on
         assert _until(lambda: procs._zombie(leader.pid))
         assert procs.group_alive(leader.pid)
-    finally:
-        os.killpg(leader.pid, signal.SIGKILL)
-        leader.wait()
 
 
 def test_no_group_is_not_alive():
     assert not procs.group_alive(None)
     assert not procs.group_alive(0)
+
+
+@pytest.mark.parametrize("error, alive", [(ProcessLookupError, False), (PermissionError, True)])
+def test_signal_0s_answer_decides_for_a_process_and_a_group_alike(monkeypatch, error, alive):
+    """No such process (group): gone. Another user's: alive, whatever /proc says (not ours to judge)."""
+
+    def refuse(_target, _signum):
+        raise error()
+
+    monkeypatch.setattr(procs, "_zombie", lambda _pid: True)
+    monkeypatch.setattr(procs, "_only_zombies", lambda _pgid: True)
+    monkeypatch.setattr(procs.os, "kill", refuse)
+    monkeypatch.setattr(procs.os, "killpg", refuse)
+    assert procs.pid_alive(4242) is alive
+    assert procs.group_alive(4242) is alive
