@@ -31,14 +31,17 @@ def wait_for(predicate, timeout: float, what: str) -> None:
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
-def pids_with_argv(*argv: str) -> list[int]:
-    """Live processes whose command line is exactly ``argv``."""
+def pids_with_argv(*argv: str, environ: str | None = None) -> list[int]:
+    """Live processes whose command line is exactly ``argv`` (and, with ``environ``, whose environment has that text: a
+    job's own run directory, where other tests' jobs run the same command beside it)."""
     wanted = "\0".join(argv) + "\0"
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if (entry / "cmdline").read_text() == wanted and alive(int(entry.name)):
+                if (entry / "cmdline").read_text() != wanted or not alive(int(entry.name)):
+                    continue
+                if environ is None or environ.encode() in (entry / "environ").read_bytes():
                     found.append(int(entry.name))
             except (FileNotFoundError, ProcessLookupError, PermissionError):
                 continue

@@ -91,13 +91,16 @@ def test_msrun_stand_in_runs_16_ranks_then_status_and_stop_a_detached_job(launch
     assert detached.rc == 0, str(detached)
     status = run_playbook(STATUS, bed.inventory, extra_vars={"ascend_hosts": "h1,h2", "ascend_launch_job_root": JOB_ROOT})
     assert status.rc == 0 and "16 running" in status.stdout, str(status)
+    workers = f"{root}/runs/msrun-detached/"
+    assert len(pids_with_argv("bash", str(STAND_IN), environ=workers)) == 16  # msrun's workers, found by their job
     stop = run_playbook(STOP, bed.inventory, extra_vars={"ascend_hosts": "h1,h2", "ascend_launch_job_root": JOB_ROOT})
     assert stop.rc == 0, str(stop)
     ranks = states(launch_bed, "msrun-detached")
     assert all(s["phase"] == "exited" for s in ranks.values()), ranks
     nodes = [node_state(launch_bed, "msrun-detached", n) for n in (0, 1)]
     assert not any(alive(n["pid"]) or alive(n["runner_pid"]) for n in nodes)
-    assert not pids_with_argv("bash", str(STAND_IN))  # the workers msrun had started went with it
+    # the workers msrun had started went with it (this job's: other tests' jobs run the stand-in beside it)
+    assert not pids_with_argv("bash", str(STAND_IN), environ=workers)
 
 
 def test_torchrun_failing_worker_fails_the_play_naming_it_and_stops_both_servers(launch_bed):
