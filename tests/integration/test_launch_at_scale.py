@@ -3,8 +3,8 @@
 Until the job watched itself, a watched job was followed by one task per server and only ``forks`` of them ran at
 once: a crash stopped the ranks of the servers being watched, the other servers' ranks ran to the end, and the play
 still said every rank was stopped. Here every check reads what the ranks themselves wrote (state.json) and their
-processes: every rank of every server must end within a second of the failure, watched or not. A watched job's crash with
-more servers than forks is tested over SSH on the 8-host bed (tests/testbed/test_group_bed.py).
+processes: every rank of every server must end within a second of the failure, watched or not (issue 24: crash,
+detached crash, stall and Ctrl-C at 8 servers with forks=5; over SSH the 8-host bed, tests/testbed/test_group_bed.py).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import signal
 import time
 
 from tests.helpers.ansible_cli import run_playbook, start_playbook
-from tests.helpers.procs import alive, reap, wait_for
+from tests.helpers.procs import alive, ctrl_c, reap, wait_for
 
 from .test_launch_playbooks import STATUS, TRAIN, launch_vars, rank_states
 
@@ -53,6 +53,36 @@ def assert_every_rank_ended_soon_after(states: dict, failed: int, within: float)
     assert not any(alive(p) for s in states.values() for p in (s["pid"], s["runner_pid"])), states
 
 
+def test_a_crash_beyond_forks_stops_every_rank_on_every_server_within_a_second(sim_cluster):
+    cluster, inventory = eight_servers(sim_cluster)
+    crash = dict(LONG_RUN, FAIL_RANK="15", FAIL_STEP="4")
+    res = run_playbook(TRAIN, inventory, extra_vars=launch_vars(cluster, np=16, ascend_train_env=crash), env=FORKS)
+    assert res.rc != 0, res
+    assert "rank 15 (server 127.0.1.8, device 1) failed first: exit code 1; every rank was stopped." in res.stdout, res
+    assert "FAILED: train " in res.stdout and ": rank 15 (server 127.0.1.8, device 1) exit 1; 15 stopped" in res.stdout, res
+    states = rank_states(cluster)
+    assert sorted(states) == list(range(16)) and states[15]["rc"] == 1
+    assert all(s["rc"] in (-15, -9) and "rank 15 failed (rc=1)" in s["stopped_by"] for r, s in states.items() if r != 15), states
+    assert_every_rank_ended_soon_after(states, 15, FAILFAST_S)
+
+
+def test_a_stalled_rank_beyond_forks_is_named_and_every_rank_stops(sim_cluster):
+    """Issue 24: rank 15, on the last of 8 servers, stops printing (as a rank hung in a collective does); with forks=5 the
+    job is still stopped within seconds of the stall timeout, naming its silence and last line."""
+    cluster, inventory = eight_servers(sim_cluster)
+    env = {"STALL_RANK": "15", "STALL_STEP": "3", "STEPS": "400", "STEP_S": "0.1"}
+    res = run_playbook(TRAIN, inventory, extra_vars=launch_vars(cluster, np=16, stall_timeout_s=3, ascend_train_env=env), env=FORKS)
+    assert res.rc != 0, res
+    why = r'stalled: no progress for [34] s; last line: "step 2 loss 500"'
+    assert re.search(rf"rank 15 \(server 127\.0\.1\.8, device 1\) {why}; 15 stopped\n", res.stdout), res  # the summary line
+    states = rank_states(cluster)
+    assert states[15]["stalled"]["last_line"] == "step 2 loss 500" and states[15]["stalled"]["silent_s"] >= 3
+    assert all(s["rc"] in (-15, -9) and s["stopped_by"] for r, s in states.items() if r != 15), states
+    assert not any(alive(p) for s in states.values() for p in (s["pid"], s["runner_pid"])), states
+    # noticed 3-4 s after its last step, every rank gone soon after, not after HCCL_EXEC_TIMEOUT
+    assert max(s["ended"] for s in states.values()) - states[15]["started"] < 20, states
+
+
 def test_a_detached_job_stops_every_rank_when_one_fails_without_any_controller(sim_cluster):
     cluster, inventory = eight_servers(sim_cluster)
     crash = dict(LONG_RUN, FAIL_RANK="15", FAIL_STEP="10")
@@ -65,6 +95,38 @@ def test_a_detached_job_stops_every_rank_when_one_fails_without_any_controller(s
     assert_every_rank_ended_soon_after(states, 15, FAILFAST_S)
     status = run_playbook(STATUS, inventory, extra_vars=launch_vars(cluster), env=FORKS)
     assert status.rc == 0 and "1 failed, 15 stopped" in status.stdout, status
+
+
+def test_ctrl_c_beyond_forks_stops_every_rank_through_the_group(sim_cluster, tmp_path):
+    cluster, inventory = eight_servers(sim_cluster)
+    output = tmp_path / "train.out"
+    with open(output, "a") as out:
+        proc = start_playbook(TRAIN, inventory, launch_vars(cluster, np=16, ascend_job_id="c8", ascend_train_env=LONG_RUN), out, env=FORKS)
+    try:
+        wait_for(
+            lambda: (
+                # the watch keeps the group's view on the controller once it has read it: its Ctrl-C handling is in place
+                # (its TASK header is printed before its worker runs; a Ctrl-C before then reaches no collection code)
+                (cluster.root / "controller" / "c8" / "group.json").exists()
+                and sum(s.get("phase") == "running" for s in rank_states(cluster, "c8").values()) == 16
+            ),
+            240,
+            "16 ranks running and watched",
+        )
+        sent = time.time()
+        ctrl_c(proc)
+    finally:
+        reap(proc)
+    text = output.read_text()
+    assert proc.returncode != 0, text
+    assert "[c8] Ctrl-C on the controller: job c8: 16 rank(s) on 8 server(s) stopped, their devices are free" in text, text
+    states = rank_states(cluster, "c8")
+    assert all(s["rc"] in (-15, -9) and "Ctrl-C on the controller (ansible-playbook of " in s["stopped_by"] for s in states.values()), (
+        states
+    )
+    # the 1 s window for a second Ctrl-C, then every rank of every server gone within a second
+    assert max(s["ended"] for s in states.values()) - sent < 1.0 + 1.0 + FAILFAST_S, states
+    assert not any(alive(p) for s in states.values() for p in (s["pid"], s["runner_pid"])), states
 
 
 def test_ctrl_c_while_a_later_batch_stages_releases_every_server_with_one_line(sim_cluster, tmp_path):
