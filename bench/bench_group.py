@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO))
 
 from bench._cpu import children_cpu  # noqa: E402
 from bench.bench_launch import SIM, STAND_IN, TRAIN  # noqa: E402
-from tests.helpers.ansible_cli import run_playbook, start_playbook  # noqa: E402
+from tests.helpers.ansible_cli import PlaybookResult, run_playbook, start_playbook  # noqa: E402
 
 GROUP_VARS = REPO / "examples" / "sim" / "group_vars" / "ascend.yml"
 STEP_S = 0.2
@@ -77,7 +77,9 @@ class Cluster:
     def ranks(self) -> int:
         return self.servers * self.devices
 
-    def train(self, job_id: str, env: dict, forks: int = 5, callback: str = "", **extra: object) -> tuple[object, dict, float, float]:
+    def train(
+        self, job_id: str, env: dict, forks: int = 5, callback: str = "", **extra: object
+    ) -> tuple[PlaybookResult, dict, float, float]:
         """``(result, states by rank, wall s, controller CPU s)`` of one train.yml."""
         extra_vars = {
             "ascend_sim_root": str(self.root),
@@ -215,9 +217,9 @@ def main() -> int:
                     res, _states, wall, cpu = sized.train(
                         f"o{name[-7:]}", {"STEPS": "2", "STEP_S": "0.1"}, forks=args.forks, callback=callback
                     )
-                    if res.rc != 0:  # type: ignore[attr-defined]
+                    if res.rc != 0:
                         raise SystemExit(f"train on {shape} failed:\n{res}")
-                    out = res.stdout  # type: ignore[attr-defined]
+                    out = res.stdout
                     emit(f"{name}_{shape}", len(out.splitlines()), unit="lines", play_wall_s=round(wall, 1), play_cpu_s=round(cpu, 1))
                     if not callback:
                         emit(f"task_headers_{shape}", out.count("\nTASK ["), unit="headers")
