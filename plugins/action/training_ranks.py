@@ -23,8 +23,8 @@ supervisor is started as a daemon (no async wrapper), and ``record``, ``rank_tab
 ``module_utils/_job_stage``): the pre-flight has just run ``training_job`` on the server, and one module payload built
 for both saves the launch about 0.25 s of controller CPU on its critical path.
 
-The role passes the host's slice of the rank layout as it is (entries also carry ``device_ip``,
-``server_id``, ...); the module's ``ranks`` suboptions take ``rank_id`` and ``device_id`` only.
+The role passes the host's slice of the rank layout as it is: the module takes each entry's ``local_index`` and
+``local_count`` as the layout numbered them (``module_utils/_job_stage.local_places``).
 A Ctrl-C (or SIGTERM) to ansible-playbook during any of the three stops the job on the server at once
 (its abort file makes every runner, also one forked later, give up at the gate): see ``plugin_utils/_interrupt``.
 With ``barrier`` (the play's hosts that start ranks) and ``anchor`` (the coordinator host), the anchor's task lasts
@@ -60,11 +60,8 @@ class ActionModule(TrainingRankAction):
         task_vars = task_vars or {}
         own = {name: self._task.args.pop(name) for name in OWN if name in self._task.args}
         ranks = self._task.args.get("ranks")
-        if isinstance(ranks, list):
-            try:
-                self._task.args["ranks"] = [{"rank_id": rank["rank_id"], "device_id": rank["device_id"]} for rank in ranks]
-            except (KeyError, TypeError) as exc:
-                raise AnsibleActionFail(f"ranks: every entry needs rank_id and device_id ({exc!r})") from exc
+        if isinstance(ranks, list) and not all(isinstance(rank, dict) and "rank_id" in rank for rank in ranks):
+            raise AnsibleActionFail("ranks: every entry needs rank_id and device_id (an entry of the rank layout)")
         args = self._task.args
         launcher = args.get("launcher") or PER_DEVICE
         if launcher != PER_DEVICE and isinstance(ranks, list):

@@ -28,12 +28,9 @@ ARGS = options.spec(
     options.JOB_ROOT,
     options.LOCK_DIR,
     options.RANK,
-    ranks=dict(
-        type="list",
-        elements="dict",
-        required=True,
-        options=dict(rank_id=dict(type="int", required=True), device_id=dict(type="int", required=True)),
-    ),
+    ranks=dict(type="list", elements="dict", required=True, options=options.RANK_ENTRY),
+    # the layout's local_count on every entry says it; a hand-written list without it: the number of ranks given
+    local_count=dict(type="int"),
     launcher=dict(type="str", choices=list(LAUNCHERS), default=PER_DEVICE),
     launcher_path=dict(type="str"),
     launcher_args=dict(type="list", elements="str", default=[]),
@@ -120,7 +117,33 @@ def check(p: dict) -> None:
         if p["group"]["gate_margin"] < 0:
             raise StageFailed("group: gate_margin must be 0 s or more")
         p["group"] = dict(p["group"], secret=p["group_secret"])
-    p["ranks"] = [dict(r, local_rank=index, local_count=p["local_count"]) for index, r in enumerate(p["ranks"])]
+    p["ranks"], p["local_count"] = local_places(p["ranks"], p["local_count"])
+    if p["launcher"] != PER_DEVICE and [r["local_rank"] for r in p["ranks"]] != list(range(len(p["ranks"]))):
+        raise StageFailed("ranks: %s numbers its workers by their order in ranks, but local_index gives another order" % p["launcher"])
+
+
+def local_places(ranks: list, local_count: int | None) -> tuple:
+    """Each rank as the runners take it (``rank_id``, ``device_id``, ``local_rank``, ``local_count``) and the server's
+    ``local_count``. The numbering is the rank layout's (``local_index`` and ``local_count`` on every entry, as
+    ``plugin_utils/_rank_layout`` gives them); a list without them (written by hand) is numbered by its order and counted.
+    StageFailed when the entries and ``local_count`` disagree, or a ``local_index`` is repeated or out of range."""
+    indexes = [r.get("local_index") for r in ranks]
+    if all(index is None for index in indexes):
+        indexes = list(range(len(ranks)))
+    elif any(index is None for index in indexes):
+        raise StageFailed("ranks: give local_index for every rank or for none (the rank layout gives it for every rank)")
+    counts = {r["local_count"] for r in ranks if r.get("local_count") is not None}
+    if local_count is not None:
+        counts.add(local_count)
+    if len(counts) > 1:
+        raise StageFailed("ranks: local_count disagrees (%s): every entry and the option must give the server's number of ranks" % ", ".join(str(c) for c in sorted(counts)))
+    count = counts.pop() if counts else len(ranks)
+    if count < len(ranks):
+        raise StageFailed("local_count %d is fewer than the %d ranks given" % (count, len(ranks)))
+    if len(set(indexes)) != len(indexes) or not all(0 <= index < count for index in indexes):
+        raise StageFailed("ranks: every local_index must be different and within 0..%d (local_count %d)" % (count - 1, count))
+    keep = [dict(rank_id=r["rank_id"], device_id=r["device_id"], local_rank=index, local_count=count) for r, index in zip(ranks, indexes)]
+    return keep, count
 
 
 def write_run_files(p: dict) -> None:

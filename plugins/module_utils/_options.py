@@ -70,6 +70,20 @@ def spec(*parts: dict, **own: dict) -> dict:
     return merged
 
 
+# One rank as the job's rank layout gives it (plugin_utils/_rank_layout.entries, each host's slice of rank_layout): the
+# launch passes its slice as it is, so the module takes the layout's numbering instead of counting again. rank_id and
+# device_id are required; local_index (LOCAL_RANK) and local_count (DEVICE_NUM) are used when given; device_ip and
+# server_id are the table's, accepted and not used.
+RANK_ENTRY = dict(
+    rank_id=dict(type="int", required=True),
+    device_id=dict(type="int", required=True),
+    local_index=dict(type="int"),
+    local_count=dict(type="int"),
+    device_ip=dict(type="str"),
+    server_id=dict(type="str"),
+)
+
+
 # training_watch (ascend.cluster.tools, ascend.cluster.jobs, ascend.cluster.jobs.grace and its own): its
 # action plugin validates against it, and its module file declares it so that sanity checks the docs against it
 WATCH = spec(

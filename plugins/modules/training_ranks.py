@@ -33,7 +33,11 @@ options:
   ranks:
     description:
       - This server's ranks to start, one runner process each, in this order.
-      - The position in the list is the rank's C(LOCAL_RANK).
+      - Each entry as the job's rank layout gives it (the P(ascend.cluster.rank_entries#filter) filter, or a host's slice
+        of P(ascend.cluster.rank_layout#filter)): the launch passes its slice as it is, and the module takes the layout's
+        numbering. Entries written by hand need only O(ranks[].rank_id) and O(ranks[].device_id); their position in the
+        list is then the rank's C(LOCAL_RANK).
+      - In a launcher mode each rank's C(LOCAL_RANK) must be its position (the launcher numbers its workers so).
     type: list
     elements: dict
     required: true
@@ -46,6 +50,26 @@ options:
         description: Physical device of the rank.
         type: int
         required: true
+      local_index:
+        description:
+          - The rank's place among the server's ranks (C(LOCAL_RANK)), as the layout numbers them (by rank id).
+          - Given for every entry or for none; each different and below the server's O(local_count).
+        type: int
+      local_count:
+        description: The server's ranks in the rank table (C(DEVICE_NUM)), the same on every entry and as O(local_count).
+        type: int
+      device_ip:
+        description: The rank's device IP, as the layout gives it; not used here (the rank table file carries it).
+        type: str
+      server_id:
+        description: The rank's server in the rank table, as the layout gives it; not used here.
+        type: str
+  local_count:
+    description:
+      - Ranks of the job on this server (C(DEVICE_NUM)); an AOE tuning run starts one of them.
+      - Unset, the entries' O(ranks[].local_count), else the number of O(ranks).
+    type: int
+    required: false
   launcher:
     description:
       - C(per_device) starts one runner per rank, as described above.
@@ -217,10 +241,10 @@ EXAMPLES = r"""
     job_id: "20260101T000000-1"
     run_dir: /data/runs/20260101T000000-1
     command: bash train_1p.sh --data_path=/data
+    # a host's slice of the rank layout (ascend.cluster.rank_layout) may be given as it is
     ranks:
       - {rank_id: 8, device_id: 0}
       - {rank_id: 9, device_id: 1}
-    local_count: 2
     rank_size: 16
     # the job's own copy of its table, written and recorded with the job (record, rank_table)
     record: true
