@@ -136,7 +136,10 @@ def local_places(ranks: list, local_count: int | None) -> tuple:
     if local_count is not None:
         counts.add(local_count)
     if len(counts) > 1:
-        raise StageFailed("ranks: local_count disagrees (%s): every entry and the option must give the server's number of ranks" % ", ".join(str(c) for c in sorted(counts)))
+        raise StageFailed(
+            "ranks: local_count disagrees (%s): every entry and the option must give the server's number of ranks"
+            % ", ".join(str(c) for c in sorted(counts))
+        )
     count = counts.pop() if counts else len(ranks)
     if count < len(ranks):
         raise StageFailed("local_count %d is fewer than the %d ranks given" % (count, len(ranks)))

@@ -34,7 +34,7 @@ options:
     description:
       - This server's ranks to start, one runner process each, in this order.
       - Each entry as the job's rank layout gives it (the P(ascend.cluster.rank_entries#filter) filter, or a host's slice
-        of P(ascend.cluster.rank_layout#filter)): the launch passes its slice as it is, and the module takes the layout's
+        of P(ascend.cluster.rank_layout#filter)) - the launch passes its slice as it is, and the module takes the layout's
         numbering. Entries written by hand need only O(ranks[].rank_id) and O(ranks[].device_id); their position in the
         list is then the rank's C(LOCAL_RANK).
       - In a launcher mode each rank's C(LOCAL_RANK) must be its position (the launcher numbers its workers so).

@@ -31,6 +31,25 @@ def wait_for(predicate, timeout: float, what: str) -> None:
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+def forks_of(pid: int) -> list[int]:
+    """The live children of ``pid`` that run its own command line: ansible-playbook's workers (forks of it, one per task
+    and host), not the ssh connections or modules they start."""
+    try:
+        own = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except FileNotFoundError:
+        return []
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                if int(fields[1]) == pid and fields[0] != "Z" and (entry / "cmdline").read_bytes() == own:
+                    found.append(int(entry.name))
+            except (FileNotFoundError, ProcessLookupError, IndexError):
+                continue
+    return found
+
+
 def pids_with_argv(*argv: str, environ: str | None = None) -> list[int]:
     """Live processes whose command line is exactly ``argv`` (and, with ``environ``, whose environment has that text: a
     job's own run directory, where other tests' jobs run the same command beside it)."""

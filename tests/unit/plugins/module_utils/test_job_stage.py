@@ -45,14 +45,20 @@ def test_an_aoe_run_starts_rank_0_alone_and_keeps_the_servers_count():
 
 
 def test_the_layouts_local_index_is_used_not_the_position():
-    ranks = [{"rank_id": 9, "device_id": 1, "local_index": 1, "local_count": 2}, {"rank_id": 8, "device_id": 0, "local_index": 0, "local_count": 2}]
+    ranks = [
+        {"rank_id": 9, "device_id": 1, "local_index": 1, "local_count": 2},
+        {"rank_id": 8, "device_id": 0, "local_index": 0, "local_count": 2},
+    ]
     assert [r["local_rank"] for r in stage.local_places(ranks, None)[0]] == [1, 0]
 
 
 def test_a_list_written_by_hand_is_numbered_by_its_order_and_counted():
     ranks = [{"rank_id": 8, "device_id": 0}, {"rank_id": 9, "device_id": 1}]
     assert stage.local_places(ranks, None) == (
-        [{"rank_id": 8, "device_id": 0, "local_rank": 0, "local_count": 2}, {"rank_id": 9, "device_id": 1, "local_rank": 1, "local_count": 2}],
+        [
+            {"rank_id": 8, "device_id": 0, "local_rank": 0, "local_count": 2},
+            {"rank_id": 9, "device_id": 1, "local_rank": 1, "local_count": 2},
+        ],
         2,
     )
     assert stage.local_places(ranks, 8)[1] == 8  # the option says the server has more ranks (AOE)
@@ -76,7 +82,10 @@ def test_numbering_that_does_not_add_up_is_refused(ranks, local_count, message):
 
 
 def test_a_launcher_refuses_a_numbering_other_than_its_own():
-    ranks = [{"rank_id": 8, "device_id": 0, "local_index": 1, "local_count": 2}, {"rank_id": 9, "device_id": 1, "local_index": 0, "local_count": 2}]
+    ranks = [
+        {"rank_id": 8, "device_id": 0, "local_index": 1, "local_count": 2},
+        {"rank_id": 9, "device_id": 1, "local_index": 0, "local_count": 2},
+    ]
     p = validated(ranks, launcher="torchrun", node_rank=1, nnodes=2)
     with pytest.raises(stage.StageFailed) as caught:
         stage.check(p)

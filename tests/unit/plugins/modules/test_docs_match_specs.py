@@ -17,11 +17,14 @@ MODULES = ["training_job", "training_rank", "training_ranks", "training_results"
 
 def documented_options(module: object) -> dict:
     docs = yaml.safe_load(module.DOCUMENTATION)  # type: ignore[attr-defined]
-    found = dict(docs.get("options") or {})
+    own = dict(docs.get("options") or {})
+    found = dict(own)
     for name in docs.get("extends_documentation_fragment") or []:
         fragment, _dot, part = name.split(".", 2)[-1].partition(".")
         cls = importlib.import_module(f"{PACKAGE}.doc_fragments.{fragment}").ModuleDocFragment
-        found.update(yaml.safe_load(getattr(cls, part.upper() or "DOCUMENTATION"))["options"])
+        for option, doc in yaml.safe_load(getattr(cls, part.upper() or "DOCUMENTATION"))["options"].items():
+            # as Ansible merges them (utils/plugin_docs.merge_fragment): the module's own keys win over the fragment's
+            found[option] = dict(doc, **own.get(option, {}))
     return found
 
 
