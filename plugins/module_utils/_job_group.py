@@ -55,6 +55,9 @@ from ansible_collections.ascend.cluster.plugins.module_utils._job_control import
 
 HEARTBEAT_S = 0.5  # how often each side speaks when it has nothing else to say
 LOST_AFTER_S = 3.0  # default silence after which the other side is lost (docs/launch.md: detection <= 5 s)
+# the least silence a job may take for a loss: two heartbeats - less, and one heartbeat late on a busy server (a loaded
+# controller, a slow disk) stops a healthy job as lost
+MIN_LOST_AFTER_S = 2 * HEARTBEAT_S
 HANDSHAKE_S = 5.0  # a connection that has not joined by then is closed
 RECONNECT_S = 0.2  # between attempts to reach the coordinator
 MAX_LINE = 8 << 20  # bytes; a done message of 16 ranks with their log tails is ~50 KB

@@ -112,8 +112,12 @@ def check(p: dict) -> None:
             raise StageFailed("group: port %d is not a TCP port (1-65535)" % p["group"]["port"])
         if p["group"]["coordinator"] and p["group"]["host"] not in p["group"]["hosts"]:
             raise StageFailed("group: the coordinator's server %s must be one of its hosts" % p["group"]["host"])
-        if p["group"]["lost_after"] <= 0:
-            raise StageFailed("group: lost_after must be more than 0 s")
+        if p["group"]["lost_after"] < group.MIN_LOST_AFTER_S:
+            raise StageFailed(
+                "group: lost_after %g s is under %g s, two of the group's %g s heartbeats: one heartbeat late on a busy server "
+                "would stop a healthy job as lost; set ascend_launch_lost_after_s to %g or more (default %g)"
+                % (p["group"]["lost_after"], group.MIN_LOST_AFTER_S, group.HEARTBEAT_S, group.MIN_LOST_AFTER_S, group.LOST_AFTER_S)
+            )
         if p["group"]["gate_margin"] < 0:
             raise StageFailed("group: gate_margin must be 0 s or more")
         p["group"] = dict(p["group"], secret=p["group_secret"])

@@ -90,3 +90,18 @@ def test_a_launcher_refuses_a_numbering_other_than_its_own():
     with pytest.raises(stage.StageFailed) as caught:
         stage.check(p)
     assert "torchrun numbers its workers by their order in ranks" in str(caught.value)
+
+
+@pytest.mark.parametrize("lost_after, refused", [(0.9, True), (1.0, False), (3.0, False)])
+def test_a_loss_quicker_than_two_heartbeats_is_refused(lost_after, refused):
+    group = dict(address="127.0.0.1", port=29600, host="h1", coordinator=True, hosts=["h1"], lost_after=lost_after)
+    p = validated([{"rank_id": 0, "device_id": 0}], group=group, group_secret="s")
+    if not refused:
+        stage.check(p)
+        return
+    with pytest.raises(stage.StageFailed) as caught:
+        stage.check(p)
+    assert str(caught.value) == (
+        "group: lost_after 0.9 s is under 1 s, two of the group's 0.5 s heartbeats: one heartbeat late on a busy server would "
+        "stop a healthy job as lost; set ascend_launch_lost_after_s to 1 or more (default 3)"
+    )
