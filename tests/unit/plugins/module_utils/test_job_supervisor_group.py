@@ -73,7 +73,7 @@ def stage_args(tmp_path, server: Server, group_cfg: dict, rank_size: int, env: d
     }
 
 
-def launch(tmp_path, port: int, env: dict | None = None, lost_after: float = 1.0, offsets: dict | None = None, **more) -> tuple:
+def launch(tmp_path, port: int, env: dict | None = None, lost_after: float = 1.5, offsets: dict | None = None, **more) -> tuple:
     """Servers a (coordinator, ranks 0-1) and b (ranks 2-3), each started as the launch role starts it; the group opens
     the gate by itself once every rank is staged.
 
