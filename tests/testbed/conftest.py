@@ -31,4 +31,4 @@ def launch_bed(bed):
     ``with_device_ips``), for the launch tests of any module."""
     from tests.testbed.test_launch_bed import with_device_ips
 
-    return with_device_ips(bed)
+    yield from with_device_ips(bed)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -100,6 +102,17 @@ class Bed:
     def clock(self, host: str, seconds: int) -> None:
         """Run ``host``'s sessions opened from now on ``seconds`` off the real time (libfaketime; 0 undoes it)."""
         bed_cli("clock", "--prefix", self.prefix, host, str(seconds))
+
+
+@contextmanager
+def run_root(name: str) -> Iterator[Path]:
+    """A directory for a bed's runs (run directories, the controller's job files) on /var/tmp, which every bed host
+    shares with this machine; removed with what the tests left in it once they are done."""
+    root = Path(tempfile.mkdtemp(prefix=f"{name}-", dir="/var/tmp"))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def leftovers(prefix: str) -> list[str]:

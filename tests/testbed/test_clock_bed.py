@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import pytest
 from ansible_collections.ascend.cluster.plugins.module_utils._job_control import controller_time
 from tests.helpers.ansible_cli import run_adhoc, run_playbook
 from tests.helpers.procs import pids_with_argv
+from tests.testbed.harness import run_root
 from tests.testbed.test_launch_bed import STAND_IN, TRAIN, bed_vars, states
 
 SHIFTED = "h3"
@@ -33,7 +33,8 @@ def clock_bed(bed):
         for device in range(8):
             bed.exec(host, "hccn_tool", "-i", str(device), "-ip", "-s", "address", f"198.19.{device}.{index}", "netmask", "255.255.255.0")
     try:
-        yield bed, Path(tempfile.mkdtemp(prefix="clock-bed-", dir="/var/tmp"))
+        with run_root("clock-bed") as root:
+            yield bed, root
     finally:
         bed.clock(SHIFTED, 0)
 

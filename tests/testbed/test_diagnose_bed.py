@@ -43,7 +43,7 @@ RANK_TABLE_FILE="$PWD/stale_table.json" python3 {standin} --size-mb 1
 @pytest.fixture(scope="module")
 def launch_bed(bed):
     """The session bed with device IPs on every host, and a run root on the shared /var/tmp (as test_launch_bed's)."""
-    return with_device_ips(bed)
+    yield from with_device_ips(bed)
 
 
 def diagnose(launch_bed, job_id: str):

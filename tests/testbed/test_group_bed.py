@@ -15,7 +15,6 @@ import os
 import re
 import signal
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import Iterator
@@ -26,7 +25,7 @@ from tests.helpers.ansible_cli import BIN_DIR, ansible_env, run_playbook
 from tests.helpers.collection import REPO_ROOT
 from tests.helpers.procs import alive, wait_for
 from tests.helpers.runs import rank_states
-from tests.testbed.harness import Bed, leftovers, unique_prefix
+from tests.testbed.harness import Bed, leftovers, run_root, unique_prefix
 from tests.testbed.test_launch_bed import bed_vars as launch_bed_vars
 
 HOSTS = 8
@@ -42,7 +41,6 @@ def bed8() -> Iterator[tuple[Bed, Path]]:
     if os.geteuid() != 0:
         pytest.fail("the test bed needs root (network namespaces, bridges, sshd): run pytest as root")
     prefix = unique_prefix()
-    root = Path(tempfile.mkdtemp(prefix="group-bed-", dir="/var/tmp"))
     try:
         bed = Bed.up(prefix, HOSTS, "--devices", str(DEVICES))
         for index, host in enumerate(bed.hosts, start=1):
@@ -50,7 +48,8 @@ def bed8() -> Iterator[tuple[Bed, Path]]:
                 bed.exec(
                     host, "hccn_tool", "-i", str(device), "-ip", "-s", "address", f"198.19.{device}.{index}", "netmask", "255.255.255.0"
                 )
-        yield bed, root
+        with run_root("group-bed") as root:
+            yield bed, root
     finally:
         Bed(prefix).down()
     assert not leftovers(prefix), f"bed.py down left {leftovers(prefix)} behind"

@@ -11,7 +11,6 @@ import os
 import re
 import signal
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from tests.helpers.collection import REPO_ROOT
 from tests.helpers.procs import alive, pids_with_argv, wait_for
 from tests.helpers.runs import rank_states, read_env_log
 from tests.testbed.bedlib.files import SIM_PYTHON, sim_path
+from tests.testbed.harness import run_root
 
 TRAIN = REPO_ROOT / "playbooks" / "train.yml"
 STOP = REPO_ROOT / "playbooks" / "stop.yml"
@@ -33,12 +33,13 @@ HCCL_STAND_IN = REPO_ROOT / "examples" / "train" / "hccl_standin.py"
 
 
 def with_device_ips(bed):
-    """``(bed, run root)``: device IPs 198.19.<device>.<host index> on every host, a run root on the shared /var/tmp."""
+    """``(bed, run root)`` for a module's tests: device IPs 198.19.<device>.<host index> on every host, and a run root on
+    the shared /var/tmp (``harness.run_root``), removed after the module."""
     for index, host in enumerate(bed.hosts, start=1):
         for device in range(8):
             bed.exec(host, "hccn_tool", "-i", str(device), "-ip", "-s", "address", f"198.19.{device}.{index}", "netmask", "255.255.255.0")
-    root = Path(tempfile.mkdtemp(prefix="launch-bed-", dir="/var/tmp"))
-    return bed, root
+    with run_root("launch-bed") as root:
+        yield bed, root
 
 
 def bed_vars(launch_bed, job_id, **extra):
