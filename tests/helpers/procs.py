@@ -8,6 +8,12 @@ import subprocess
 import time
 from pathlib import Path
 
+from .collection import install_import_path
+
+install_import_path()  # the benchmarks import these helpers too, without pytest's conftest
+
+from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import stat_fields, tree_pids  # noqa: E402
+
 
 def alive(pid: int) -> bool:
     """True while ``pid`` exists and is not a zombie."""
@@ -34,19 +40,21 @@ def wait_for(predicate, timeout: float, what: str) -> None:
 def forks_of(pid: int) -> list[int]:
     """The live children of ``pid`` that run its own command line: ansible-playbook's workers (forks of it, one per task
     and host), not the ssh connections or modules they start."""
-    try:
-        own = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except FileNotFoundError:
+
+    def cmdline(of: int) -> bytes | None:
+        try:
+            return Path(f"/proc/{of}/cmdline").read_bytes()
+        except FileNotFoundError:
+            return None
+
+    own = cmdline(pid)
+    if own is None:
         return []
     found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-                if int(fields[1]) == pid and fields[0] != "Z" and (entry / "cmdline").read_bytes() == own:
-                    found.append(int(entry.name))
-            except (FileNotFoundError, ProcessLookupError, IndexError):
-                continue
+    for child in tree_pids(pid)[1:]:  # descendants, parents first: the direct children are those whose ppid is pid
+        state, ppid = (stat_fields(child) + ["", ""])[:2]
+        if state != "Z" and ppid == str(pid) and cmdline(child) == own:
+            found.append(child)
     return found
 
 
