@@ -60,7 +60,7 @@ class ActionModule(TrainingRankAction):
         task_vars = task_vars or {}
         own = {name: self._task.args.pop(name) for name in OWN if name in self._task.args}
         ranks = self._task.args.get("ranks")
-        if isinstance(ranks, list) and not all(isinstance(rank, dict) and "rank_id" in rank for rank in ranks):
+        if isinstance(ranks, list) and not all(isinstance(rank, dict) and "rank_id" in rank and "device_id" in rank for rank in ranks):
             raise AnsibleActionFail("ranks: every entry needs rank_id and device_id (an entry of the rank layout)")
         args = self._task.args
         launcher = args.get("launcher") or PER_DEVICE
