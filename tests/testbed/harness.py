@@ -77,6 +77,16 @@ class Bed:
         """Run ``command`` inside ``host`` (its net, mount and UTS namespaces)."""
         return bed_cli("exec", "--prefix", self.prefix, host, "--", *command, check=check)
 
+    def set_device_ips(self, hosts: list[str] | None = None, devices: int = 8) -> None:
+        """Device IPs 198.19.<device>.<host's index on the bed, from 1>/24 on ``hosts`` (default every host), through each
+        host's hccn_tool: the addresses the launch tests' rank tables name."""
+        for host in hosts or self.hosts:
+            index = self.hosts.index(host) + 1
+            for device in range(devices):
+                self.exec(
+                    host, "hccn_tool", "-i", str(device), "-ip", "-s", "address", f"198.19.{device}.{index}", "netmask", "255.255.255.0"
+                )
+
     def cut(self, host: str, device: int) -> None:
         bed_cli("cut", "--prefix", self.prefix, host, str(device))
 

@@ -28,10 +28,7 @@ STATUS = TRAIN.with_name("status.yml")
 @pytest.fixture(scope="module")
 def clock_bed(bed):
     """The session bed with device IPs on h1 and h3; h3's clock is reset to real time afterwards."""
-    for host in ("h1", SHIFTED):
-        index = bed.hosts.index(host) + 1
-        for device in range(8):
-            bed.exec(host, "hccn_tool", "-i", str(device), "-ip", "-s", "address", f"198.19.{device}.{index}", "netmask", "255.255.255.0")
+    bed.set_device_ips(["h1", SHIFTED])
     try:
         with run_root("clock-bed") as root:
             yield bed, root

@@ -43,11 +43,7 @@ def bed8() -> Iterator[tuple[Bed, Path]]:
     prefix = unique_prefix()
     try:
         bed = Bed.up(prefix, HOSTS, "--devices", str(DEVICES))
-        for index, host in enumerate(bed.hosts, start=1):
-            for device in range(DEVICES):
-                bed.exec(
-                    host, "hccn_tool", "-i", str(device), "-ip", "-s", "address", f"198.19.{device}.{index}", "netmask", "255.255.255.0"
-                )
+        bed.set_device_ips(devices=DEVICES)
         with run_root("group-bed") as root:
             yield bed, root
     finally:

@@ -35,9 +35,7 @@ HCCL_STAND_IN = REPO_ROOT / "examples" / "train" / "hccl_standin.py"
 def with_device_ips(bed):
     """``(bed, run root)`` for a module's tests: device IPs 198.19.<device>.<host index> on every host, and a run root on
     the shared /var/tmp (``harness.run_root``), removed after the module."""
-    for index, host in enumerate(bed.hosts, start=1):
-        for device in range(8):
-            bed.exec(host, "hccn_tool", "-i", str(device), "-ip", "-s", "address", f"198.19.{device}.{index}", "netmask", "255.255.255.0")
+    bed.set_device_ips()
     with run_root("launch-bed") as root:
         yield bed, root
 
