@@ -173,6 +173,19 @@ def test_cut_link_is_named_first_with_its_host_and_nic() -> None:
     assert out["involved"] == [["h1", 3], ["h2", 3]]
 
 
+def test_a_real_ei0006_plog_names_its_peers_device_not_the_waiting_rank_itself() -> None:
+    # vllm-ascend#9447's plog: rank 0 (10.20.0.2) waits for rank 29 (10.20.0.31); the wait line's rank[0] is rank 0 itself.
+    [entry] = [e for e in corpus.index("logs") if e["file"] == "plog_ei0006_link_error_info_a3_vllm_ascend_9447.log"]
+    error = dg.first_error([], corpus.text("logs", entry).splitlines())
+    live = _live()
+    live["devices"]["h1"][0]["device_ip"] = "10.20.0.2"
+    live["devices"]["h2"][5]["device_ip"] = "10.20.0.31"
+    live["devices"]["h2"][5]["link"] = "DOWN"
+    out = dg.diagnose([_finding(0, "h1", 0, error)], live)
+    assert out["involved"] == [["h1", 0], ["h2", 5]]
+    assert out["line"] == "EI0006 on rank 0 from 21:39:58: h2 eth5 link DOWN - check the optics/cable (cause inferred: the reference does not give this text's code)"
+
+
 def test_every_rank_of_a_server_in_one_row_with_a_range() -> None:
     error = dg.first_error([EI0006_PID], [])
     out = dg.diagnose([_finding(r, "h2", r - 8, error) for r in range(8, 16)], _live())
