@@ -183,7 +183,10 @@ def test_a_real_ei0006_plog_names_its_peers_device_not_the_waiting_rank_itself()
     live["devices"]["h2"][5]["link"] = "DOWN"
     out = dg.diagnose([_finding(0, "h1", 0, error)], live)
     assert out["involved"] == [["h1", 0], ["h2", 5]]
-    assert out["line"] == "EI0006 on rank 0 from 21:39:58: h2 eth5 link DOWN - check the optics/cable (cause inferred: the reference does not give this text's code)"
+    assert (
+        out["line"]
+        == "EI0006 on rank 0 from 21:39:58: h2 eth5 link DOWN - check the optics/cable (cause inferred: the reference does not give this text's code)"
+    )
 
 
 def test_every_rank_of_a_server_in_one_row_with_a_range() -> None:
