@@ -384,10 +384,10 @@ def first_error(log_lines: list, plog_lines: list | None = None) -> dict | None:
     if not found.get("summary"):
         names = [m for m in (_SUMMARY.search(line) for line in log_lines) if m and m.group(2) == found["code"]]
         found["summary"] = names[0].group(1) if names else None
-    texts = log_lines + [e["text"] for e in plog]
-    listen = next((m for m in (_LISTEN.search(t) for t in texts) if m), None)
+    every_text = log_lines + [e["text"] for e in plog]
+    listen = next((m for m in (_LISTEN.search(t) for t in every_text) if m), None)
     peers, local_ip = _peers(log_lines, plog)
-    address = found["code"] in ("EI0019", "EJ0003") and any(ADDRESS_TEXT in t for t in texts)
+    address = found["code"] in ("EI0019", "EJ0003") and any(ADDRESS_TEXT in t for t in every_text)
     found.update(
         variant="address" if address else None,
         clock=cann_clock(found["time"]),

@@ -57,7 +57,7 @@ def _cut_link() -> Any:
     return hs.socket_timeout_error(me, [hs.Link(ring, me, peer, True), hs.Link(ring, me, peer, False)], 20)
 
 
-CASES = [
+CASES: list[tuple[Any, ...]] = [
     # (id, log lines, plog lines, code, time, inferred, peers [(rank, ip, port)])
     ("block with PID", ["Traceback ...", EI0006_PID, SOLUTION], [], "EI0006", "2025-04-08-18:07:20.444.436", False, []),
     ("older CANN: no PID", [EI0006_OLD, SOLUTION], [], "EI0006", "2025-04-08-18:07:20.444.436", False, []),
