@@ -23,7 +23,7 @@ import ast
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, NamedTuple, Union
 
 import pytest
 import yaml
@@ -106,9 +106,34 @@ def named_inputs(text: str) -> list[tuple[str, ...]]:
     return [(name, pairs[name]) if name in pairs else (name,) for name in names if name not in pairs.values()]
 
 
-def python_messages(path: Path) -> Iterator[str]:
-    """The string literals of one Python file that may reach an operator (f-strings with {} for their fields)."""
-    tree = ast.parse(path.read_text())
+class FilterFunction(NamedTuple):
+    """One filter of a filter file that holds several: what it runs is what its own function imports and says."""
+
+    path: Path
+    name: str
+
+
+Source = Union[Path, FilterFunction]
+
+
+@lru_cache(maxsize=None)
+def python_tree(source: Source) -> ast.AST:
+    """A Python file's tree, or a filter's own function in it."""
+    if isinstance(source, FilterFunction):
+        tree = ast.parse(source.path.read_text())
+        return next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == source.name)
+    return ast.parse(source.read_text())
+
+
+def filter_functions(path: Path) -> list[FilterFunction]:
+    """The filters a filter file registers, each by the function that answers to it."""
+    pairs = re.findall(r"['\"](\w+)['\"]\s*:\s*(\w+)", path.read_text().partition("def filters")[2])
+    return [FilterFunction(path, function) for _name, function in pairs]
+
+
+def python_messages(source: Source) -> Iterator[str]:
+    """The string literals of one Python file (or filter) that may reach an operator (f-strings with {} for their fields)."""
+    tree = python_tree(source)
     skip: set[int] = set()
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
@@ -144,27 +169,27 @@ def yaml_messages(path: Path) -> Iterator[str]:
     yield from walk(yaml.safe_load(path.read_text()))
 
 
-def messages(path: Path) -> Iterator[str]:
-    return python_messages(path) if path.suffix == ".py" else yaml_messages(path)
+def messages(source: Source) -> Iterator[str]:
+    return python_messages(source) if isinstance(source, FilterFunction) or source.suffix == ".py" else yaml_messages(source)
 
 
 @lru_cache(maxsize=None)
-def plugin_files() -> dict[str, list[Path]]:
-    """``ascend.cluster.<name>`` -> the plugin files that answer to it (module, its action, filter, lookup)."""
-    found: dict[str, list[Path]] = {}
+def plugin_files() -> dict[str, list[Source]]:
+    """``ascend.cluster.<name>`` -> the plugin files that answer to it (module, its action, lookup; a filter's function)."""
+    found: dict[str, list[Source]] = {}
     for kind in ("modules", "action", "lookup"):
         for path in (PLUGINS / kind).glob("*.py"):
             found.setdefault(path.stem, []).append(path)
     for path in (PLUGINS / "filter").glob("*.py"):
-        for name in re.findall(r"['\"](\w+)['\"]\s*:", path.read_text().partition("def filters")[2]):
-            found.setdefault(name, []).append(path)
+        for name, function in re.findall(r"['\"](\w+)['\"]\s*:\s*(\w+)", path.read_text().partition("def filters")[2]):
+            found.setdefault(name, []).append(FilterFunction(path, function))
     return found
 
 
-def imported_utils(path: Path) -> list[Path]:
-    """The collection's module_utils / plugin_utils files one Python file imports (at the top or inside a function)."""
-    out = []
-    for node in ast.walk(ast.parse(path.read_text())):
+def imported_utils(source: Source) -> list[Source]:
+    """The collection's module_utils / plugin_utils files one Python file (or filter) imports (at the top or inside a function)."""
+    out: list[Source] = []
+    for node in ast.walk(python_tree(source)):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ansible_collections.ascend.cluster.plugins."):
             package = node.module.split(".")[4:]
             # a module (``from ..._rank.plan import x``), or modules of a package (``from ..._rank import plan``)
@@ -182,10 +207,10 @@ JINJA_REF = re.compile(r"(?:\|\s*|(?:lookup|query)\(\s*['\"])ascend\.cluster\.(\
 
 
 @lru_cache(maxsize=None)
-def python_uses(path: Path) -> list[Path]:
-    """What one Python file runs: the utils it imports and the modules it names (an action's _execute_module)."""
-    named = {name for text in python_messages(path) for name in REF.findall(text)}
-    return imported_utils(path) + [found for name in sorted(named) for found in plugin_files().get(name, [])]
+def python_uses(source: Source) -> list[Source]:
+    """What one Python file (or filter) runs: the utils it imports and the modules it names (an action's _execute_module)."""
+    named = {name for text in python_messages(source) for name in REF.findall(text)}
+    return imported_utils(source) + [found for name in sorted(named) for found in plugin_files().get(name, [])]
 
 
 def role_files(role: str, tasks_from: str = "main.yml") -> list[Path]:
@@ -196,9 +221,9 @@ def role_files(role: str, tasks_from: str = "main.yml") -> list[Path]:
 
 
 @lru_cache(maxsize=None)
-def yaml_uses(path: Path) -> list[Path]:
+def yaml_uses(path: Path) -> list[Source]:
     """What one task file or playbook runs: task files, roles, and the collection's modules, filters and lookups."""
-    out: list[Path] = []
+    out: list[Source] = []
     in_role_tasks = path.parent.name == "tasks" and path.parent.parent.parent == ROLES
 
     def walk(node: object, key: object = None) -> None:
@@ -235,16 +260,16 @@ def yaml_uses(path: Path) -> list[Path]:
 
 
 @lru_cache(maxsize=None)
-def closure(playbook: str) -> frozenset[Path]:
-    """Every file whose messages ``playbook`` can print (see the module docstring)."""
-    seen: set[Path] = set()
-    todo = [PLAYBOOKS_DIR / f"{playbook}.yml"]
+def closure(playbook: str) -> frozenset[Source]:
+    """Every file (or filter) whose messages ``playbook`` can print (see the module docstring)."""
+    seen: set[Source] = set()
+    todo: list[Source] = [PLAYBOOKS_DIR / f"{playbook}.yml"]
     while todo:
-        path = todo.pop()
-        if path in seen:
+        source = todo.pop()
+        if source in seen:
             continue
-        seen.add(path)
-        todo += python_uses(path) if path.suffix == ".py" else yaml_uses(path)
+        seen.add(source)
+        todo += python_uses(source) if isinstance(source, FilterFunction) or source.suffix == ".py" else yaml_uses(source)
     return frozenset(seen)
 
 
@@ -283,12 +308,15 @@ def all_hints() -> tuple[tuple[str, str, tuple[str, ...], str], ...]:
 def hints() -> Iterator[tuple[str, str, tuple[str, ...], str]]:
     """``(source file, message, input and its alternatives, playbook)`` for every input a message names and every
     playbook that can print it."""
-    sources = sorted(PLUGINS.glob("*/**/*.py")) + sorted(ROLES.glob("*/tasks/*.yml")) + sorted(PLAYBOOKS_DIR.glob("**/*.yml"))
-    for path in sources:
-        for message in messages(path):
+    files = sorted(PLUGINS.glob("*/**/*.py")) + sorted(ROLES.glob("*/tasks/*.yml")) + sorted(PLAYBOOKS_DIR.glob("**/*.yml"))
+    # a filter file's messages, filter by filter: a playbook prints only those of the filters it uses
+    sources: list[Source] = [f for path in files for f in (filter_functions(path) if path.parent.name == "filter" else [path])]
+    for source in sources:
+        path = source.path if isinstance(source, FilterFunction) else source
+        for message in messages(source):
             for names in named_inputs(message):
                 for playbook in PLAYBOOKS:
-                    if path in closure(playbook):
+                    if source in closure(playbook):
                         yield str(path.relative_to(REPO_ROOT)), message, names, playbook
 
 
