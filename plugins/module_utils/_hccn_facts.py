@@ -287,9 +287,11 @@ class Gatherer:
             entries = [device_from_answers(d, answers, queries, conf) for d in devices]
             self.warn_failed_devices(entries)
             source = "hccn_tool"
+        chip = _npu_smi.chip_facts(self.table)
+        if chip["chip_problem"]:
+            self.warn("chip unknown: %s" % chip["chip_problem"])
         return {
-            "chip": _npu_smi.chip_model(self.table) if self.table else None,
-            "chip_name": _npu_smi.chip_name(self.table) if self.table else None,
+            **chip,
             "device_count": len(entries),
             "devices": entries,
             "device_list_source": listed_by,
