@@ -39,9 +39,12 @@ _NETDETECT = re.compile(r"netdetect\s+addr(?:ess)?\s*:\s*(?P<value>\S*)", re.IGN
 _NET_HEALTH = re.compile(r"net\s+health\s+status\s*:\s*(?P<value>\S(?:.*\S)?)\s*$", re.IGNORECASE | re.MULTILINE)
 _LINK = re.compile(r"link\s+status\s*:\s*(?P<value>\S+)", re.IGNORECASE)
 _MAC = re.compile(r"mac\s+addr(?:ess)?\s*:\s*(?P<value>(?:[0-9a-f]{2}[:-]){5}[0-9a-f]{2})", re.IGNORECASE)
+# `-tls -g`'s first line. Drivers print it with or without `tls preconfigured[N](...)` between the
+# switch and the threshold: the HCCL documentation's TLS-inconsistency page (hcclug_000045, CANN 8.5)
+# shows `tls switch[0](0:disable, 1:enable), tls alarm time threshold[60]days` alone.
 _TLS = re.compile(
     r"tls\s+switch\s*\[\s*(?P<switch>\d+)\s*\].*?"
-    r"tls\s+preconfigured\s*\[\s*(?P<preconfigured>\d+)\s*\].*?"
+    r"(?:tls\s+preconfigured\s*\[\s*(?P<preconfigured>\d+)\s*\].*?)?"
     r"tls\s+alarm\s+time\s+threshold\s*\[\s*(?P<threshold>\d+)\s*\]",
     re.IGNORECASE | re.DOTALL,
 )
@@ -137,13 +140,17 @@ def parse_mac(raw: str) -> str:
 
 
 def parse_tls(raw: str) -> dict:
-    """Parse ``-tls -g`` -> ``{"tls_switch": bool, "tls_preconfigured": bool, "tls_alarm_days": int}``."""
+    """Parse ``-tls -g`` -> ``{"tls_switch": bool, "tls_preconfigured": bool | None, "tls_alarm_days": int}``.
+
+    ``tls_preconfigured`` is None (unknown) where the driver prints no ``tls preconfigured[...]`` field.
+    """
     match = _TLS.search(raw)
     if not match:
         raise ParseError("tls switch", raw)
+    preconfigured = match.group("preconfigured")
     return {
         "tls_switch": match.group("switch") != "0",
-        "tls_preconfigured": match.group("preconfigured") != "0",
+        "tls_preconfigured": None if preconfigured is None else preconfigured != "0",
         "tls_alarm_days": int(match.group("threshold")),
     }
 

@@ -274,7 +274,10 @@ ansible_facts:
               returned: when O(gather) contains V(tls) and the device answered
               sample: false
             tls_preconfigured:
-              description: Whether a TLS configuration is preset on the device.
+              description:
+                - Whether a TLS configuration is preset on the device.
+                - Null when the driver prints no C(tls preconfigured[...]) field (some drivers print only the switch and
+                  the alarm threshold). Nothing in the collection decides on it.
               type: bool
               returned: when O(gather) contains V(tls) and the device answered
               sample: true

@@ -167,7 +167,8 @@ def imported_utils(path: Path) -> list[Path]:
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ansible_collections.ascend.cluster.plugins."):
             package = node.module.split(".")[4:]
-            names = [package] if package[-1].startswith("_") else [[*package, alias.name] for alias in node.names]
+            # a module (``from ..._rank.plan import x``), or modules of a package (``from ..._rank import plan``)
+            names = [[*package, alias.name] for alias in node.names] if PLUGINS.joinpath(*package).is_dir() else [package]
             for parts in names:
                 candidate = PLUGINS.joinpath(*parts).with_suffix(".py")
                 if candidate.exists():
@@ -282,7 +283,7 @@ def all_hints() -> tuple[tuple[str, str, tuple[str, ...], str], ...]:
 def hints() -> Iterator[tuple[str, str, tuple[str, ...], str]]:
     """``(source file, message, input and its alternatives, playbook)`` for every input a message names and every
     playbook that can print it."""
-    sources = sorted(PLUGINS.glob("*/*.py")) + sorted(ROLES.glob("*/tasks/*.yml")) + sorted(PLAYBOOKS_DIR.glob("**/*.yml"))
+    sources = sorted(PLUGINS.glob("*/**/*.py")) + sorted(ROLES.glob("*/tasks/*.yml")) + sorted(PLAYBOOKS_DIR.glob("**/*.yml"))
     for path in sources:
         for message in messages(path):
             for names in named_inputs(message):

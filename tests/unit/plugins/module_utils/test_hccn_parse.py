@@ -68,6 +68,13 @@ SIMPLE_CASES = [
         "dev_id:7, tls switch[1](0:disable, 1:enable), tls preconfigured[0](0:non-preset, 1:preset), tls alarm time threshold[ 30 ]days\n",
         {"tls_switch": True, "tls_preconfigured": False, "tls_alarm_days": 30},
     ),
+    (
+        # Without a preconfigured field: the HCCL documentation's TLS-inconsistency page (CANN 8.5,
+        # hcclug_000045), first two lines of what `hccn_tool -i 0 -tls -g` printed there.
+        p.parse_tls,
+        "dev_id:0, tls switch[0](0:disable, 1:enable), tls alarm time threshold[60]days\ndev_id:0, [pub cert] info:\n",
+        {"tls_switch": False, "tls_preconfigured": None, "tls_alarm_days": 60},
+    ),
 ]
 
 

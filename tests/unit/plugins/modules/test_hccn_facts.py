@@ -181,6 +181,19 @@ def test_gather_tls_and_mac():
     assert (dev["tls_switch"], dev["tls_preconfigured"], dev["tls_alarm_days"], dev["mac"]) == (False, True, 60, "78:b4:6a:00:00:00")
 
 
+def test_tls_without_a_preconfigured_field_is_read_not_failed():
+    # The form of the HCCL documentation's TLS-inconsistency page (hcclug_000045): no `tls preconfigured[...]`.
+    transcript = device_answers(0, **CONFIGURED)
+    transcript[(HCCN, "-i", "0", "-tls", "-g")] = (
+        0,
+        "dev_id:0, tls switch[1](0:disable, 1:enable), tls alarm time threshold[60]days\n",
+        "",
+    )
+    facts, dummy = gather({"devices": [0], "gather": ["tls"]}, transcript)
+    dev = facts["devices"][0]
+    assert (dev["tls_switch"], dev["tls_preconfigured"], dev["tls_alarm_days"], dev["error"]) == (True, None, 60, None)
+
+
 def test_a3_chip_count_expands_devices():
     transcript = npu_smi_transcript(range(8), table=INFO_TABLE_910B, chips=2)
     for dev in range(16):
