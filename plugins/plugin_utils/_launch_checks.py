@@ -83,7 +83,7 @@ UNFIT = (
     "driver and a CANN release that works with it (the packages' version files list each other), or allow it with "
     "ascend_launch_allow_mixed_versions=true"
 )
-UNFIT_UNKNOWN = "{server}: whether its driver, firmware and CANN work together was not fully checked: {unknown}"
+UNFIT_UNKNOWN = "whether the driver, firmware and CANN of a server work together was not fully checked on {servers}: {unknown}"
 NPU_SMI_REFUSED = (
     REFUSED + "npu-smi could not be read on {servers} - {problems}. Without it the health of the chips and the processes "
     "holding the selected devices there are unknown: a leftover process fails the job later (EJ0001), a failing chip fails "
@@ -183,13 +183,14 @@ def chip_warnings(results: Mapping[str, Mapping[str, Any]], hostvars: Mapping[st
 
 
 def unfit_warnings(results: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """One warning per server whose pre-flight could not check every part of its driver / firmware / CANN fit (a
-    version file not found, a key it does not have), naming what was not checked."""
-    return [
-        UNFIT_UNKNOWN.format(server=host, unknown="; ".join(found["version_fit"]["unknown"]))
-        for host, found in results.items()
-        if isinstance(found.get("version_fit"), Mapping) and found["version_fit"].get("unknown")
-    ]
+    """The servers whose pre-flight could not check every part of their driver / firmware / CANN fit (a version file
+    not found, a key it does not have): one warning per set of reasons, naming its servers and what was not checked."""
+    groups: dict[tuple, list[str]] = {}
+    for host, found in results.items():
+        fit = found.get("version_fit")
+        if isinstance(fit, Mapping) and fit.get("unknown"):
+            groups.setdefault(tuple(str(reason) for reason in fit["unknown"]), []).append(host)
+    return [UNFIT_UNKNOWN.format(servers=", ".join(hosts), unknown="; ".join(reasons)) for reasons, hosts in groups.items()]
 
 
 def _unknown(results: Mapping[str, Mapping[str, Any]], key: str) -> list[str]:

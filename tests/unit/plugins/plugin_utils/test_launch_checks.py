@@ -290,10 +290,17 @@ def test_a_server_whose_driver_firmware_and_cann_do_not_fit_is_refused_naming_it
     assert preflight_verdict(["h1", "h2"], hostvars, allow_mixed_versions=True)["refusal"] == ""
 
 
-def test_a_fit_that_could_not_be_checked_is_a_warning_naming_what_was_not_found():
+def test_a_fit_that_could_not_be_checked_is_one_warning_per_reason_naming_its_servers():
     fit = {"problems": [], "unknown": ["the firmware's version.info was not found"]}
-    verdict = preflight_verdict(["h1"], {"h1": host(_ascend_preflight=pre(version_fit=fit))})
+    other = {"problems": [], "unknown": ["the driver's version.info was not found"]}
+    hostvars = {
+        "h1": host(_ascend_preflight=pre(version_fit=fit)),
+        "h2": host(_ascend_preflight=pre(version_fit=other)),
+        "h3": host(_ascend_preflight=pre(version_fit=fit)),
+    }
+    verdict = preflight_verdict(["h1", "h2", "h3"], hostvars)
     assert verdict["refusal"] == ""
     assert verdict["warnings"] == [
-        "h1: whether its driver, firmware and CANN work together was not fully checked: the firmware's version.info was not found"
+        "whether the driver, firmware and CANN of a server work together was not fully checked on h1, h3: the firmware's version.info was not found",
+        "whether the driver, firmware and CANN of a server work together was not fully checked on h2: the driver's version.info was not found",
     ]
