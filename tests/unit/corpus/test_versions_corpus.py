@@ -8,12 +8,20 @@ import os
 import pytest
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _sw_versions as v
-from tests.unit.corpus.corpus import CORPUS, entries, of_kind, text
+from tests.helpers import corpus
 
-DRIVERS = of_kind("versions", lambda command: command.endswith("/driver/version.info"))
-FIRMWARE = of_kind("versions", lambda command: command.endswith("/firmware/version.info"))
-CANN = of_kind("versions", lambda command: command.endswith("_install.info") and "/etc/" not in command)
-INSTALL = of_kind("versions", lambda command: command.endswith("/etc/ascend_install.info"))
+CORPUS = str(corpus.CORPUS)
+
+
+def of_kind(kind) -> list:
+    """``pytest.param(entry, text)`` of every version file whose ``command`` ``kind`` accepts."""
+    return [pytest.param(e, corpus.text("versions", e), id=e["file"]) for e in corpus.index("versions") if kind(e["command"])]
+
+
+DRIVERS = of_kind(lambda command: command.endswith("/driver/version.info"))
+FIRMWARE = of_kind(lambda command: command.endswith("/firmware/version.info"))
+CANN = of_kind(lambda command: command.endswith("_install.info") and "/etc/" not in command)
+INSTALL = of_kind(lambda command: command.endswith("/etc/ascend_install.info"))
 
 
 def _value(fields: dict, key: str):
@@ -24,9 +32,9 @@ def _items(value):
     return [list(item) for item in v.compat_items(value)]
 
 
-@pytest.mark.parametrize("entry", DRIVERS)
-def test_every_driver_version_file_reads_its_versions_and_what_it_works_with(entry):
-    fields, expect = v.parse_version_info(text(entry)), entry["expect"]
+@pytest.mark.parametrize(("entry", "raw"), DRIVERS)
+def test_every_driver_version_file_reads_its_versions_and_what_it_works_with(entry, raw):
+    fields, expect = v.parse_version_info(raw), entry["expect"]
     assert _value(fields, "Version") == expect["version"]
     assert _value(fields, "Innerversion") == expect["innerversion"]
     assert _items(_value(fields, "compatible_version")) == expect["compatible_version"]
@@ -34,26 +42,26 @@ def test_every_driver_version_file_reads_its_versions_and_what_it_works_with(ent
     assert _value(fields, "package_version") == expect["package_version"]
 
 
-@pytest.mark.parametrize("entry", FIRMWARE)
-def test_every_firmware_version_file_reads_its_version_and_drivers(entry):
-    fields, expect = v.parse_version_info(text(entry)), entry["expect"]
+@pytest.mark.parametrize(("entry", "raw"), FIRMWARE)
+def test_every_firmware_version_file_reads_its_version_and_drivers(entry, raw):
+    fields, expect = v.parse_version_info(raw), entry["expect"]
     assert _value(fields, "Version") == expect["version"]
     assert _items(_value(fields, "compatible_version_drv")) == expect["compatible_version_drv"]
     assert _value(fields, "package_version") == expect["package_version"]
 
 
-@pytest.mark.parametrize("entry", CANN)
-def test_every_cann_install_info_reads_its_version_release_and_drivers(entry):
-    raw, expect = text(entry), entry["expect"]
+@pytest.mark.parametrize(("entry", "raw"), CANN)
+def test_every_cann_install_info_reads_its_version_release_and_drivers(entry, raw):
+    expect = entry["expect"]
     fields = v.parse_version_info(raw)
     assert v.toolkit_version(raw) == expect["version"]
     assert list(v.inner_code(_value(fields, "innerversion"))) == expect["innerversion"]
     assert _items(_value(fields, "compatible_version")) == expect["compatible_version"]
 
 
-@pytest.mark.parametrize("entry", INSTALL)
-def test_every_install_info_names_the_driver_and_firmware_directories(entry):
-    assert v.install_paths(entry["path"]) == entry["expect"]
+@pytest.mark.parametrize(("entry", "raw"), INSTALL)
+def test_every_install_info_names_the_driver_and_firmware_directories(entry, raw):
+    assert v.install_paths(os.path.join(CORPUS, "versions", entry["file"])) == entry["expect"]
 
 
 def _package(name: str):
@@ -126,4 +134,4 @@ def test_firmware_outside_the_drivers_range_and_a_board_that_says_nok_are_proble
 
 def test_the_versions_corpus_covers_every_file_the_collection_reads():
     assert len(DRIVERS) >= 2 and FIRMWARE and len(CANN) >= 6 and INSTALL
-    assert len(entries("versions")) == len(DRIVERS) + len(FIRMWARE) + len(CANN) + len(INSTALL)
+    assert len(corpus.index("versions")) == len(DRIVERS) + len(FIRMWARE) + len(CANN) + len(INSTALL)

@@ -141,7 +141,7 @@ def test_device_health_a3_is_per_chip():
 
 
 def _sample(name: str) -> str:
-    from tests.unit.corpus.corpus import CORPUS
+    from tests.helpers.corpus import CORPUS
 
     with open("%s/npu_smi/%s" % (CORPUS, name), encoding="utf-8") as f:
         return f.read()
