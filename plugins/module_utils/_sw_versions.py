@@ -121,8 +121,11 @@ def in_inner_items(inner: str | None, items: list) -> bool | None:
     """Whether the release of ``inner`` is one of ``items`` (:func:`compat_items`), None when it has none or no item
     names one."""
     code = inner_code(inner)
-    bounds = [(inner_code(lo), inner_code(hi)) for lo, hi in items]
-    bounds = [(lo, hi) for lo, hi in bounds if lo is not None and hi is not None]
+    bounds = []
+    for low, high in items:
+        lo, hi = inner_code(low), inner_code(high)
+        if lo is not None and hi is not None:
+            bounds.append((lo, hi))
     if code is None or not bounds:
         return None
     return any(lo <= code <= hi for lo, hi in bounds)
@@ -227,7 +230,7 @@ def fit(packages: dict, boards: dict | None = None) -> dict:
             unknown.append("%s was not found" % what)
     fw_version, fw_line = _get(firmware, "Version")
     fw_ranges, fw_ranges_line = _get(driver, "compatible_version_fw")
-    if fw_version and fw_ranges:
+    if firmware and driver and fw_version and fw_ranges:
         verdicts = [in_version_range(fw_version, lo, hi) for lo, hi in compat_items(fw_ranges)]
         if any(verdicts):
             pass

@@ -172,7 +172,7 @@ def chip_warnings(results: Mapping[str, Mapping[str, Any]], hostvars: Mapping[st
             continue
         facts = (_host(hostvars, host).get("ansible_facts") or {}).get("ascend_npu") or {}
         chip = facts.get("chip_name") or "NPU"
-        errors = found.get("chip_errors") if isinstance(found.get("chip_errors"), Mapping) else {}
+        errors: Mapping[Any, Any] = found["chip_errors"] if isinstance(found.get("chip_errors"), Mapping) else {}
         for device, state in sorted(health.items(), key=_device_order):
             if state != "OK":
                 error = errors.get(device, errors.get(str(device)))

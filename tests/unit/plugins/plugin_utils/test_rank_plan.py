@@ -17,7 +17,7 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils import _rank_plan
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
 
 
-def host(name: str, index: int, chip: str = "910B", devices: int = 8, ips: bool = True, **extra: Any) -> dict:
+def host(name: str, index: int, chip: str | None = "910B", devices: int = 8, ips: bool = True, **extra: Any) -> dict:
     """One host's variables as the play holds them after hccn_facts."""
     found = [{"device_id": d, "device_ip": f"198.19.{d}.{index}" if ips else ""} for d in range(devices)]
     return {
