@@ -143,11 +143,14 @@ ansible_facts:
           sample: 910B3
         chip_problem:
           description:
-            - Why O(chip) is null although npu-smi printed a table - a name that does not say which chip for sure - naming
-              the field and the line; also in RV(ascend_npu.warnings). The rank table role refuses such a server.
+            - Why RV(ansible_facts.ascend_npu.chip) is null although npu-smi printed a table - a name that does not say which chip for
+              sure - naming the field and the line; also among the warnings. The rank table role and the net_health
+              report refuse such a server.
           type: str
           returned: always
-          sample: "npu-smi info's Name column 'Ascend910' (line '| 0     Ascend910 | OK | ...') is the generic name A3 boards print, but the table has no Chip Phy-ID column: A3 or not is unclear"
+          sample: >-
+            npu-smi info's Name column 'Ascend910' (line '| 0     Ascend910 | OK | ...') is the generic name A3 boards
+            print, but the table has no Chip Phy-ID column: A3 or not is unclear
         driver_version:
           description: The driver's version, from the header of C(npu-smi info) (C(Version:)); null without it.
           type: str
