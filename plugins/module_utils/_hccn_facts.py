@@ -196,7 +196,11 @@ class Gatherer:
 
             def info_table() -> tuple:
                 raw = client.run(["info"])
-                return _npu_smi.parse_info_table(raw), _npu_smi.parse_version(raw)
+                table = _npu_smi.parse_info_table(raw)
+                unknown = _npu_smi.version_problem(raw)
+                if unknown:
+                    self.warn(unknown)
+                return table, _npu_smi.parse_version(raw)
 
             calls = [info_table] + ([client.info_list] if self.params["devices"] is None else [])
             # Both npu-smi calls at once: each costs a process start, and the hccn_tool calls wait for them.

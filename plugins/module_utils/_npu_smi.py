@@ -131,6 +131,16 @@ def parse_version(raw: str) -> str | None:
     return match.group(1) if match else None
 
 
+def version_problem(raw: str) -> str | None:
+    """Why :func:`parse_version` gave no driver version although npu-smi printed its table: the header line it read (the
+    first line naming ``npu-smi``, else the first with words in it), for the facts' warning; None when it gave one."""
+    if parse_version(raw) is not None:
+        return None
+    lines = [line.strip() for line in raw.splitlines() if any(c.isalnum() for c in line)]
+    header = next((line for line in lines if "npu-smi" in line.lower()), lines[0] if lines else "")
+    return "npu-smi info's header gave no driver version (no 'Version:' in %r): driver version unknown" % header[:120]
+
+
 def chip_devices(table: list) -> dict:
     """``{(npu_id, chip_id): device_id}`` from the parsed ``npu-smi info`` table: the one device numbering.
 

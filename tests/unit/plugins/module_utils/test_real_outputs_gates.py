@@ -133,3 +133,14 @@ def test_the_preflight_reads_the_packages_files_under_the_install_directory_and_
         "the firmware 6.2.1.0 (%s/firmware/version.info: 'Version=6.2.1.0') is outside the driver's compatible firmware "
         "(%s/driver/version.info: 'compatible_version_fw=[7.0.0,7.1.99]')" % (tmp_path, tmp_path)
     ]
+
+
+def test_a_table_whose_header_gives_no_version_leaves_the_driver_unknown_and_warns_naming_the_line(tmp_path):
+    table = sample("npu_smi", "info_910b1_8npu_24.1.rc3.txt").replace("Version: 24.1.rc3", "Ver 24.1.rc3")
+    facts = _server(tmp_path, table)
+    assert facts["driver_version"] is None and facts["chip"] == "910B"
+    line = next(row for row in table.splitlines() if "Ver 24.1.rc3" in row)
+    assert [w for w in facts["warnings"] if "npu-smi info's header" in w] == [
+        f"npu-smi info's header gave no driver version (no 'Version:' in {line.strip()!r}): driver version unknown"
+    ]
+    assert n.version_problem(sample("npu_smi", "info_910b1_8npu_24.1.rc3.txt")) is None
