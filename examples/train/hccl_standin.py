@@ -216,17 +216,45 @@ def link_error_info(links: list) -> list:
     return ["LINK_ERROR_INFO:"] + ["    " + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
 
 
+def plog_link_error_info(me: Rank, links: list, thread: int) -> list:
+    """The plog's ``LINK_ERROR_INFO`` table as HCCL prints it (CANN 8.x; HCCL user guide, 建链超时（EI0006）): one plog
+    line per row, the destination (the peer) first, ``dest_ip(user_rank) | dest_port | src_ip(user_rank) | src_port |
+    MyRole | Status``."""
+    rows = [
+        "   _________________________LINK_ERROR_INFO___________________________",
+        "   |  comm error, device[%d]" % me.device_id,
+        "   |  dest_ip(user_rank)  |   dest_port   |  src_ip(user_rank)   |   src_port   |   MyRole   |   Status   |",
+        "   |----------------------|---------------|----------------------|--------------|------------|------------|",
+    ]
+    for link in links:
+        rows.append(
+            "   |  %s(%d)   |  %d  |   %s(%d)   |  0  |  %s  | time out |"
+            % (
+                link.remote.device_ip,
+                link.remote.rank_id,
+                link.remote.device_port,
+                me.device_ip,
+                me.rank_id,
+                "client" if link.outgoing else "server",
+            )
+        )
+    rows.append("   ___________________________________________________________________")
+    return [("hccl_socket_manager.cc:591", " [%d]%s" % (thread, row)) for row in rows]
+
+
 def socket_timeout_error(me: Rank, links: list, timeout: float, lost: str = "") -> HcclError:
     """EI0006 for the links that did not come up in ``timeout`` seconds (or, with ``lost``, broke later), naming their IPs."""
+    thread = threading.get_native_id()
     log = [
         (
             # The reference's example line; role[0] server (accepting), role[1] client (connecting) is the stand-in's reading.
+            # rank[N] is the waiting rank itself, as HCCL prints it (its LINK_ERROR_INFO's src_ip(user_rank)).
             "hccl_socket_manager.cc:778",
             " [%d][Wait][LinkEstablish]wait socket establish timeout, role[%d] rank[%d] timeout[%d]"
-            % (threading.get_native_id(), 1 if link.outgoing else 0, link.remote.rank_id, int(timeout)),
+            % (thread, 1 if link.outgoing else 0, me.rank_id, int(timeout)),
         )
         for link in links
-    ]
+    ] + plog_link_error_info(me, links, thread)
     if lost:
         log = [("hccl_standin.py:exec", " link to rank %d lost: %s" % (link.remote.rank_id, lost)) for link in links]
     peers = ", ".join(

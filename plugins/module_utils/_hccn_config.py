@@ -79,9 +79,11 @@ def read_devices(tool: _hccn_tool.HccnTool, reads: dict, parallel: int, when: st
     states: dict = dict((device, {}) for device in reads)
     for (device, name), value in zip(tasks, answers):
         if isinstance(value, ParseError):
+            # The device's current value is unknown, so nothing is set on it (fail closed), naming field and answer.
             raise ConfigError(
-                "%s: hccn_tool gave an answer for device %d that cannot be parsed: %r; check the driver version"
-                % (when, device, value.raw),
+                "%s: `%s` printed %r for device %d, which this collection cannot read (%s unknown); check the driver "
+                "version, and report the output (docs/real-outputs.md)"
+                % (when, " ".join(tool.command(device, ["-%s" % name, "-g"])), value.raw, device, value.what),
                 stdout=value.raw,
             )
         if isinstance(value, _hccn_tool.HccnError):

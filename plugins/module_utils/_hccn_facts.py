@@ -3,7 +3,10 @@
 """Gather ``ascend_npu`` facts: device list, concurrent ``hccn_tool`` queries, hccn.conf cross-check.
 
 Used by the ``hccn_facts`` module. Everything that must stop the module raises :class:`FactsError`
-(message saying what to fix, plus raw output); the module turns it into ``fail_json``.
+(message saying what to fix, plus raw output); the module turns it into ``fail_json``. An answer a parser
+cannot read (a driver's variant not seen yet) stops nothing: that device's fields of the query are unknown
+(None), the answer is kept in its ``unparsed`` and named in a warning, and the gate that needs the field
+decides (``plugin_utils/_net_health``).
 
 Runs on target hosts: Python 3.8+, stdlib only.
 """
@@ -33,6 +36,20 @@ _GETTERS = {
 }
 
 
+# query -> the device facts it gives; an answer the parser cannot read leaves them None (unknown).
+QUERY_FIELDS = {
+    "ip": ("device_ip", "netmask", "ips"),
+    "gateway": ("gateway",),
+    "netdetect": ("netdetect",),
+    "net_health": ("net_health",),
+    "link": ("link",),
+    "tls": ("tls_switch", "tls_preconfigured", "tls_alarm_days"),
+    "mac": ("mac",),
+}
+# How much of an unreadable answer the facts keep (a driver's answer is a line or two).
+RAW_LIMIT = 300
+
+
 class FactsError(Exception):
     """Stop the module: ``msg`` says what to fix, ``details`` carries raw cmd/rc/stdout/stderr."""
 
@@ -45,21 +62,14 @@ class FactsError(Exception):
 def query_devices(tool: _hccn_tool.HccnTool, devices: list, queries: tuple, parallel: int) -> dict:
     """Run every (device, query) pair on a bounded thread pool.
 
-    Returns ``{(device, query): value or HccnError}`` for per-device outcomes; raises FactsError
-    for answers that concern the whole host (unparseable output, driver rejects the command,
-    binary not executable).
+    Returns ``{(device, query): value, HccnError or ParseError}`` for per-device outcomes: an answer that cannot be
+    parsed (a driver's variant not seen yet) is that field's alone, never the host's (:func:`device_from_answers`).
+    Raises FactsError for answers that concern the whole host (the driver rejects the command, the binary cannot run).
     """
     tasks = [(device, query) for device in devices for query in queries]
     values = _hccn_tool.pool_map(lambda task: getattr(tool, _GETTERS[task[1]])(task[0]), tasks, parallel)
     answers = dict(zip(tasks, values))
-    for (device, query), value in sorted(answers.items()):
-        if isinstance(value, ParseError):
-            raise FactsError(
-                "hccn_tool gave an answer for device %d (%s) that cannot be parsed; raw output: %r. "
-                "Check the driver version, or report this output so the parser can learn it."
-                % (device, " ".join(tool.command(device, ["-%s" % query, "-g"])), value.raw),
-                stdout=value.raw,
-            )
+    for (_device, query), value in sorted(answers.items(), key=lambda item: item[0]):
         if isinstance(value, _hccn_tool.HccnError) and value.kind in (_hccn_tool.USAGE, _hccn_tool.MISSING):
             hint = (
                 "drop %r from the gather option or upgrade the Ascend driver" % query
@@ -76,6 +86,12 @@ def query_devices(tool: _hccn_tool.HccnTool, devices: list, queries: tuple, para
     return answers
 
 
+def raw_answer(error: ParseError) -> str:
+    """What the driver printed, as one line for a warning: stripped, lines joined by `` / ``, at most :data:`RAW_LIMIT`."""
+    text = " / ".join(line.strip() for line in error.raw.strip().splitlines() if line.strip())
+    return text if len(text) <= RAW_LIMIT else text[:RAW_LIMIT] + "..."
+
+
 def device_from_answers(device: int, answers: dict, queries: tuple, conf: dict | None) -> dict:
     """One ``devices`` entry from the device's answers, cross-checked against its hccn.conf keys."""
     entry: dict = {
@@ -88,12 +104,19 @@ def device_from_answers(device: int, answers: dict, queries: tuple, conf: dict |
         "net_health": None,
         "link": None,
         "error": None,
+        "unparsed": {},
     }
     for query in queries:
         value = answers[(device, query)]
         if isinstance(value, _hccn_tool.HccnError):
             if entry["error"] is None:
                 entry["error"] = value.stderr or value.reason
+            continue
+        if isinstance(value, ParseError):
+            # A variant this collection cannot read: its fields are unknown, the raw answer is kept; the gate
+            # that needs the field decides (_net_health fails the device closed, naming field and answer).
+            entry.update(dict.fromkeys(QUERY_FIELDS[query]))
+            entry["unparsed"][query] = raw_answer(value)
             continue
         if query == "ip":
             entry.update(device_ip=value["address"], netmask=value["netmask"], ips=value["ips"])
@@ -117,7 +140,7 @@ def _cross_check(entry: dict, conf: dict | None) -> None:
 def device_from_conf(device: int, conf: dict) -> dict:
     """One ``devices`` entry from hccn.conf alone (fallback when hccn_tool is missing)."""
     own = conf.get(device, {})
-    entry: dict = {"device_id": device, "net_health": None, "link": None, "error": None}
+    entry: dict = {"device_id": device, "net_health": None, "link": None, "error": None, "unparsed": {}}
     entry.update(_hccn_conf.facts_from_conf(own))
     entry["ips"] = [{"address": entry["device_ip"], "netmask": entry["netmask"]}] if entry["device_ip"] else []
     entry.update(conf=own, stale_conf=False, stale_keys=[])
@@ -248,6 +271,21 @@ class Gatherer:
                 % (len(failed), len(entries), named, more)
             )
 
+    def warn_unparsed(self, tool: _hccn_tool.HccnTool, entries: list) -> None:
+        """One warning per answer that could not be read: the command, what it printed and the facts left unknown."""
+        for entry in entries:
+            for query, raw in sorted(entry.get("unparsed", {}).items()):
+                self.warn(
+                    "device %d: `%s` printed %r, which this collection cannot read: %s unknown (null); the checks that need "
+                    "it refuse this device. Check the driver version, and report this output (docs/real-outputs.md)"
+                    % (
+                        entry["device_id"],
+                        " ".join(tool.command(entry["device_id"], ["-%s" % query, "-g"])),
+                        raw,
+                        ", ".join(QUERY_FIELDS[query]),
+                    )
+                )
+
     def versions(self, npu_smi: str | None) -> dict:
         """The driver (``npu-smi info``'s header), firmware (every NPU's board) and CANN versions (``_sw_versions``)."""
         found = dict(_sw_versions.read_cann(self.params.get("cann_dir")), driver_version=self.driver_version, firmware_version=None)
@@ -290,6 +328,7 @@ class Gatherer:
             answers = query_devices(tool, devices, queries, self.params["parallel"])
             entries = [device_from_answers(d, answers, queries, conf) for d in devices]
             self.warn_failed_devices(entries)
+            self.warn_unparsed(tool, entries)
             source = "hccn_tool"
         chip = _npu_smi.chip_facts(self.table)
         if chip["chip_problem"]:

@@ -39,15 +39,12 @@ _NETDETECT = re.compile(r"netdetect\s+addr(?:ess)?\s*:\s*(?P<value>\S*)", re.IGN
 _NET_HEALTH = re.compile(r"net\s+health\s+status\s*:\s*(?P<value>\S(?:.*\S)?)\s*$", re.IGNORECASE | re.MULTILINE)
 _LINK = re.compile(r"link\s+status\s*:\s*(?P<value>\S+)", re.IGNORECASE)
 _MAC = re.compile(r"mac\s+addr(?:ess)?\s*:\s*(?P<value>(?:[0-9a-f]{2}[:-]){5}[0-9a-f]{2})", re.IGNORECASE)
-# `-tls -g`'s first line. Drivers print it with or without `tls preconfigured[N](...)` between the
-# switch and the threshold: the HCCL documentation's TLS-inconsistency page (hcclug_000045, CANN 8.5)
-# shows `tls switch[0](0:disable, 1:enable), tls alarm time threshold[60]days` alone.
-_TLS = re.compile(
-    r"tls\s+switch\s*\[\s*(?P<switch>\d+)\s*\].*?"
-    r"(?:tls\s+preconfigured\s*\[\s*(?P<preconfigured>\d+)\s*\].*?)?"
-    r"tls\s+alarm\s+time\s+threshold\s*\[\s*(?P<threshold>\d+)\s*\]",
-    re.IGNORECASE | re.DOTALL,
-)
+# `-tls -g`'s first line: `tls switch[N](...)`, then (some drivers) `tls preconfigured[N](...)`, then
+# `tls alarm time threshold[N]days`. The HCCL documentation's TLS-inconsistency page (hcclug_000045,
+# CANN 8.5) shows the line without the preconfigured field; the switch is the one field a gate needs.
+_TLS_SWITCH = re.compile(r"tls\s+switch\s*\[\s*(?P<value>\d+)\s*\]", re.IGNORECASE)
+_TLS_PRECONFIGURED = re.compile(r"tls\s+preconfigured\s*\[\s*(?P<value>\d+)\s*\]", re.IGNORECASE)
+_TLS_THRESHOLD = re.compile(r"tls\s+alarm\s+time\s+threshold\s*\[\s*(?P<value>\d+)\s*\]", re.IGNORECASE)
 
 
 class ParseError(ValueError):
@@ -140,18 +137,22 @@ def parse_mac(raw: str) -> str:
 
 
 def parse_tls(raw: str) -> dict:
-    """Parse ``-tls -g`` -> ``{"tls_switch": bool, "tls_preconfigured": bool | None, "tls_alarm_days": int}``.
+    """Parse ``-tls -g`` -> ``{"tls_switch": bool, "tls_preconfigured": bool | None, "tls_alarm_days": int | None}``.
 
-    ``tls_preconfigured`` is None (unknown) where the driver prints no ``tls preconfigured[...]`` field.
+    Only the switch is required (ParseError without it). ``tls_preconfigured`` and ``tls_alarm_days`` are
+    None (unknown) where the driver does not print them; of a multi-device output (``for i in ...``) the
+    first device's line is read.
     """
-    match = _TLS.search(raw)
-    if not match:
+    switch = _TLS_SWITCH.search(raw)
+    if not switch:
         raise ParseError("tls switch", raw)
-    preconfigured = match.group("preconfigured")
+    line = raw[switch.start() :].split("\n", 1)[0]
+    preconfigured = _TLS_PRECONFIGURED.search(line)
+    threshold = _TLS_THRESHOLD.search(line)
     return {
-        "tls_switch": match.group("switch") != "0",
-        "tls_preconfigured": None if preconfigured is None else preconfigured != "0",
-        "tls_alarm_days": int(match.group("threshold")),
+        "tls_switch": switch.group("value") != "0",
+        "tls_preconfigured": None if preconfigured is None else preconfigured.group("value") != "0",
+        "tls_alarm_days": None if threshold is None else int(threshold.group("value")),
     }
 
 

@@ -18,8 +18,11 @@ description:
   - Calls run concurrently (C(hccn_tool) is slow on real hardware), at most O(parallel) at a time.
   - A device with no IP, gateway or netdetect address set is a normal state and gives empty
     strings. A device that answers with an error is reported in its own entry (C(error) holds
-    the raw stderr) instead of failing the task. An answer that cannot be parsed fails the task
-    with the raw text.
+    the raw stderr) instead of failing the task. An answer that cannot be parsed (a driver's
+    variant not seen yet) fails nothing either - that query's fields of that device are null
+    (unknown), the answer is kept in the device's C(unparsed) and named in a warning, and the
+    checks that need the field (the net_health role, the smoke check, the device IP stage)
+    refuse that device, naming the field and the answer. docs/real-outputs.md lists the variants read.
   - Devices are discovered with C(npu-smi info -l), falling back to the C(/dev/davinciN) nodes;
     the O(devices) option overrides discovery.
   - The facts also hold the versions every server of a multi-server job must share - the driver's (C(npu-smi info)'s
@@ -258,6 +261,15 @@ ansible_facts:
               description: Raw stderr of the first query this device failed (for example V(Command execute failed!)); null when it answered.
               type: str
               sample: null
+            unparsed:
+              description:
+                - The answers this collection could not read, by query (V(ip), V(gateway), V(netdetect), V(net_health),
+                  V(link), V(tls), V(mac)), as printed (lines joined by C( / ), at most 300 characters). Each such
+                  query's fields are null (unknown) in this entry.
+                - Empty when every answer was read.
+              type: dict
+              returned: always
+              sample: {"link": "link status: ???"}
             conf:
               description: What hccn.conf says for this device (key without the C(_N) suffix, value).
               type: dict
@@ -272,7 +284,7 @@ ansible_facts:
               elements: str
               sample: []
             tls_switch:
-              description: TLS switch of the device.
+              description: TLS switch of the device; null when its C(-tls -g) answer could not be read (see C(unparsed)).
               type: bool
               returned: when O(gather) contains V(tls) and the device answered
               sample: false
@@ -285,7 +297,7 @@ ansible_facts:
               returned: when O(gather) contains V(tls) and the device answered
               sample: true
             tls_alarm_days:
-              description: TLS certificate alarm threshold, in days.
+              description: TLS certificate alarm threshold, in days; null when the driver prints none.
               type: int
               returned: when O(gather) contains V(tls) and the device answered
               sample: 60

@@ -15,13 +15,22 @@ Pure functions, used by the ``ascend.cluster.diagnosis`` filter (``playbooks/dia
   DOWN - check the optics/cable``; the first failing rank first, by :func:`first_order` (the rank the
   job's group named, as the ``FAILED:`` line does, else the clock-corrected order).
 
-Formats recognised (reference section 7): the stderr block ``EI0006: [PID: n] 2025-04-08-18:07:20.444.436
-text`` (older CANN without ``[PID: n]``), summary names ``Communication_Error_Get_Socket(EI0006)``,
-plog lines ``[ERROR] HCCL(pid,pname):2025-07-23-03:49:57.177.194 [file.cc:778]text``, torch_npu's
-``HcclAllreduce, error code is 6`` and ``ERR01100 OPS call acl api failed``, and the HCCL texts the
-reference quotes without a code (``wait socket establish timeout``, ``listen on ip[...] and specific
-port[16666] fail``, ``device_ip is invalid in ranktable``, ``Maybe the last training process is
-running``): their code is then inferred, and the diagnosis says so.
+Formats recognised (reference section 7, and the real outputs of ``tests/corpus/logs/``, docs/real-outputs.md): the
+stderr block ``EI0006: [PID: n] 2025-04-08-18:07:20.444.436 text`` (older CANN without ``[PID: n]``), the newer
+``[PID: n] <time> Bind_Failed(EJ0003): text``, MindSpore's ``... Ascend Error Message:EJ0001: text`` on a log line of
+its own, summary names ``Communication_Error_Get_Socket(EI0006)``, plog lines ``[ERROR] HCCL(pid,pname):2025-07-23-
+03:49:57.177.194 [file.cc:778]text`` (MindSpore's ``[CRITICAL] DEVICE(pid,tid,pname):...`` too), torch_npu's
+``HcclAllreduce, error code is 6`` and ``ERR01100 OPS call acl api failed``, and the HCCL texts the reference or the
+HCCL documentation quotes without a code (``wait socket establish timeout``, ``LINK_ERROR_INFO``, ``listen on
+ip[...] and specific port[16666] fail``, ``device_ip is invalid in ranktable``, ``Maybe the last training process is
+running``): their code is then inferred, and the diagnosis says so. Every line may carry a launcher's prefix
+(torchrun's ``[rank1]: ``, a serving framework's ``(Worker_TP11 pid=15618) ERROR 10-11 11:32:59 [file.py:3556] ``):
+it is removed before reading (:func:`strip_launcher`).
+
+The peers: the plog's ``LINK_ERROR_INFO`` table (rows ``| dest_ip(user_rank) | dest_port | src_ip(user_rank) | ...``,
+destination first: the peer's device IP, rank and port, and this device's IP), ``Transport init error ...
+remoteUserrank[N]-remote_ip_addr[host]`` (the peer's rank and server), and the HCCL stand-in's table and cause line.
+``wait socket establish timeout, role[r] rank[N]`` names the waiting rank itself, never a peer.
 """
 
 from __future__ import annotations
@@ -37,17 +46,37 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils._watch import rank_
 TIME = r"\d{4}-\d{2}-\d{2}-\d{2}:\d{2}:\d{2}\.\d{3}\.\d{3}"
 # "EI0006: [PID: 1292363] 2025-04-08-18:07:20.444.436 Getting socket times out. ..." (older CANN: no [PID: n])
 _BLOCK = re.compile(r"^\s*(E[A-Z]\d{4}):\s*(?:\[PID:\s*(\d+)\]\s*)?(" + TIME + r")?\s*(.*)$")
+# "[PID: 60571] 2025-12-04-14:46:07.669.968 Bind_Failed(EJ0003): Failed to bind the IP port. ..." (newer CANN)
+_PID_BLOCK = re.compile(r"^\s*\[PID:\s*(\d+)\]\s*(" + TIME + r")\s+(?:([A-Z][A-Za-z_]*)\()?(E[A-Z]\d{4})\)?:\s*(.*)$")
+# MindSpore: "...initialization failed.Ascend Error Message:EJ0001: Failed ..." / "error message: EJ0001: ..."
+_EMBEDDED = re.compile(r"(?:Ascend Error Message|error message):\s*(E[A-Z]\d{4}):\s*(.*)$", re.IGNORECASE)
 # "Communication_Error_Get_Socket(EI0006)"
 _SUMMARY = re.compile(r"\b([A-Z][A-Za-z_]+)\((E[A-Z]\d{4})\)")
-# "[ERROR] HCCL(2717288,python3):2025-07-23-03:49:57.177.194 [hccl_socket_manager.cc:778] [2734049][Wait]..."
-_PLOG = re.compile(r"^\[(ERROR|WARNING|INFO|DEBUG|EVENT)\]\s*([A-Za-z_]+)\((\d+),([^)]*)\):(" + TIME + r")\s*\[([^\]]*)\]\s?(.*)$")
+# "[ERROR] HCCL(2717288,python3):2025-07-23-03:49:57.177.194 [hccl_socket_manager.cc:778] [2734049][Wait]..."; MindSpore's
+# "[CRITICAL] DEVICE(17381,ffff890145d0,python):2022-12-01-03:02:29.002.576 [.../ascend_collective_comm_lib.cc:112] ..."
+_PLOG = re.compile(
+    r"^\[(ERROR|WARNING|INFO|DEBUG|EVENT|CRITICAL|EXCEPTION|TRACE)\]\s*([A-Za-z_]+)\((\d+),([^)]*)\):(" + TIME + r")\s*\[([^\]]*)\]\s?(.*)$"
+)
+# Launchers' per-line prefixes: torchrun's "[rank1]: ", a serving framework's "(Worker_TP11 pid=15618) ERROR 10-11 11:32:59
+# [model_runner_v1.py:3556] " (vllm, vllm-ascend; "(EngineCore_DP0 pid=1096) (RayWorkerWrapper pid=545, ip=...) " nests).
+_LAUNCHER = re.compile(
+    r"^(?:\[rank\d+\]:\s?|\([^()]*\bpid=\d+[^()]*\)\s?(?:(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)\s+\d{2}-\d{2}\s+\d{2}:\d{2}:\d{2}\s+\[[^\]]*\]\s?)?)"
+)
 _TORCH_HCCL = re.compile(r"\b(Hccl[A-Za-z]+), error code is (\d+)")
 _TORCH_ERR = re.compile(r"\b(ERR\d{5})\b\s*(.*)")
 _CODE_IN_TEXT = re.compile(r"\b(E[A-Z]\d{4})\b")
 _IP = r"\d{1,3}(?:\.\d{1,3}){3}"
 _IP_RE = re.compile(r"\b(" + _IP + r")\b")
-_LISTEN = re.compile(r"listen on ip\[(" + _IP + r")\] and specific port\[(\d+)\] fail")
-_WAIT_RANK = re.compile(r"wait socket establish timeout, role\[\d+\] rank\[(\d+)\]")
+# "listen on ip[192.168.20.160] and specific port[16666] fail"; the host NIC's form names the interface: "ip[192.168.1.100%enp53s0f2]"
+_LISTEN = re.compile(r"listen on ip\[(" + _IP + r")(?:%[^\]]*)?\] and specific port\[(\d+)\] fail")
+# A LINK_ERROR_INFO row's "192.168.100.212(10)": a device IP and its user rank
+_IP_RANK = re.compile(r"(" + _IP + r")\((\d+)\)")
+# "createLink para:rank[1]-localUserrank[1]-localIpAddr[11.254.19.30], dst_rank[2]-remoteUserrank[2]-remote_ip_addr[11.254.19.30]"
+# (newer CANN: "remoteRank[0]-remoteUserrank[0]-remoteIpAddr[192.168.200.100/0]", [server/device id]; some print "creakLink")
+_TRANSPORT = re.compile(
+    r"crea(?:te|k)Link para:\s*rank\[\d+\]-localUserrank\[(\d+)\]-localIpAddr\[([^\]]*)\],\s*"
+    r"(?:dst_rank|remoteRank)\[\d+\]-remoteUserrank\[(\d+)\]-(?:remote_ip_addr|remoteIpAddr)\[([^\]/]*)"
+)
 _STANDIN_PEER = re.compile(r"\brank (\d+) (" + _IP + r"):(\d+)")
 # EADDRNOTAVAIL's text (strerror): the address HCCL binds is not this device's (the stand-in and the OS print it so)
 ADDRESS_TEXT = "Cannot assign requested address"
@@ -57,8 +86,13 @@ _STANDIN_SELF = re.compile(r"hccl_standin: EI\d{4} [^:]*: rank (\d+) \(device (\
 TEXT_CODES = (
     ("wait socket establish timeout", "EI0006"),
     ("Getting socket times out", "EI0006"),
+    # HCCL reports EI0006 as it prints the table (HCCL user guide, 建链超时（EI0006）: hicann/hccl
+    # docs/zh/user_guide/fault_diagnosis/param_link_stage.md); older CANN prints the table alone (comm_base.cc).
+    ("LINK_ERROR_INFO", "EI0006"),
     ("specific port[", "EI0019"),
     ("device_ip is invalid in ranktable", "EI0014"),
+    # HCCP's device-IP check (HCCL user guide, rank table文件中device_ip字段校验失败（EI0014）: rank_table_load_fail.md)
+    ("in the ranktable is inconsistent with the IP address", "EI0014"),
     ("Config_Error_Ranktable", "EI0014"),
     ("Maybe the last training process is running", "EJ0001"),
 )
@@ -124,15 +158,69 @@ def cann_clock(cann_time: str | None) -> str | None:
     return cann_time[11:19] if cann_time else None
 
 
+def strip_launcher(line: str) -> str:
+    """``line`` without the prefixes a launcher writes before each line of a rank's output (see :data:`_LAUNCHER`)."""
+    found = _LAUNCHER.match(line)
+    while found and found.end():
+        line = line[found.end() :]
+        found = _LAUNCHER.match(line)
+    return line
+
+
 def parse_plog(lines: list) -> list:
     """Plog lines as dicts (level, module, pid, time, source, text); other lines are skipped."""
     out = []
     for line in lines:
-        found = _PLOG.match(line.strip())
+        found = _PLOG.match(strip_launcher(str(line)).strip())
         if found:
             level, module, pid, _pname, when, source, text = found.groups()
             out.append({"level": level, "module": module, "pid": int(pid), "time": when, "source": source, "text": text.strip()})
     return out
+
+
+def plog_link_errors(entries: list) -> list:
+    """The links of the plog's ``LINK_ERROR_INFO`` tables: ``{"local_ip", "local_rank", "remote_ip", "remote_rank",
+    "remote_port"}``.
+
+    Each row is a plog line of its own; the header names the columns, the destination (the peer) first:
+    ``| dest_ip(user_rank) | dest_port | src_ip(user_rank) | src_port | MyRole | Status | TlsStatus |`` (CANN 8.x),
+    ``| dest_ip(rank_id) | src_ip(rank_id) | Role | Status |`` (older CANN). A cell reads ``192.168.100.212(10)``.
+    ``entries`` are :func:`parse_plog`'s.
+    """
+    links: list = []
+    header: list = []
+    inside = False
+    for entry in entries:
+        text = entry["text"]
+        if "LINK_ERROR_INFO" in text:
+            inside, header = True, []
+            continue
+        if not inside:
+            continue
+        if "|" not in text:
+            inside = False
+            continue
+        cells = [cell.strip() for cell in text.split("|")[1:]]
+        if any(cell.startswith("dest_ip") for cell in cells):
+            header = cells
+            continue
+        if not header or len(cells) < len(header):
+            continue
+        row = dict(zip(header, cells))
+        dest = next((_IP_RANK.search(v) for k, v in row.items() if k.startswith("dest_ip")), None)
+        src = next((_IP_RANK.search(v) for k, v in row.items() if k.startswith("src_ip")), None)
+        if dest is None:
+            continue
+        links.append(
+            {
+                "local_ip": src.group(1) if src else None,
+                "local_rank": int(src.group(2)) if src else None,
+                "remote_ip": dest.group(1),
+                "remote_rank": int(dest.group(2)),
+                "remote_port": _int(row.get("dest_port")),
+            }
+        )
+    return links
 
 
 def link_error_info(lines: list) -> list:
@@ -185,24 +273,30 @@ def _int(text: Any) -> int | None:
 
 
 def _peers(lines: list, plog: list) -> tuple:
-    """(peers, local_ip): the remote ends an error names, ``{"rank", "ip", "port"}``, first mention first."""
+    """(peers, local_ip): the remote ends an error names, ``{"rank", "ip", "port", "host"}``, first mention first.
+
+    ``ip`` and ``port`` are the peer device's (``LINK_ERROR_INFO``), ``host`` its server's (``Transport init error``).
+    """
     peers: list = []
     local_ip = None
 
-    def add(rank: int | None, ip: str | None, port: int | None) -> None:
+    def add(rank: int | None, ip: str | None, port: int | None, host: str | None = None) -> None:
         for peer in peers:
-            if (ip and peer["ip"] == ip) or (rank is not None and ip is None and peer["rank"] == rank):
-                peer["rank"] = peer["rank"] if peer["rank"] is not None else rank
-                peer["port"] = peer["port"] or port
+            if (rank is not None and peer["rank"] == rank) or (rank is None and ip and peer["ip"] == ip):
+                for key, value in (("rank", rank), ("ip", ip), ("port", port), ("host", host)):
+                    peer[key] = peer[key] if peer[key] is not None else value
                 return
-            if rank is not None and peer["rank"] == rank and peer["ip"] is None:
-                peer.update(ip=ip, port=peer["port"] or port)
-                return
-        peers.append({"rank": rank, "ip": ip, "port": port})
+        peers.append({"rank": rank, "ip": ip, "port": port, "host": host})
 
+    for link in plog_link_errors(plog):
+        local_ip = local_ip or link["local_ip"]
+        add(link["remote_rank"], link["remote_ip"], link["remote_port"])
     for link in link_error_info(lines):
         local_ip = local_ip or link["local_ip"]
         add(link["remote_rank"], link["remote_ip"], link["remote_port"])
+    for text in lines + [entry["text"] for entry in plog]:
+        for found in _TRANSPORT.finditer(text):
+            add(int(found.group(3)), None, None, found.group(4) or None)
     for line in lines:
         own = _STANDIN_SELF.search(line)
         if own:
@@ -210,15 +304,28 @@ def _peers(lines: list, plog: list) -> tuple:
             rest = line[own.end() :]
             for rank, ip, port in _STANDIN_PEER.findall(rest):
                 add(int(rank), ip, int(port))
-    for entry in plog:
-        wait = _WAIT_RANK.search(entry["text"])
-        if wait:
-            add(int(wait.group(1)), None, None)
     return peers, local_ip
 
 
 def _text_code(text: str) -> str | None:
     return next((code for needle, code in TEXT_CODES if needle in text), None)
+
+
+def _code_line(line: str) -> dict | None:
+    """The Ascend error a log line states with its code (``code``, ``time``, ``summary``, ``message``), or None."""
+    block = _BLOCK.match(line)
+    if block:
+        code, _pid, when, text = block.groups()
+        return {"code": code, "time": when, "summary": None, "message": text.strip()}
+    pid_block = _PID_BLOCK.match(line)
+    if pid_block:
+        _pid, when, name, code, text = pid_block.groups()
+        return {"code": code, "time": when, "summary": name, "message": text.strip()}
+    embedded = _EMBEDDED.search(line)
+    if embedded:
+        plog = _PLOG.match(line.strip())
+        return {"code": embedded.group(1), "time": plog.group(5) if plog else None, "summary": None, "message": embedded.group(2).strip()}
+    return None
 
 
 def first_error(log_lines: list, plog_lines: list | None = None) -> dict | None:
@@ -229,23 +336,24 @@ def first_error(log_lines: list, plog_lines: list | None = None) -> dict | None:
     or ``ERR01100`` and the like; ``inferred`` True when the code comes from an HCCL text, not the code
     itself; ``time`` the CANN time of the error (of the block, else of the first ERROR plog line); ``variant``
     ``address`` for an EI0019 / EJ0003 whose text says :data:`ADDRESS_TEXT` (a device IP that is not the device's,
-    not a port in use), else None.
+    not a port in use), else None. Launchers' line prefixes are removed first; plog lines printed into the log
+    (``ASCEND_SLOG_PRINT_TO_STDOUT=1``) are read as plog lines too, after the plog's own.
     """
-    log_lines = [str(line) for line in (log_lines or [])]
-    plog = parse_plog([str(line) for line in (plog_lines or [])])
-    errors = [e for e in plog if e["level"] == "ERROR"]
+    log_lines = [strip_launcher(str(line)) for line in (log_lines or [])]
+    plog = parse_plog([str(line) for line in (plog_lines or [])]) + parse_plog(log_lines)
+    errors = [e for e in plog if e["level"] in ("ERROR", "CRITICAL", "EXCEPTION")]
     found: dict | None = None
     for line in log_lines:
-        block = _BLOCK.match(line)
-        if block:
-            code, _pid, when, text = block.groups()
-            found = {"code": code, "time": when, "message": text.strip(), "inferred": False, "source": "log"}
+        stated = _code_line(line)
+        if stated:
+            found = dict(stated, inferred=False, source="log")
             break
     if found is None:
         for line in log_lines:
             summary = _SUMMARY.search(line)
             if summary:
-                found = {"code": summary.group(2), "time": None, "message": line.strip(), "inferred": False, "source": "log"}
+                found = {"code": summary.group(2), "time": None, "summary": summary.group(1), "message": line.strip(), "inferred": False}
+                found["source"] = "log"
                 break
     if found is None:
         for entry in errors:
@@ -273,14 +381,16 @@ def first_error(log_lines: list, plog_lines: list | None = None) -> dict | None:
         return None
     if found["time"] is None and errors:
         found["time"] = errors[0]["time"]
-    names = [m for m in (_SUMMARY.search(line) for line in log_lines) if m and m.group(2) == found["code"]]
-    listen = next((m for m in (_LISTEN.search(t) for t in log_lines + [e["text"] for e in plog]) if m), None)
+    if not found.get("summary"):
+        names = [m for m in (_SUMMARY.search(line) for line in log_lines) if m and m.group(2) == found["code"]]
+        found["summary"] = names[0].group(1) if names else None
+    every_text = log_lines + [e["text"] for e in plog]
+    listen = next((m for m in (_LISTEN.search(t) for t in every_text) if m), None)
     peers, local_ip = _peers(log_lines, plog)
-    address = found["code"] in ("EI0019", "EJ0003") and any(ADDRESS_TEXT in t for t in log_lines + [e["text"] for e in plog])
+    address = found["code"] in ("EI0019", "EJ0003") and any(ADDRESS_TEXT in t for t in every_text)
     found.update(
         variant="address" if address else None,
         clock=cann_clock(found["time"]),
-        summary=names[0].group(1) if names else None,
         peers=peers,
         local_ip=local_ip,
         listen={"ip": listen.group(1), "port": int(listen.group(2))} if listen else None,

@@ -6,8 +6,9 @@ One row per (server, device) for the summary table, and one problem per bad devi
 the server, the device and its status and carrying the hint that tells the operator what to check
 next. The hints live here and nowhere else (the ``net_health`` role and its tests use them).
 
-Per device: an unreadable device, no IP, link DOWN, a net_health other than ``Success``, a stale
-``/etc/hccn.conf``. Whole cluster: the TLS switch must be the same on every device (HCCL), device
+Per device: an unreadable device, an answer of ``hccn_tool`` the facts could not read (its field unknown: the
+device is refused, naming the field and the answer, docs/real-outputs.md), no IP, link DOWN, a net_health other
+than ``Success``, a stale ``/etc/hccn.conf``. Whole cluster: the TLS switch must be the same on every device (HCCL), device
 IPs unique and each device subnet consistent with the chip's layout (``_ip_plan.validate_plan``).
 """
 
@@ -27,6 +28,8 @@ DEFAULT_HCCN_CONF = "/etc/hccn.conf"
 UNREACHED = ("Receive timeout", "Unreachable", "Time exceeded")
 # Faults of a device that make every probe aimed at it fail.
 ROOT_CAUSES = ("unreadable", "no IP", "link DOWN", "Fault")
+# The hccn_tool queries whose fields this check needs (hccn_facts' ``unparsed`` keys), and what they give.
+NEEDED = (("ip", "device IP"), ("link", "link status"), ("net_health", "net health status"))
 
 HINTS = {
     "error": "hccn_tool failed ({error}); check the driver (npu-smi info) and rerun",
@@ -38,6 +41,10 @@ HINTS = {
     "unreached": "{target} does not answer: check the target address, the route/gateway and the switch",
     "fault": "the NIC reports a fault: check the link and the device health (npu-smi info)",
     "other": "unexpected net_health status: check the device with hccn_tool -i {device} -net_health -g",
+    "unparsed": (
+        "{fields} unknown: `hccn_tool -i {device} -{query} -g` printed {raw!r}, which this collection cannot read; "
+        "check the driver version, and report the output (docs/real-outputs.md)"
+    ),
     "stale_conf": (
         "{conf} disagrees with the device on {keys}; the device is right: run prepare.yml --tags device_ip, "
         "which sets those values again so that hccn_tool rewrites the file"
@@ -78,6 +85,10 @@ def _device_problem(host: str, dev: Mapping[str, Any], check_conf: bool, conf: s
     health = dev.get("net_health")
     if dev.get("error"):
         return "unreadable", HINTS["error"].format(error=str(dev["error"]).strip())
+    unparsed = dev.get("unparsed") or {}
+    for query, fields in NEEDED:
+        if query in unparsed:
+            return "unreadable", HINTS["unparsed"].format(fields=fields, device=device, query=query, raw=str(unparsed[query]))
     if not dev.get("device_ip"):
         return "no IP", HINTS["no_ip"]
     if dev.get("link") == "DOWN":
@@ -99,11 +110,24 @@ def _device_problem(host: str, dev: Mapping[str, Any], check_conf: bool, conf: s
 
 
 def _tls_problem(devices: list[tuple[str, Mapping[str, Any]]]) -> str | None:
-    """One problem when the TLS switch is not the same on every device that reported it."""
+    """One problem when the TLS switch is not the same on every device that reported it, or is unknown on one whose
+    ``-tls -g`` answer could not be read (HCCL needs the same switch everywhere: an unknown one is refused)."""
     seen: dict[bool, list[str]] = {}
+    unknown = []
     for host, dev in devices:
         if dev.get("tls_switch") is not None:
             seen.setdefault(bool(dev["tls_switch"]), []).append(f"{host} device {dev.get('device_id')}")
+        elif "tls" in (dev.get("unparsed") or {}):
+            unknown.append(
+                HINTS["unparsed"].format(
+                    fields=f"{host} device {dev.get('device_id')}: TLS switch",
+                    device=dev.get("device_id"),
+                    query="tls",
+                    raw=str(dev["unparsed"]["tls"]),
+                )
+            )
+    if unknown:
+        return "cluster: " + "; ".join(unknown)
     if len(seen) < 2:
         return None
     majority = max(seen, key=lambda value: (len(seen[value]), not value))

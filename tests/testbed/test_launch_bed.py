@@ -395,7 +395,9 @@ def test_hccl_standin_all_reduces_over_the_device_ips_then_a_cut_link_fails_the_
     assert all(s["rc"] in (1, -15, -9) for s in ranks.values()), ranks
     server = "h1" if first < 8 else "h2"
     plog = bed.exec(server, "sh", "-c", f"cat /root/ascend/log/debug/plog/plog-{ranks[first]['pid']}_*.log").stdout
-    assert f"wait socket establish timeout, role[1] rank[{11 if first == 3 else 3}] timeout[20]" in plog, plog
+    # the waiting rank names itself; its peer is the LINK_ERROR_INFO row's destination
+    assert f"wait socket establish timeout, role[1] rank[{first}] timeout[20]" in plog, plog
+    assert f"|  198.19.3.{2 if first == 3 else 1}({11 if first == 3 else 3})   |  16666  |" in plog, plog
     assert not any(alive(p) for s in ranks.values() for p in (s["pid"], s["runner_pid"]))
     assert not _standin_processes(root / "runs")  # nothing left on either host
 

@@ -95,9 +95,12 @@ def test_ei0006_names_every_link_that_did_not_come_up():
         "hccl_standin: EI0006 socket timeout: rank 0 (device 0, 198.19.0.1) got no link to rank 2 198.19.0.2:16666 within "
         "HCCL_CONNECT_TIMEOUT=120s - check that link, its firewall and that every rank started in time"
     )
+    # rank[N] is the waiting rank (0), as HCCL prints it; the peer is in the plog's LINK_ERROR_INFO, destination first
     assert next(text for _src, text in error.log_lines).endswith(
-        "[Wait][LinkEstablish]wait socket establish timeout, role[1] rank[2] timeout[120]"
+        "[Wait][LinkEstablish]wait socket establish timeout, role[1] rank[0] timeout[120]"
     )
+    rows = [text for _src, text in error.log_lines if "(2)" in text]
+    assert rows and rows[0].split("|")[1:3] == ["  198.19.0.2(2)   ", "  16666  "] and "198.19.0.1(0)" in rows[0]
 
 
 def test_an_error_without_a_known_code_prints_no_block():
@@ -434,7 +437,7 @@ def test_a_rank_whose_peer_never_comes_fails_with_ei0006_after_the_connect_timeo
     [plog] = plogs(tmp_path, 0)
     assert (
         "[hccl_socket_manager.cc:778] " in plog.read_text()
-        and "wait socket establish timeout, role[1] rank[1] timeout[2]" in plog.read_text()
+        and "wait socket establish timeout, role[1] rank[0] timeout[2]" in plog.read_text()
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _hccn_conf as c
+from tests.helpers import corpus
 
 CONF = """\
 # written by hccn_tool
@@ -64,3 +65,8 @@ STALE_CASES = [
 @pytest.mark.parametrize("name,conf,device,expected", STALE_CASES, ids=[s[0] for s in STALE_CASES])
 def test_stale_keys(name, conf, device, expected):
     assert c.stale_keys(device, conf) == expected
+
+
+@pytest.mark.parametrize("entry, raw", corpus.samples("hccn_conf"))
+def test_every_real_hccn_conf_is_read_right(entry: dict, raw: str) -> None:
+    assert c.parse_conf(raw) == entry["expect"]

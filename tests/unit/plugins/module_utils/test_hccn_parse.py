@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _hccn_parse as p
+from tests.helpers import corpus
 
 IP_CASES = [
     (
@@ -111,3 +114,25 @@ def test_net_health_values_are_the_reference_enum():
     assert len(p.NET_HEALTH_VALUES) == 10
     for value in p.NET_HEALTH_VALUES:
         assert p.parse_net_health("net health status: %s\n" % value) == value
+
+
+# --------------------------------------------------------------------------- the corpus of real outputs
+
+# hccn_tool query (the `-<query> -g` of the sample's command) -> its parser
+CORPUS_PARSERS = {
+    "ip": p.parse_ip,
+    "gateway": p.parse_gateway,
+    "netdetect": p.parse_netdetect,
+    "net_health": p.parse_net_health,
+    "link": p.parse_link,
+    "tls": p.parse_tls,
+    "mac": p.parse_mac,
+    "ping": p.parse_ping,
+}
+
+
+@pytest.mark.parametrize("entry, raw", corpus.samples("hccn_tool"))
+def test_every_real_hccn_tool_output_is_read_right(entry: dict, raw: str) -> None:
+    query = re.search(r" -(\w+) -g\b", entry["command"])
+    assert query and query.group(1) in CORPUS_PARSERS, "no parser for %r" % entry["command"]
+    assert CORPUS_PARSERS[query.group(1)](raw) == entry["expect"]

@@ -245,6 +245,16 @@ def test_unreadable_device_fails_before_any_set():
     assert "Command execute failed!" in info.value.msg
 
 
+def test_an_unreadable_answer_sets_nothing_and_names_the_field_and_the_answer():
+    # the masked address MindCluster's log-collection guide prints for `-ip -g`: no device value, so no change
+    answers = {(HCCN, "-i", "1", "-ip", "-g"): (0, "ipaddr:10.xx.xx.10\nnetmask:255.255.255.0\n", "")}
+    with pytest.raises(ConfigError) as info:
+        configure([want(0, "198.18.0.10"), want(1, "198.18.0.11")], {0: {}, 1: {}}, answers=answers)
+    assert "`%s -i 1 -ip -g` printed 'ipaddr:10.xx.xx.10\\nnetmask:255.255.255.0\\n' for device 1" % HCCN in info.value.msg
+    assert info.value.msg.startswith("before any change: ") and "(ipaddr unknown)" in info.value.msg
+    assert info.value.details["stdout"].startswith("ipaddr:10.xx.xx.10")
+
+
 def test_address_moving_between_devices_is_ordered():
     # device 1 wants device 0's current address; device 0 moves away first.
     state = {0: {"address": "198.18.0.11", "netmask": MASK}, 1: {"address": "198.18.0.50", "netmask": MASK}}

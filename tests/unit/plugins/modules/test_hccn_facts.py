@@ -57,6 +57,7 @@ def test_fresh_and_configured_devices(tmp_path):
         "net_health": "Init",
         "link": "UP",
         "error": None,
+        "unparsed": {},
         "conf": {},
         "stale_conf": False,
         "stale_keys": [],
@@ -151,12 +152,36 @@ def test_no_devices_found_fails():
     assert "no NPU found" in info.value.msg and "devices option" in info.value.msg
 
 
-def test_unparseable_answer_fails_with_raw_text():
+def test_an_unreadable_answer_leaves_that_field_unknown_with_the_raw_answer_not_the_host_failed():
     transcript = device_answers(0, **CONFIGURED)
+    transcript.update(device_answers(1, **dict(CONFIGURED, ip="192.168.101.101")))
     transcript[(HCCN, "-i", "0", "-link", "-g")] = (0, "link status: ???\n", "")
-    with pytest.raises(FactsError) as info:
-        gather({"devices": [0]}, transcript)
-    assert "link status: ???" in info.value.msg and info.value.details["stdout"] == "link status: ???\n"
+    # MindCluster's log-collection guide prints `-ip -g` with a masked address (docs/en/faultdiag/user_guide/03_collecting_logs.md)
+    transcript[(HCCN, "-i", "1", "-ip", "-g")] = (0, "ipaddr:10.xx.xx.10\nnetmask:255.255.255.0\n", "")
+    facts, dummy = gather({"devices": [0, 1]}, transcript)
+    dev0, dev1 = facts["devices"]
+    assert (dev0["link"], dev0["unparsed"], dev0["error"], dev0["device_ip"]) == (
+        None,
+        {"link": "link status: ???"},
+        None,
+        "192.168.100.101",
+    )
+    assert (dev1["device_ip"], dev1["netmask"], dev1["ips"], dev1["link"]) == (None, None, None, "UP")
+    assert dev1["unparsed"] == {"ip": "ipaddr:10.xx.xx.10 / netmask:255.255.255.0"}
+    assert dev1["stale_conf"] is False  # an unknown value is not compared with hccn.conf
+    [warn0, warn1] = [w for w in facts["warnings"] if "cannot read" in w]
+    assert warn0.startswith("device 0: `%s -i 0 -link -g` printed 'link status: ???'" % HCCN) and "link unknown (null)" in warn0
+    assert "device 1: `%s -i 1 -ip -g` printed 'ipaddr:10.xx.xx.10 / netmask:255.255.255.0'" % HCCN in warn1
+    assert "device_ip, netmask, ips unknown" in warn1
+
+
+def test_an_unreadable_tls_answer_leaves_every_tls_field_unknown():
+    transcript = device_answers(0, **CONFIGURED)
+    transcript[(HCCN, "-i", "0", "-tls", "-g")] = (0, "tls status: enabled\n", "")
+    facts, dummy = gather({"devices": [0], "gather": ["tls"]}, transcript)
+    dev = facts["devices"][0]
+    assert (dev["tls_switch"], dev["tls_preconfigured"], dev["tls_alarm_days"]) == (None, None, None)
+    assert dev["unparsed"] == {"tls": "tls status: enabled"} and dev["net_health"] == "Success"
 
 
 def test_old_driver_without_tls_fails_with_hint():

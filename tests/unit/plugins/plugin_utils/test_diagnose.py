@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils import _diagnose as dg
+from tests.helpers import corpus
 from tests.helpers.collection import REPO_ROOT
 
 _spec = importlib.util.spec_from_file_location("hccl_standin", REPO_ROOT / "examples" / "train" / "hccl_standin.py")
@@ -56,19 +57,12 @@ def _cut_link() -> Any:
     return hs.socket_timeout_error(me, [hs.Link(ring, me, peer, True), hs.Link(ring, me, peer, False)], 20)
 
 
-CASES = [
+CASES: list[tuple[Any, ...]] = [
     # (id, log lines, plog lines, code, time, inferred, peers [(rank, ip, port)])
     ("block with PID", ["Traceback ...", EI0006_PID, SOLUTION], [], "EI0006", "2025-04-08-18:07:20.444.436", False, []),
     ("older CANN: no PID", [EI0006_OLD, SOLUTION], [], "EI0006", "2025-04-08-18:07:20.444.436", False, []),
-    (
-        "block + plog: peer rank from the plog",
-        [EI0006_PID],
-        [PLOG_WAIT],
-        "EI0006",
-        "2025-04-08-18:07:20.444.436",
-        False,
-        [(12, None, None)],
-    ),
+    # The wait line's rank[12] is the waiting rank itself (its LINK_ERROR_INFO's src_ip(user_rank)), never a peer.
+    ("block + plog: the wait line names no peer", [EI0006_PID], [PLOG_WAIT], "EI0006", "2025-04-08-18:07:20.444.436", False, []),
     (
         "summary name only",
         ["E   Communication_Error_Get_Socket(EI0006)"],
@@ -76,9 +70,9 @@ CASES = [
         "EI0006",
         "2025-07-23-03:49:57.177.194",
         False,
-        [(12, None, None)],
+        [],
     ),
-    ("plog only: code inferred from the HCCL text", [], [PLOG_WAIT], "EI0006", "2025-07-23-03:49:57.177.194", True, [(12, None, None)]),
+    ("plog only: code inferred from the HCCL text", [], [PLOG_WAIT], "EI0006", "2025-07-23-03:49:57.177.194", True, []),
     ("torch_npu only", TORCH, [], "HCCL", None, True, []),
     ("torch_npu after the block: the block wins", TORCH[:1] + [EI0006_PID], [], "EI0006", "2025-04-08-18:07:20.444.436", False, []),
     (
@@ -86,7 +80,7 @@ CASES = [
         ["[ERROR] HCCL(7,python3):2025-04-08-18:07:21.000.001 [hccl_socket.cc:1] listen on ip[198.19.3.1] and specific port[16666] fail"],
         [],
         "EI0019",
-        None,
+        "2025-04-08-18:07:21.000.001",  # a plog line printed into the log (ASCEND_SLOG_PRINT_TO_STDOUT) gives its time
         True,
         [],
     ),
@@ -177,6 +171,22 @@ def test_cut_link_is_named_first_with_its_host_and_nic() -> None:
     [row] = out["rows"]
     assert row["first_rank"] == "rank 3 (h1 device 3)" and row["likely_causes"][1] == dg.CODES["EI0006"]["causes"][0]
     assert out["involved"] == [["h1", 3], ["h2", 3]]
+
+
+def test_a_real_ei0006_plog_names_its_peers_device_not_the_waiting_rank_itself() -> None:
+    # vllm-ascend#9447's plog: rank 0 (10.20.0.2) waits for rank 29 (10.20.0.31); the wait line's rank[0] is rank 0 itself.
+    [entry] = [e for e in corpus.index("logs") if e["file"] == "plog_ei0006_link_error_info_a3_vllm_ascend_9447.log"]
+    error = dg.first_error([], corpus.text("logs", entry).splitlines())
+    live = _live()
+    live["devices"]["h1"][0]["device_ip"] = "10.20.0.2"
+    live["devices"]["h2"][5]["device_ip"] = "10.20.0.31"
+    live["devices"]["h2"][5]["link"] = "DOWN"
+    out = dg.diagnose([_finding(0, "h1", 0, error)], live)
+    assert out["involved"] == [["h1", 0], ["h2", 5]]
+    assert (
+        out["line"]
+        == "EI0006 on rank 0 from 21:39:58: h2 eth5 link DOWN - check the optics/cable (cause inferred: the reference does not give this text's code)"
+    )
 
 
 def test_every_rank_of_a_server_in_one_row_with_a_range() -> None:
@@ -480,3 +490,16 @@ def test_a_port_in_use_stays_a_port_in_use_and_gets_its_own_row_beside_a_wrong_i
         ("EI0019", "address", dg.ADDRESS["meaning"]),
         ("EI0019", None, dg.CODES["EI0019"]["meaning"]),
     ]
+
+
+# --------------------------------------------------------------------------- the corpus of real logs
+
+CORPUS_KEYS = ("code", "time", "inferred", "summary", "listen", "local_ip", "peers")
+
+
+@pytest.mark.parametrize("entry, raw", corpus.samples("logs"))
+def test_every_real_log_gives_its_first_error(entry: dict, raw: str) -> None:
+    lines = raw.splitlines()
+    found = dg.first_error([], lines) if entry["kind"] == "plog" else dg.first_error(lines, [])
+    assert found is not None
+    assert {key: found[key] for key in CORPUS_KEYS} == entry["expect"]

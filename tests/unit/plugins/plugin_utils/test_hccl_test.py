@@ -13,6 +13,7 @@ import pytest
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils import _hccl_test as h
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
+from tests.helpers import corpus
 
 OUTPUTS = Path(__file__).parent / "hccl_test_outputs"
 BINARY = "/usr/local/Ascend/ascend-toolkit/latest/tools/hccl_test/bin/all_reduce_test"
@@ -302,3 +303,8 @@ def test_a_run_is_bounded_by_coreutils_timeout_and_a_stopped_run_says_so():
     assert "timeout" not in plan["server"]["command"]  # the command shown is the guide's
     ok, detail, _gbps = h.verdict(dict(plan["server"], rc=124, stdout="", stderr=""))
     assert not ok and detail == "all_reduce_test on 2 NPU(s): stopped after 600 s (ascend_smoke_hccl_test_timeout), exit 124: no output"
+
+
+@pytest.mark.parametrize("entry, raw", corpus.samples("hccl_test"))
+def test_every_real_hccl_test_output_is_read_right(entry: dict, raw: str) -> None:
+    assert h.parse(raw) == entry["expect"]

@@ -235,3 +235,23 @@ def test_an_unclear_chip_fails_the_layout_check_closed_naming_the_server_and_lin
         "layout (ascend_net_health_layout=smp or amp)"
     ]
     assert health_report(servers, layout="amp")["ok"]
+
+
+def test_a_field_hccn_facts_could_not_read_refuses_the_device_naming_the_field_and_the_answer() -> None:
+    # hccn_facts leaves an unreadable answer's fields None and keeps the answer in `unparsed` (docs/real-outputs.md)
+    unread = dev(1, link=None, unparsed={"link": "link status: ???"})
+    report = health_report(cluster([dev(0), unread]))
+    assert not report["ok"] and report["bad"] == [{"server": "h1", "device": 1, "status": "unreadable"}]
+    assert report["problems"] == [
+        "h1 device 1: unreadable - link status unknown: `hccn_tool -i 1 -link -g` printed 'link status: ???', which this "
+        "collection cannot read; check the driver version, and report the output (docs/real-outputs.md)"
+    ]
+
+
+def test_an_unknown_tls_switch_fails_the_cluster_closed_naming_the_device_and_the_answer() -> None:
+    unread = dev(0, 2, tls_switch=None, unparsed={"tls": "tls status: enabled"})
+    report = health_report(cluster([dev(0)], [unread]))
+    assert not report["ok"] and report["bad"] == []
+    [problem] = report["problems"]
+    assert problem.startswith("cluster: h2 device 0: TLS switch unknown: `hccn_tool -i 0 -tls -g` printed 'tls status: enabled'")
+    assert health_report(cluster([dev(0)], [unread]), check_tls=False)["ok"]
