@@ -516,33 +516,33 @@ _NPU_ROW = re.compile(r"^\|\s*(\d+)\s+(\S+)\s*\|\s*(?:OK|Warning|Alarm|Critical|
 _PHY_ID_HEADER = re.compile(r"^\|\s*Chip\s+Phy-ID\s*\|", re.M)
 
 
-def chip_from_name(name: str) -> str | None:
-    """910A / 910B / A3 from an ``npu-smi info`` Name (``910B3``, ``Ascend910B4``, ``910_9391``, ``910ProB``)."""
-    key = name.lower().replace("ascend", "")
-    if key.startswith("910_93"):
+def chip_from_name(name: str, phy_ids: bool = False) -> str | None:
+    """910A / 910B / A3 from an ``npu-smi info`` Name, as the collection reads it (a copy of
+    ``plugins/module_utils/_chip.py``'s ``npu_smi_chip``, MindCluster's rule): ``910B1``..``910B4``, ``910B2C``, ``A2G1``
+    are A2 (910B); any other name beginning ``910`` - ``910A``, ``910ProB``, the bare ``910B`` - the first-generation 910
+    (910A); ``910_93xx`` and, with a Phy-ID column (``phy_ids``), the generic ``Ascend910`` are A3; else None."""
+    text = name.strip()
+    if text == "Ascend910":
+        return "A3" if phy_ids else None
+    rest = re.sub(r"^Ascend[ _]?", "", text) if text.startswith("Ascend") else text
+    if re.match(r"^910_93", rest):
         return "A3"
-    if key.startswith("910b"):
+    if re.match(r"^(910B\d|A2G\d)", rest):
         return "910B"
-    if key.startswith("910"):
+    if rest.startswith("910"):
         return "910A"
     return None
 
 
 def chip_from_info(out: str) -> str | None:
-    """The chip from ``npu-smi info``'s NPU table (the first NPU row's Name), None when it has no NPU row.
-
-    A3 boards print the generic name ``Ascend910``, which alone reads as 910A; they are the boards with two chips per
-    NPU: a ``Chip  Phy-ID`` header and each NPU id on two rows (the rule of ``plugins/module_utils/_npu_smi.py``'s
-    ``chip_model``). Read as 910A, a valid 1.2 table of an A3 server was refused.
-    """
+    """The chip from ``npu-smi info``'s NPU table (the first NPU row's Name), None when it has no NPU row or its name
+    does not say which chip. A3 boards print the generic name ``Ascend910``: they are the boards with two chips per
+    NPU, a ``Chip  Phy-ID`` header and each NPU id on two rows."""
     rows = _NPU_ROW.findall(out)
     if not rows:
         return None
-    chip = chip_from_name(rows[0][1])
     npu_ids = [npu for npu, _name in rows]
-    if chip == "910A" and (_PHY_ID_HEADER.search(out) or len(set(npu_ids)) < len(npu_ids)):
-        return "A3"
-    return chip
+    return chip_from_name(rows[0][1], bool(_PHY_ID_HEADER.search(out)) or len(set(npu_ids)) < len(npu_ids))
 
 
 def detect_chip() -> str | None:

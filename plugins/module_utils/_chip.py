@@ -80,6 +80,39 @@ def normalize_chip(name: str) -> str:
     raise ValueError("unknown chip %r: use one of %s (aliases: A2 for 910B, 910 for 910A)" % (name, ", ".join(chip_names())))
 
 
+# What npu-smi prints (its ``Name`` column, the ``Chip Name`` of ``npu-smi info -m`` / ``-t board -c``) is another
+# vocabulary than what a user types (``chip: 910B`` means Atlas A2): a bare ``910B`` from npu-smi is a first-generation
+# Ascend 910. The rule is MindCluster's (ascend-common ``api/default_name.go``: ``Ascend910BPattern`` ``^(910B\d{1}|A2G\d{1})``
+# is Atlas A2, else ``Ascend910APattern`` ``^910`` the first-generation 910; ``devmanager/common/utils.go``
+# ``GetDeviceTypeByChipName``), so 910B1..910B4, 910B2C and 910B4-1 are A2 and 910A, 910B, 910ProA, 910ProB are 910A.
+# A3 boards print the generic ``Ascend910``: MindCluster tells them by board id; npu-smi's table tells them by its
+# ``Chip  Phy-ID`` column (two dies per NPU). docs/real-outputs.md lists the samples.
+_NPU_SMI_A2 = re.compile(r"^(910B\d|A2G\d)")
+_NPU_SMI_A3 = re.compile(r"^910_93")
+_NPU_SMI_GEN1 = re.compile(r"^910")
+A3_GENERIC_NAME = "Ascend910"
+
+
+def npu_smi_chip(name: str, phy_ids: bool = False) -> str | None:
+    """The chip (:data:`CHIPS` name) that npu-smi's chip name ``name`` stands for, or None when it names none for sure.
+
+    ``phy_ids``: the table the name comes from has a ``Chip  Phy-ID`` column (or two chips per NPU) - what makes the
+    generic ``Ascend910`` an A3 board; without it that name is ambiguous (None). ``-m``'s ``Ascend 910A`` (a space after
+    ``Ascend``) reads as ``910A``. Not for what a user types: :func:`normalize_chip` reads that.
+    """
+    text = str(name or "").strip()
+    if text == A3_GENERIC_NAME:
+        return "A3" if phy_ids else None
+    rest = re.sub(r"^Ascend[ _]?", "", text) if text.startswith("Ascend") else text
+    if _NPU_SMI_A3.match(rest):
+        return "A3"
+    if _NPU_SMI_A2.match(rest):
+        return "910B"
+    if _NPU_SMI_GEN1.match(rest):
+        return "910A"
+    return None
+
+
 def get_chip(name: str) -> ChipProfile:
     """Return the ChipProfile for ``name`` (any alias); ValueError when unknown."""
     return CHIPS[normalize_chip(name)]

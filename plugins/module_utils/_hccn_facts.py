@@ -219,7 +219,11 @@ class Gatherer:
 
             def info_table() -> tuple:
                 raw = client.run(["info"])
-                return _npu_smi.parse_info_table(raw), _npu_smi.parse_version(raw)
+                table = _npu_smi.parse_info_table(raw)
+                unknown = _npu_smi.version_problem(raw)
+                if unknown:
+                    self.warn(unknown)
+                return table, _npu_smi.parse_version(raw)
 
             calls = [info_table] + ([client.info_list] if self.params["devices"] is None else [])
             # Both npu-smi calls at once: each costs a process start, and the hccn_tool calls wait for them.
@@ -326,9 +330,11 @@ class Gatherer:
             self.warn_failed_devices(entries)
             self.warn_unparsed(tool, entries)
             source = "hccn_tool"
+        chip = _npu_smi.chip_facts(self.table)
+        if chip["chip_problem"]:
+            self.warn("chip unknown: %s" % chip["chip_problem"])
         return {
-            "chip": _npu_smi.chip_model(self.table) if self.table else None,
-            "chip_name": _npu_smi.chip_name(self.table) if self.table else None,
+            **chip,
             "device_count": len(entries),
             "devices": entries,
             "device_list_source": listed_by,

@@ -78,16 +78,46 @@ def read_versions(
     module: BinFinder, explicit: str | None, info: dict | None, devices: list, cann_dir: str | None, runner: Runner | None = None
 ) -> dict:
     """The versions besides the driver's (``info["version"]``) that every server of a job must share:
-    ``{"firmware_version", "cann_toolkit_version", "cann_kernels_version"}`` (``_sw_versions``). The firmware is read from
-    the board of each NPU that holds one of ``devices`` (None without ``info``: npu-smi could not be read); CANN from its
-    version files under ``cann_dir`` (unset: the default install directories)."""
+    ``{"firmware_version", "cann_toolkit_version", "cann_kernels_version"}`` (``_sw_versions``), and ``version_fit``:
+    whether this server's driver, firmware and CANN work together (``_sw_versions.fit``: ``{"problems", "unknown"}``,
+    from the packages' version files and the boards' ``Compatibility``). The firmware is read from the board of each
+    NPU that holds one of ``devices`` (None without ``info``: npu-smi could not be read); CANN from its version files
+    under ``cann_dir`` (unset: the default install directories)."""
     found = sw_versions.read_cann(cann_dir)
     firmware = None
+    boards: dict = {}
     binary = npu_smi.find_binary(module, explicit) if info is not None else None
     if binary is not None and info is not None:
         npus = [info["npu_of"][device] for device in devices if device in info["npu_of"]]
-        firmware = sw_versions.firmware_summary(sw_versions.read_firmware(module, binary, npus, runner=runner))
-    return dict(found, firmware_version=firmware)
+        boards = sw_versions.read_boards(module, binary, npus, runner=runner)
+        firmware = sw_versions.firmware_summary(dict((npu, board["firmware"] if board else None) for npu, board in boards.items()))
+    fit = sw_versions.fit(sw_versions.read_packages(cann_dir), boards)
+    return dict(found, firmware_version=firmware, version_fit=fit)
+
+
+def chip_errors(module: BinFinder, explicit: str | None, info: dict, devices: list, runner: Runner | None = None) -> dict:
+    """``{device: "Error Code ... (information)"}`` for ``devices``, from ``npu-smi info -t health -i <NPU> -c <chip>``
+    (``_npu_smi.parse_health``): what the chip itself reports beside npu-smi info's one word. A device whose query fails
+    or prints no code is left out."""
+    binary = npu_smi.find_binary(module, explicit)
+    if binary is None:
+        return {}
+    client = npu_smi.NpuSmi(module, binary, runner=runner)
+    found = {}
+    for device in devices:
+        if device not in info["npu_of"]:
+            continue
+        try:
+            raw = client.run(["info", "-t", "health", "-i", str(info["npu_of"][device]), "-c", str(info["chip_of"].get(device, 0))])
+        except npu_smi.NpuSmiError:
+            continue
+        health = npu_smi.parse_health(raw)
+        if health["error_codes"] or health["error_info"]:
+            found[device] = "Error Code %s%s" % (
+                " ".join(health["error_codes"]) or "NA",
+                " (%s)" % health["error_info"] if health["error_info"] else "",
+            )
+    return found
 
 
 def unknown_devices(info: dict, devices: list) -> str | None:
@@ -178,6 +208,33 @@ def group_ports(job_root: str, taken: dict) -> dict:
     return held
 
 
+def _comm(pid: int, proc_root: str = "/proc") -> str | None:
+    try:
+        with open(os.path.join(proc_root, str(pid), "comm"), encoding="utf-8", errors="replace") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def local_pid(proc: dict, proc_root: str = "/proc") -> int | None:
+    """The PID of an npu-smi process row (``_npu_smi.parse_npu_processes``) in this server's PID namespace, or None when
+    it cannot be told.
+
+    npu-smi before 26.x prints one PID, the host's. 26.x adds ``Process id in container``: a process in a container has
+    its host PID in ``Process id`` and its own there - run in that container (as a launch often is), the host PID is
+    another process or none. So with a container PID the one to signal is the PID that exists here under the printed
+    name (npu-smi shortens names; an empty name matches any), the container's first; None when neither does - such a
+    process is reported, never signalled blindly."""
+    if proc.get("container_pid") is None:
+        return proc["pid"]
+    name = proc.get("name") or ""
+    for pid in (proc["container_pid"], proc["pid"]):
+        comm = _comm(pid, proc_root)
+        if comm is not None and (not name or comm.startswith(name) or name.startswith(comm)):
+            return pid
+    return None
+
+
 def find_busy(devices: list, lock_dir: str, job_root: str, npu_processes: list) -> list:
     """Every reason a selected device is not free: ``[{"device_id", "source", "detail", ...}]``."""
     busy = []
@@ -187,7 +244,13 @@ def find_busy(devices: list, lock_dir: str, job_root: str, npu_processes: list) 
                 dict(
                     proc,
                     source="npu-smi",
-                    detail="process %d (%s) holds %s" % (proc["pid"], proc["name"], proc.get("where") or "NPU %d" % proc["device_id"]),
+                    detail="process %d%s (%s) holds %s"
+                    % (
+                        proc["pid"],
+                        "" if proc.get("container_pid") is None else ", PID %d in its container" % proc["container_pid"],
+                        proc["name"],
+                        proc.get("where") or "NPU %d" % proc["device_id"],
+                    ),
                 )
             )
     for held in job_holders(job_root, devices):
@@ -208,7 +271,7 @@ def kill_stale(busy: list, job_root: str, grace: float, jobs: tuple = ()) -> lis
     for job_id in sorted(set(b["job_id"] for b in busy if b["source"] == "job") | set(jobs)):
         result = stop_job(job_root, load_job(job_root, job_id), grace, reason="kill_stale by a new launch")
         actions.append("stopped job %s ranks %s" % (job_id, result["stopped"]))
-    pids = sorted(set(b["pid"] for b in busy if b["source"] == "npu-smi"))
+    pids = sorted(set(pid for pid in (local_pid(b) for b in busy if b["source"] == "npu-smi") if pid is not None))
     for pid in pids:
         try:
             os.kill(pid, signal.SIGTERM)
@@ -221,6 +284,12 @@ def kill_stale(busy: list, job_root: str, grace: float, jobs: tuple = ()) -> lis
             pass
     wait_gone(pids, 5.0)
     actions.extend("killed process %d" % p for p in pids)
+    actions.extend(
+        "left process %d (%s, PID %d in its container): no such process here to signal"
+        % (b["pid"], b.get("name") or "?", b["container_pid"])
+        for b in busy
+        if b["source"] == "npu-smi" and local_pid(b) is None
+    )
     return actions
 
 
@@ -258,18 +327,25 @@ class PreflightFailed(Exception):
         self.fields = dict(fields, msg=msg)
 
 
-def chip_health(info: dict, devices: list, found: dict) -> dict:
+def chip_health(info: dict, devices: list, found: dict, errors: dict | None = None) -> dict:
     """The selected devices' health from ``info`` (:func:`read_npu`); :class:`PreflightFailed` on Alarm / Critical
-    (Warning / UNKNOWN: the controller warns, naming the server)."""
+    (Warning / UNKNOWN: the controller warns, naming the server), each named with the error code and information its
+    chip reports (``errors``, :func:`chip_errors`) where it reports one."""
     health = dict((device, info["health"][device]) for device in devices if device in info["health"])
     name = info["name"] or "NPU"
-    failing = ["device %d (%s): %s" % (d, name, h) for d, h in sorted(health.items()) if h in npu_smi.FAILING_HEALTH]
+    errors = errors or {}
+    failing = [
+        "device %d (%s): %s%s" % (d, name, h, ", %s" % errors[d] if d in errors else "")
+        for d, h in sorted(health.items())
+        if h in npu_smi.FAILING_HEALTH
+    ]
     if failing:
         raise PreflightFailed(
             "chip health, nothing was started: npu-smi info shows %s. Such a chip fails the training: check it "
-            "(npu-smi info, the driver's logs), then repair it or leave the device out of the job (np / npu_env)." % "; ".join(failing),
+            "(npu-smi info -t health -i <NPU> -c <chip>, the driver's logs), then repair it or leave the device out of the "
+            "job (np / npu_env)." % "; ".join(failing),
             busy=[],
-            **dict(found, chip_health=health),
+            **dict(found, chip_health=health, chip_errors=errors),
         )
     return health
 
@@ -290,7 +366,12 @@ def run(module: BinFinder, p: dict, check_mode: bool = False, runner: Runner | N
     )
     # firmware (each selected NPU's board) and CANN, which every server must share with the driver: judged on the controller
     found.update(read_versions(module, p["npu_smi"], info, devices, p["cann_dir"], runner=runner))
-    found["chip_health"] = chip_health(info, devices, found) if info else {}
+    if info:
+        unhealthy = [device for device in devices if info["health"].get(device, "OK") != "OK"]
+        found["chip_errors"] = chip_errors(module, p["npu_smi"], info, unhealthy, runner=runner) if unhealthy else {}
+        found["chip_health"] = chip_health(info, devices, found, found["chip_errors"])
+    else:
+        found["chip_health"], found["chip_errors"] = {}, {}
     if found["npu_smi_status"] == "refuse":  # the controller refuses the launch naming every such server; nothing checked or stopped here
         return dict(changed=False, busy=[], **found)
     if p["bank_dir"]:

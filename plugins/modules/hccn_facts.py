@@ -131,7 +131,11 @@ ansible_facts:
       type: complex
       contains:
         chip:
-          description: Chip model (V(910A), V(910B) or V(A3)) from the C(npu-smi info) Name column; null when unknown.
+          description:
+            - Chip model (V(910A), V(910B) or V(A3)) from the C(npu-smi info) Name column; null when unknown.
+            - V(910A) is the first-generation Ascend 910 - npu-smi's C(910A), C(910ProB) and its bare C(910B), whose board
+              shows DDR in use; V(910B) is Atlas A2 - C(910B1) to C(910B4) and suffixed names such as C(910B2C);
+              V(A3) is C(Ascend910) in a table with a C(Chip Phy-ID) column (docs/real-outputs.md).
           type: str
           returned: always
           sample: 910B
@@ -140,6 +144,16 @@ ansible_facts:
           type: str
           returned: always
           sample: 910B3
+        chip_problem:
+          description:
+            - Why RV(ansible_facts.ascend_npu.chip) is null although npu-smi printed a table - a name that does not say which chip for
+              sure - naming the field and the line; also among the warnings. The rank table role and the net_health
+              report refuse such a server.
+          type: str
+          returned: always
+          sample: >-
+            npu-smi info's Name column 'Ascend910' (line '| 0     Ascend910 | OK | ...') is the generic name A3 boards
+            print, but the table has no Chip Phy-ID column: A3 or not is unclear
         driver_version:
           description: The driver's version, from the header of C(npu-smi info) (C(Version:)); null without it.
           type: str

@@ -370,6 +370,34 @@ chip_health:
   returned: with preflight, when npu-smi answered
   type: dict
   sample: {"0": "OK", "3": "Warning"}
+chip_errors:
+  description:
+    - For each of O(devices) whose health is not OK, the error code and information its chip reports
+      (C(npu-smi info -t health -i <NPU> -c <chip>)), device id to text (V(preflight)); a device whose query fails or
+      prints no code is left out. The refusal of an Alarm / Critical chip and the controller's warning name it.
+  returned: with preflight, when npu-smi answered
+  type: dict
+  sample: {"5": "Error Code A4025021 8C03A000 8C084E00 (ascend_monitor adda heart beat lost error)"}
+version_fit:
+  description:
+    - Whether this server's NPU driver, firmware and CANN work together (V(preflight)), from the packages' version files -
+      the driver's C(version.info) (its C(compatible_version_fw) must hold the firmware's C(Version), and the driver and
+      the CANN toolkit must list each other's inner version in C(compatible_version)) - and the boards' C(Compatibility)
+      (C(NOK) is a problem). The files are looked for under O(cann_dir), the directories C(/etc/ascend_install.info)
+      names, and C(/usr/local/Ascend).
+    - C(problems) refuse the launch on the controller (unless C(ascend_launch_allow_mixed_versions)); C(unknown) (a
+      file not found, a key it lacks) is warned of.
+  returned: with preflight
+  type: dict
+  contains:
+    problems:
+      description: What does not fit, each naming the file and the line.
+      type: list
+      elements: str
+    unknown:
+      description: What could not be checked.
+      type: list
+      elements: str
 npu_smi_version:
   description: The version in C(npu-smi info)'s header (the driver's), or null when npu-smi did not answer (V(preflight)).
   returned: with preflight

@@ -77,6 +77,13 @@ OTHER_VERSIONS = (
     ),
 )
 MIXED_OTHER = "{mixed}. Ranks on different firmware or CANN fail or train differently: {fix}, or allow it with ascend_launch_allow_mixed_versions=true"
+# One server's driver, firmware and CANN that do not work together (the pre-flight's version_fit, _sw_versions.fit).
+UNFIT = (
+    "the driver, firmware and CANN of a server do not work together - {problems}. Install the firmware released with the "
+    "driver and a CANN release that works with it (the packages' version files list each other), or allow it with "
+    "ascend_launch_allow_mixed_versions=true"
+)
+UNFIT_UNKNOWN = "whether the driver, firmware and CANN of a server work together was not fully checked on {servers}: {unknown}"
 NPU_SMI_REFUSED = (
     REFUSED + "npu-smi could not be read on {servers} - {problems}. Without it the health of the chips and the processes "
     "holding the selected devices there are unknown: a leftover process fails the job later (EJ0001), a failing chip fails "
@@ -165,10 +172,25 @@ def chip_warnings(results: Mapping[str, Mapping[str, Any]], hostvars: Mapping[st
             continue
         facts = (_host(hostvars, host).get("ansible_facts") or {}).get("ascend_npu") or {}
         chip = facts.get("chip_name") or "NPU"
+        errors: Mapping[Any, Any] = found["chip_errors"] if isinstance(found.get("chip_errors"), Mapping) else {}
         for device, state in sorted(health.items(), key=_device_order):
             if state != "OK":
-                warnings.append(CHIP_WARNING.format(server=host, device=device, chip=chip, health=state))
+                error = errors.get(device, errors.get(str(device)))
+                warnings.append(
+                    CHIP_WARNING.format(server=host, device=device, chip=chip, health=state) + (" (%s)" % error if error else "")
+                )
     return warnings
+
+
+def unfit_warnings(results: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The servers whose pre-flight could not check every part of their driver / firmware / CANN fit (a version file
+    not found, a key it does not have): one warning per set of reasons, naming its servers and what was not checked."""
+    groups: dict[tuple, list[str]] = {}
+    for host, found in results.items():
+        fit = found.get("version_fit")
+        if isinstance(fit, Mapping) and fit.get("unknown"):
+            groups.setdefault(tuple(str(reason) for reason in fit["unknown"]), []).append(host)
+    return [UNFIT_UNKNOWN.format(servers=", ".join(hosts), unknown="; ".join(reasons)) for reasons, hosts in groups.items()]
 
 
 def _unknown(results: Mapping[str, Mapping[str, Any]], key: str) -> list[str]:
@@ -178,7 +200,8 @@ def _unknown(results: Mapping[str, Mapping[str, Any]], key: str) -> list[str]:
 def mixed_refusal(results: Mapping[str, Mapping[str, Any]]) -> str:
     """The refusal for servers that run different versions, or '': the driver (``npu_smi_version``), then each of
     :data:`OTHER_VERSIONS` that differs, each sentence with its servers, what to do, and why a version is unknown where
-    one is (an unknown version counts as a different one). A driver-only mismatch reads as it always did (``MIXED``)."""
+    one is (an unknown version counts as a different one); then the servers whose own driver, firmware and CANN do not
+    work together (``version_fit``, :data:`UNFIT`). A driver-only mismatch reads as it always did (``MIXED``)."""
     sentences = []
     mixed = mixed_versions(results)
     if mixed:
@@ -190,6 +213,13 @@ def mixed_refusal(results: Mapping[str, Mapping[str, Any]]) -> str:
             unknown = _unknown(results, key)
             note = " (an unknown version counts as a different one: %s)" % why.format(servers=", ".join(unknown)) if unknown else ""
             sentences.append(MIXED_OTHER.format(mixed=mixed, fix=fix) + note)
+    unfit = [
+        "%s: %s" % (host, "; ".join(found["version_fit"]["problems"]))
+        for host, found in results.items()
+        if isinstance(found.get("version_fit"), Mapping) and found["version_fit"].get("problems")
+    ]
+    if unfit:
+        sentences.append(UNFIT.format(problems="; ".join(unfit)))
     if not sentences:
         return ""
     rest = [sentence[len(REFUSED) :] if sentence.startswith(REFUSED) else sentence for sentence in sentences]
@@ -260,9 +290,13 @@ def preflight_verdict(
         if refusal:
             verdict["refusal"] = refusal
             return verdict
-    verdict["warnings"] = [
-        NPU_SMI_WARNING.format(server=host, problem=found["npu_smi_problem"])
-        for host, found in ran.items()
-        if found.get("npu_smi_status") == "allowed" and found.get("npu_smi_problem")
-    ] + chip_warnings(ran, hostvars)
+    verdict["warnings"] = (
+        [
+            NPU_SMI_WARNING.format(server=host, problem=found["npu_smi_problem"])
+            for host, found in ran.items()
+            if found.get("npu_smi_status") == "allowed" and found.get("npu_smi_problem")
+        ]
+        + chip_warnings(ran, hostvars)
+        + unfit_warnings(ran)
+    )
     return verdict

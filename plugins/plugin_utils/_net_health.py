@@ -207,12 +207,15 @@ def health_report(
     devices: list[tuple[str, Mapping[str, Any]]] = []
     confs: dict[str, str] = {}  # host -> the hccn.conf its facts were checked against
     chips = []
+    unclear: list[str] = []  # servers whose npu-smi names a chip that is not clear (hccn_facts' chip_problem)
     planned: dict[tuple[str, Any], Mapping[str, Any]] = {}
     lost: list[tuple[str, Mapping[str, Any]]] = []  # (host, hccn_ping result) of the ping mesh's pairs that lost packets
     for index, item in enumerate(servers):
         host, npu = server_facts(item, index)
         lost += [(host, r) for r in lost_pings(item)]
         chips.append(npu.get("chip"))
+        if npu.get("chip_problem") and not npu.get("chip"):
+            unclear.append(f"{host}: {npu['chip_problem']}")
         confs[host] = str(npu.get("hccn_conf") or "")
         devices += [(host, dev) for dev in npu.get("devices") or []]
         if check_mode:
@@ -277,6 +280,13 @@ def health_report(
             }
         )
     cluster = [_tls_problem(devices) if check_tls else None, _ip_problem(devices, chip, _layout(layout, chip))]
+    if unclear and layout in (None, "", "auto") and not chip:
+        # the device IP layout a chip needs (smp on 910A) cannot be chosen: refuse rather than check the wrong one
+        cluster.append(
+            "cluster: the chip of a server is unclear, so its device IP layout (smp on 910A, amp on A2/A3) was not checked - "
+            + "; ".join(unclear)
+            + ". Check npu-smi info there, or name the layout (ascend_net_health_layout=smp or amp)"
+        )
     problems += [p for p in cluster if p]
     return {"rows": rows, "problems": problems, "bad": bad, "ok": not problems}
 

@@ -86,6 +86,13 @@ def rank_plan(
     mixed = _mixed_chips(all_servers)
     if mixed:
         raise ClusterSpecError(mixed)
+    unclear = [f"{server['host']}: {server['chip_problem']}" for server in all_servers if server.get("chip_problem")]
+    if unclear:
+        raise ClusterSpecError(
+            "the chip of a server is unclear, and the rank table's rules (device ids, the 910A rings, the table's version) "
+            f"depend on it - {'; '.join(unclear)}. Check npu-smi info there (the driver), or leave the server out of the play. "
+            + NOT_WRITTEN
+        )
     chip = _first_chip(all_servers)
     try:
         if npu_env:

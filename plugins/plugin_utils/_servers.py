@@ -59,6 +59,8 @@ def server_from_hostvars(hostvars: Mapping[str, Any], facts_key: str = "ascend_n
         "chip": facts.get("chip"),
         "devices": devices,
     }
+    if facts.get("chip_problem") and not facts.get("chip"):
+        server["chip_problem"] = str(facts["chip_problem"])  # npu-smi printed a chip that is not clear: the rank plan refuses
     host_ip = hostvars.get("ascend_host_ip") or hostvars.get("ansible_host")
     if host_ip:
         server["host_ip"] = str(host_ip)

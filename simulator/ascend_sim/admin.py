@@ -9,7 +9,7 @@ import sys
 
 from . import answers, conf, store, versions
 from ._rt import DEFAULT_STATE_DIR, SimError, ip_to_int, load, read_fabric, state_dir
-from .npusmi import CHIP_INFO
+from .npusmi import CHIP_INFO, NPU_NAMES
 
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
@@ -77,7 +77,9 @@ def _device_ids(chip, devices, device_ids):
     return ids
 
 
-def new_state(sdir, chip, ids, hccn_conf, mode, fabric, latency, settle, host_id, tls, variant):
+def new_state(
+    sdir, chip, ids, hccn_conf, mode, fabric, latency, settle, host_id, tls, variant, npu_name=None, driver=None, tls_form="full"
+):
     devices = {}
     for i in ids:
         devices[str(i)] = {
@@ -104,13 +106,39 @@ def new_state(sdir, chip, ids, hccn_conf, mode, fabric, latency, settle, host_id
         "settle": settle,
         "tls_default": tls,
         "driver_variant": variant,
+        "npu_name": npu_name,
+        "driver": driver,
+        "tls_form": tls_form,
         "devices": devices,
         "faults": {"latency": None, "unreachable": [], "stale_conf": None, "driver_missing": []},
         "installs": [],
     }
 
 
-CONFIG_KEYS = ("chip", "host_id", "mode", "fabric", "hccn_conf", "latency", "settle", "tls_default", "driver_variant")
+CONFIG_KEYS = (
+    "chip",
+    "host_id",
+    "mode",
+    "fabric",
+    "hccn_conf",
+    "latency",
+    "settle",
+    "tls_default",
+    "driver_variant",
+    "npu_name",
+    "driver",
+    "tls_form",
+)
+TLS_FORMS = ("full", "short")
+
+
+def npu_name_of(chip: str, name: str | None) -> str | None:
+    """``name`` when it is one the chip's servers print (:data:`NPU_NAMES`), None for the chip's default; SimError else."""
+    if not name:
+        return None
+    if name not in NPU_NAMES[chip]:
+        raise SimError("npu-smi on a %s server prints one of %s, not %r" % (chip, ", ".join(NPU_NAMES[chip]), name))
+    return name
 
 
 def do_init(args):
@@ -137,6 +165,9 @@ def do_init(args):
         host_id,
         args.tls,
         args.driver_variant,
+        npu_name_of(args.chip, getattr(args, "npu_name", None)),
+        getattr(args, "driver", None) or None,
+        getattr(args, "tls_form", None) or "full",
     )
     cann_dir = getattr(args, "cann_dir", None)
     if cann_dir:
@@ -395,8 +426,32 @@ def preset_ips(sdir, plan):
         _hccn(sdir, ["-i", str(d), "-netdetect", "-s", "address", target])
 
 
+VARIANT_KEYS = {"npu-name": "npu_name", "driver": "driver", "tls-form": "tls_form"}
+
+
+def cluster_variants(specs: list | None, servers: int) -> dict:
+    """``{server index: {"npu_name", "driver", "tls_form"}}`` from ``--variant`` specs: ``server1:npu-name=910B2C,driver=26.0.rc1``
+    (several in one value, or one per value, separated by ``;``)."""
+    found: dict = {}
+    for text in specs or []:
+        for spec in [part.strip() for part in str(text).split(";") if part.strip()]:
+            server, sep, body = spec.partition(":")
+            index = server[len("server") :] if server.startswith("server") else server
+            if not sep or not index.isdigit() or not 0 <= int(index) < servers:
+                raise SimError("--variant %r: use server<N>:key=value,... with N below %d" % (spec, servers))
+            for pair in body.split(","):
+                key, sep, value = pair.partition("=")
+                if key.strip() not in VARIANT_KEYS or not sep or not value.strip():
+                    raise SimError("--variant %r: the keys are %s, each key=value" % (spec, ", ".join(VARIANT_KEYS)))
+                if key.strip() == "tls-form" and value.strip() not in TLS_FORMS:
+                    raise SimError("--variant %r: tls-form is %s" % (spec, " or ".join(TLS_FORMS)))
+                found.setdefault(int(index), {})[VARIANT_KEYS[key.strip()]] = value.strip()
+    return found
+
+
 def do_cluster(args):
     root = os.path.abspath(args.root)
+    variants = cluster_variants(getattr(args, "variant", None), args.servers)
     fabric = os.path.join(root, "fabric")
     os.makedirs(fabric, exist_ok=True)
     python = args.python or sys.executable
@@ -422,6 +477,9 @@ def do_cluster(args):
             tls=args.tls,
             driver_variant=args.driver_variant,
             cann_dir=os.path.join(base, "Ascend"),
+            npu_name=variants.get(s, {}).get("npu_name", getattr(args, "npu_name", None)),
+            driver=variants.get(s, {}).get("driver", getattr(args, "driver", None)),
+            tls_form=variants.get(s, {}).get("tls_form", getattr(args, "tls_form", None) or "full"),
             quiet=True,
         )
         do_init(init_args)
@@ -439,6 +497,9 @@ def do_cluster(args):
                 "hccn_conf": hccn_conf,
                 "cann_dir": os.path.join(base, "Ascend"),
                 "device_ids": ids,
+                "npu_name": state.get("npu_name") or CHIP_INFO[args.chip][0],
+                "driver": versions.driver_version(state),
+                "tls_form": state.get("tls_form") or "full",
                 "env": {"ASCEND_SIM_STATE": sdir, "PATH_PREPEND": bin_dir},
             }
         )
@@ -537,8 +598,10 @@ def _fault_clear(sdir, args, messages):
             dev["tls"] = state.get("tls_default", 0)
             dev["faults"] = {"error": False, "health": None}
             dev.pop("npu_health", None)
+            dev.pop("npu_error_code", None)
+            dev.pop("npu_error_info", None)
         state.pop("npu_smi_version", None)
-        for key in ("firmware", "cann_toolkit", "cann_kernels"):
+        for key in ("firmware", "cann_toolkit", "cann_kernels", "compatibility"):
             state.pop(key, None)
         for dev in state["devices"].values():
             dev.pop("firmware", None)
@@ -608,8 +671,10 @@ def _fault_health(sdir, args, messages):
 
 
 def _fault_chip_health(sdir, args, messages):
-    ids = _update_devices(sdir, args.device, lambda dev: dev.update(npu_health=args.status))
-    messages.append("npu-smi Health of device(s) %s is %s" % (",".join(ids), args.status))
+    code = " ".join(args.code.split()) if getattr(args, "code", None) else None
+    info = getattr(args, "info", None) or None
+    ids = _update_devices(sdir, args.device, lambda dev: dev.update(npu_health=args.status, npu_error_code=code, npu_error_info=info))
+    messages.append("npu-smi Health of device(s) %s is %s%s" % (",".join(ids), args.status, ", Error Code %s" % code if code else ""))
 
 
 def _fault_npu_smi_version(sdir, args, messages):
@@ -617,12 +682,13 @@ def _fault_npu_smi_version(sdir, args, messages):
         state["npu_smi_version"] = args.version
 
     store.update(sdir, change)
+    versions.write_files(load(sdir))
     messages.append("npu-smi now prints version %s" % args.version)
 
 
 def _fault_versions(sdir, args, messages):
-    if args.firmware is None and args.toolkit is None and args.kernels is None:
-        raise SimError("fault versions takes --firmware V, --toolkit V and/or --kernels V (none: not there)")
+    if args.firmware is None and args.toolkit is None and args.kernels is None and getattr(args, "compatibility", None) is None:
+        raise SimError("fault versions takes --firmware V, --toolkit V, --kernels V (none: not there) and/or --compatibility")
     if args.device is not None and args.firmware is None:
         raise SimError("--device goes with --firmware (the firmware of those devices' NPUs)")
 
@@ -636,6 +702,8 @@ def _fault_versions(sdir, args, messages):
                 for i, dev in state["devices"].items():
                     if int(i) // per_npu in npus:
                         dev["firmware"] = args.firmware
+        if getattr(args, "compatibility", None) is not None:
+            state["compatibility"] = args.compatibility
         if args.toolkit is not None:
             state["cann_toolkit"] = args.toolkit
         if args.kernels is not None:
@@ -740,6 +808,19 @@ def _state_arg(parser, suppress=False):
     parser.add_argument("--state", metavar="DIR", help="state directory (default: $ASCEND_SIM_STATE or %s)" % DEFAULT_STATE_DIR, **kwargs)
 
 
+def _variant_args(parser):
+    """What npu-smi and hccn_tool print on a server (docs/simulator.md, "Real variants")."""
+    parser.add_argument(
+        "--npu-name", metavar="NAME", help="the Name npu-smi info prints (%s)" % "; ".join(", ".join(v) for v in NPU_NAMES.values())
+    )
+    parser.add_argument(
+        "--driver",
+        metavar="VERSION",
+        help="the driver npu-smi prints (26.x: the 114-column table; 23.0.7 and 24.1.rc1 also get their version.info files)",
+    )
+    parser.add_argument("--tls-form", choices=TLS_FORMS, help="hccn_tool -tls -g with (full) or without (short) 'tls preconfigured[...]'")
+
+
 def build_parser():
     p = argparse.ArgumentParser(prog="ascend-sim", description="Simulated Ascend NPU hosts for hccn_tool/npu-smi.")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
@@ -766,6 +847,7 @@ def build_parser():
         help="old drivers print 'netdetect address:' instead of 'netdetect addr:'",
     )
     ini.add_argument("--cann-dir", metavar="DIR", help="write the CANN toolkit's and kernels' version files under DIR")
+    _variant_args(ini)
     ini.add_argument("--force", action="store_true", help="reset an existing state (and empty hccn.conf)")
     ini.set_defaults(func=do_init)
 
@@ -788,6 +870,13 @@ def build_parser():
     clu.add_argument("--settle", type=float, default=1.0, metavar="S")
     clu.add_argument("--tls", type=int, choices=(0, 1), default=0)
     clu.add_argument("--driver-variant", choices=("current", "old"), default="current")
+    _variant_args(clu)
+    clu.add_argument(
+        "--variant",
+        action="append",
+        metavar="SPEC",
+        help="one server's variant, server<N>:npu-name=NAME,driver=VERSION,tls-form=short (repeat, or join with ';')",
+    )
     clu.add_argument("--python", metavar="PATH")
     clu.add_argument("--force", action="store_true")
     clu.set_defaults(func=do_cluster)
@@ -831,6 +920,8 @@ def build_parser():
     _state_arg(k, suppress=True)
     k.add_argument("--device", required=True, help="id, comma list or 'all'")
     k.add_argument("--status", required=True, choices=NPU_HEALTH_CHOICES)
+    k.add_argument("--code", help="the Error Code npu-smi info -t health prints (e.g. 'A4025021 8C03A000'; default NA)")
+    k.add_argument("--info", help="its Error Information (default NA)")
 
     k = kinds.add_parser("npu-smi-version", help="the driver version npu-smi info prints in its header")
     _state_arg(k, suppress=True)
@@ -842,6 +933,7 @@ def build_parser():
     k.add_argument("--device", help="with --firmware: only the NPU(s) of these device(s) (id, comma list or 'all')")
     k.add_argument("--toolkit", metavar="V", help="CANN toolkit version (none: no ascend_toolkit_install.info)")
     k.add_argument("--kernels", metavar="V", help="CANN kernels version (none: no opp_kernel/version.info)")
+    k.add_argument("--compatibility", choices=("OK", "NOK", "UNKNOWN"), help="the Compatibility a first-generation board prints")
 
     k = kinds.add_parser("stale-conf", help="rewrite hccn.conf so it disagrees with the device(s)")
     _state_arg(k, suppress=True)

@@ -449,6 +449,14 @@ def _cmd_mac(ctx, args):
 def _cmd_tls(ctx, args):
     _action(args, "-tls", "-g")
     dev = _get_only(ctx, args, "-tls")
+    if ctx.state.get("tls_form") == "short":
+        # the form without the preconfigured field (the HCCL user guide's TLS-inconsistency page, hcclug_000045; its
+        # certificate lines are not simulated)
+        ctx.out.info(
+            "dev_id:%s, tls switch[%d](0:disable, 1:enable), tls alarm time threshold[%d]days"
+            % (ctx.dev_id, int(dev.get("tls", 0)), int(dev.get("tls_alarm", 60)))
+        )
+        return 0
     ctx.out.info(
         "dev_id:%s, tls switch[%d](0:disable, 1:enable), tls preconfigured[%d](0:non-preset, 1:preset), "
         "tls alarm time threshold[%d]days"

@@ -36,3 +36,9 @@ def test_every_entry_says_where_it_was_published_and_what_it_must_read_as(family
 
 def test_the_hccn_part_has_at_least_30_samples() -> None:
     assert sum(len(corpus.index(family)) for family in HCCN_PART) >= 30
+
+
+def test_the_npu_smi_part_has_at_least_35_samples_and_the_corpus_at_least_60() -> None:
+    """Issue 33: npu-smi outputs and version files are the other half; the whole corpus must reach 60."""
+    assert sum(len(corpus.index(family)) for family in ("npu_smi", "versions")) >= 35
+    assert sum(len(corpus.index(family)) for family in FAMILIES) >= 60

@@ -96,8 +96,8 @@ NPU_SMI_INFO = (
 
 def test_npu_smi_process_rows():
     assert parse_npu_processes(NPU_SMI_INFO, parse_info_table(NPU_SMI_INFO)) == [
-        {"device_id": 1, "npu_id": 1, "chip_id": 0, "where": "NPU 1", "pid": 4242, "name": "python3"},
-        {"device_id": 1, "npu_id": 1, "chip_id": 0, "where": "NPU 1", "pid": 4243, "name": "python3"},
+        {"device_id": 1, "npu_id": 1, "chip_id": 0, "where": "NPU 1", "pid": 4242, "name": "python3", "container_pid": None},
+        {"device_id": 1, "npu_id": 1, "chip_id": 0, "where": "NPU 1", "pid": 4243, "name": "python3", "container_pid": None},
     ]
 
 

@@ -61,7 +61,9 @@ def test_info_list_unparseable(raw):
 def test_info_table_910b():
     table = n.parse_info_table(INFO_TABLE_910B)
     assert [(npu["npu_id"], npu["name"], npu["health"]) for npu in table] == [(0, "910B3", "OK"), (1, "910B3", "OK")]
-    assert table[0]["chips"] == [{"chip_id": 0, "phy_id": None, "bus_id": "0000:C1:00.0", "health": "OK"}]
+    assert table[0]["chips"] == [
+        {"chip_id": 0, "phy_id": None, "bus_id": "0000:C1:00.0", "health": "OK", "memory": (0, 0), "hbm": (3378, 65536)}
+    ]
     assert n.chip_name(table) == "910B3"
 
 
@@ -136,3 +138,53 @@ def test_device_health_a3_is_per_chip():
     health = n.device_health(n.parse_info_table(INFO_TABLE_A3))
     assert health == {0: "OK", 1: "OK", 2: "OK", 3: "Warning"}
     assert n.parse_info_table(INFO_TABLE_A3)[1]["health"] == "Warning"  # the NPU as a whole: its worst chip
+
+
+def _sample(name: str) -> str:
+    from tests.helpers.corpus import CORPUS
+
+    with open("%s/npu_smi/%s" % (CORPUS, name), encoding="utf-8") as f:
+        return f.read()
+
+
+@pytest.mark.parametrize(
+    "sample,chip",
+    [
+        # issue 33 item 2: npu-smi's bare 910B is the first-generation 910 (its DDR in use), read as A2 before
+        ("info_910b_gen1_8npu_24.1.0.txt", "910A"),
+        ("info_910b_gen1_1npu_23.0.rc2.txt", "910A"),
+        # A2's suffixed names were unknown (None) before
+        ("info_910b2c_2npu_23.0.3.txt", "910B"),
+        ("info_910b4-1_2npu_25.2.0_redacted_bus.txt", "910B"),
+        ("info_910b4_26.0.rc1_wide_container_col.txt", "910B"),
+        ("info_a3_16die_25.2.1.txt", "A3"),
+        ("info_910a_4npu_21.0.rc1_container.txt", "910A"),
+    ],
+)
+def test_the_chip_of_real_tables(sample, chip):
+    assert n.chip_model(n.parse_info_table(_sample(sample))) == chip
+
+
+def test_a_bare_910b_without_ddr_in_use_or_a_generic_ascend910_without_phy_ids_is_unclear_naming_the_line():
+    """Where the evidence is not clear the chip is None and the reason names the field and the line: a bare 910B that
+    shows no DDR in use (as only A2 boards do), the generic A3 name on a table without the Chip Phy-ID column."""
+    gen1 = _sample("info_910b_gen1_1npu_23.0.rc2.txt").replace("2187 / 15137", "0    / 0    ")
+    chip, problem = n.read_chip(n.parse_info_table(gen1))
+    assert chip is None
+    assert "npu-smi info's Name column '910B' (line '| 0     910B                | OK" in problem and "DDR" in problem
+    generic = _sample("info_910b4_8npu_23.0.6.txt").replace("910B4", "Ascend910")
+    chip, problem = n.read_chip(n.parse_info_table(generic))
+    assert chip is None and "Chip Phy-ID" in problem and "Ascend910" in problem
+    assert n.chip_facts(n.parse_info_table(generic)) == {"chip": None, "chip_name": "Ascend910", "chip_problem": problem}
+    assert n.chip_facts(None) == {"chip": None, "chip_name": None, "chip_problem": None}
+
+
+def test_a_26x_process_row_gives_the_pid_in_the_container():
+    """npu-smi 26.x's last process column (``Process id in container``): NA for a host process, else the PID there."""
+    wide = _sample("info_910b4_26.0.rc1_wide_container_col.txt")
+    row = "| 0       0                 | 485946        | pytest             | 5175                  | %s |\n"
+    table = n.parse_info_table(wide)
+    host = n.parse_npu_processes(wide + row % "NA                     ", table)
+    inside = n.parse_npu_processes(wide + row % "31                     ", table)
+    assert [(p["pid"], p["container_pid"], p["name"]) for p in host] == [(485946, None, "pytest")]
+    assert [(p["pid"], p["container_pid"]) for p in inside] == [(485946, 31)]

@@ -259,3 +259,48 @@ def test_a_driver_version_npu_smi_did_not_print_is_refused_as_mixed():
         "launch refused, nothing was started: the servers run different npu-smi (driver) versions: 24.1.0 on h1; unknown on h2."
     )
     assert "npu-smi info printed none on h2" in refusal
+
+
+def test_a_warning_chip_is_warned_with_the_error_code_its_chip_reports():
+    """Issue 33 item 5: the chip's own error code and information (npu-smi info -t health) go with the word."""
+    code = "Error Code A4025021 (ascend_monitor adda heart beat lost error)"
+    hostvars = {"h1": host(_ascend_preflight=pre(chip_health={"1": "Warning"}, chip_errors={"1": code}))}
+    assert preflight_verdict(["h1"], hostvars)["warnings"] == [
+        "h1: device 1 (NPU): npu-smi info shows Health Warning; the launch goes on, but check the chip (%s)" % code
+    ]
+
+
+UNFIT = (
+    "the driver and the CANN toolkit do not list each other: the driver's 'compatible_version=[V100R001C29],[V100R001C30],"
+    "[V100R001C13],[V100R001C15]' (/usr/local/Ascend/driver/version.info) does not name the toolkit's "
+    "'innerversion=V100R001C21SPC001B229', and the toolkit's ... does not name the driver's ..."
+)
+
+
+def test_a_server_whose_driver_firmware_and_cann_do_not_fit_is_refused_naming_it_unless_allowed():
+    """Issue 33 item 5: besides comparing servers, the gate checks that one server's packages work together."""
+    fit = {"problems": [UNFIT], "unknown": []}
+    hostvars = {
+        "h1": host(_ascend_preflight=pre(version_fit=fit)),
+        "h2": host(_ascend_preflight=pre(version_fit={"problems": [], "unknown": []})),
+    }
+    verdict = preflight_verdict(["h1", "h2"], hostvars)
+    assert verdict["refusal"] == checks.REFUSED + checks.UNFIT.format(problems="h1: " + UNFIT)
+    assert "ascend_launch_allow_mixed_versions=true" in verdict["refusal"]
+    assert preflight_verdict(["h1", "h2"], hostvars, allow_mixed_versions=True)["refusal"] == ""
+
+
+def test_a_fit_that_could_not_be_checked_is_one_warning_per_reason_naming_its_servers():
+    fit = {"problems": [], "unknown": ["the firmware's version.info was not found"]}
+    other = {"problems": [], "unknown": ["the driver's version.info was not found"]}
+    hostvars = {
+        "h1": host(_ascend_preflight=pre(version_fit=fit)),
+        "h2": host(_ascend_preflight=pre(version_fit=other)),
+        "h3": host(_ascend_preflight=pre(version_fit=fit)),
+    }
+    verdict = preflight_verdict(["h1", "h2", "h3"], hostvars)
+    assert verdict["refusal"] == ""
+    assert verdict["warnings"] == [
+        "whether the driver, firmware and CANN of a server work together was not fully checked on h1, h3: the firmware's version.info was not found",
+        "whether the driver, firmware and CANN of a server work together was not fully checked on h2: the driver's version.info was not found",
+    ]

@@ -222,6 +222,21 @@ def test_the_report_needs_no_netaddr(monkeypatch) -> None:
     assert report["ok"] and report["rows"][0]["ip"] == "198.19.0.10/24"
 
 
+def test_an_unclear_chip_fails_the_layout_check_closed_naming_the_server_and_line() -> None:
+    """Issue 33 item 4: the auto layout needs the chip (smp on 910A); where hccn_facts could not tell it, the report
+    names the server and line instead of checking no layout; a layout given by name is checked as before."""
+    servers = cluster([dev(0), dev(1)], [dev(0, 2), dev(1, 2)], chip=None)  # type: ignore[arg-type]
+    servers[1]["ascend_npu"]["chip_problem"] = "npu-smi info's Name column '910B' (line '| 0     910B | OK |') ..."
+    report = health_report(servers)
+    assert not report["ok"]
+    assert report["problems"] == [
+        "cluster: the chip of a server is unclear, so its device IP layout (smp on 910A, amp on A2/A3) was not checked - "
+        "h2: npu-smi info's Name column '910B' (line '| 0     910B | OK |') .... Check npu-smi info there, or name the "
+        "layout (ascend_net_health_layout=smp or amp)"
+    ]
+    assert health_report(servers, layout="amp")["ok"]
+
+
 def test_a_field_hccn_facts_could_not_read_refuses_the_device_naming_the_field_and_the_answer() -> None:
     # hccn_facts leaves an unreadable answer's fields None and keeps the answer in `unparsed` (docs/real-outputs.md)
     unread = dev(1, link=None, unparsed={"link": "link status: ???"})

@@ -17,7 +17,7 @@ from ansible_collections.ascend.cluster.plugins.plugin_utils import _rank_plan
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
 
 
-def host(name: str, index: int, chip: str = "910B", devices: int = 8, ips: bool = True, **extra: Any) -> dict:
+def host(name: str, index: int, chip: str | None = "910B", devices: int = 8, ips: bool = True, **extra: Any) -> dict:
     """One host's variables as the play holds them after hccn_facts."""
     found = [{"device_id": d, "device_ip": f"198.19.{d}.{index}" if ips else ""} for d in range(devices)]
     return {
@@ -155,3 +155,23 @@ def test_a_910a_refusal_names_the_roles_variable_not_the_filters_option(options,
     # the switch it names lifts the ring rule
     plan = _rank_plan.rank_plan(hosts, allow_partial_servers=True, npu_env="10.0.0.1:4:0123,10.0.0.2:4:0123")
     assert plan["layout"]["rank_size"] == 8
+
+
+UNCLEAR = (
+    "npu-smi info's Name column 'Ascend910' (line '| 0     Ascend910           | OK            | 86.3        37                "
+    "0    / 0             |') is the generic name A3 boards print, but the table has no Chip Phy-ID column: A3 or not is unclear"
+)
+
+
+def test_a_server_whose_chip_is_unclear_is_refused_naming_the_field_and_line():
+    """Issue 33 item 4: hccn_facts could not tell the chip (chip null, chip_problem naming the line); the rank table's
+    chip rules need it, so the plan fails closed rather than build a table with no chip's rules."""
+    unclear = host("h2", 2, chip=None)
+    unclear["ansible_facts"]["ascend_npu"]["chip_problem"] = UNCLEAR
+    with pytest.raises(ClusterSpecError) as caught:
+        _rank_plan.rank_plan([host("h1", 1), unclear])
+    assert str(caught.value).startswith("the chip of a server is unclear")
+    assert "h2: " + UNCLEAR in str(caught.value) and str(caught.value).endswith(_rank_plan.NOT_WRITTEN)
+    # a server whose npu-smi was not read at all (no problem named) is planned as before
+    unread = host("h2", 2, chip=None)
+    assert len(_rank_plan.rank_plan([host("h1", 1), unread])["job_servers"]) == 2
