@@ -12,10 +12,7 @@ offset first, then refuses naming all of them at once); it fails only when the c
 
 from __future__ import annotations
 
-from typing import Any
-
-from ansible.plugins.action import ActionBase
-
+from ansible_collections.ascend.cluster.plugins.plugin_utils._action import Action, Refusal
 from ansible_collections.ascend.cluster.plugins.plugin_utils._clock import measure_over
 
 ARGUMENT_SPEC = {
@@ -27,25 +24,23 @@ ARGUMENT_SPEC = {
 }
 
 
-class ActionModule(ActionBase):
+class ActionModule(Action):
     """Controller-only ``ascend.cluster.clock_offset``; see the module docstring."""
 
     TRANSFERS_FILES = False
     _requires_connection = True
     _supports_check_mode = True
 
-    def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
-        result = super().run(tmp, task_vars)
-        task_vars = task_vars or {}
-        _spec, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+    ARGUMENT_SPEC = ARGUMENT_SPEC
+
+    def act(self, args: dict, own: dict, task_vars: dict) -> dict:
         if args["samples"] < 1:
-            return dict(result, failed=True, msg=f"samples must be 1 or more, not {args['samples']}")
+            raise Refusal(f"samples must be 1 or more, not {args['samples']}")
         measured = measure_over(
             self, task_vars, args["samples"], args["warn_above"], args["refuse_above"], args["allow"], server=args["server"]
         )
         if measured.get("failed"):
-            return dict(result, **measured)
+            return measured
         if measured["status"] == "warn":
-            result.setdefault("warnings", []).append(measured["msg"])
-        result.update(changed=False, **measured)
-        return result
+            measured = dict(measured, warnings=[measured["msg"]])
+        return dict(measured, changed=False)

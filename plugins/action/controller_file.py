@@ -9,11 +9,9 @@ server; see the module file for the options.
 from __future__ import annotations
 
 import os
-from typing import Any
-
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.ascend.cluster.plugins.module_utils._text_file import apply_text_file
+from ansible_collections.ascend.cluster.plugins.plugin_utils._action import Action
 
 ARGUMENT_SPEC = {"path": {"type": "path", "required": True}, "content": {"type": "str"}, "mode": {"type": "str"}}
 
@@ -51,13 +49,14 @@ def controller_file(args: dict, check_mode: bool) -> dict:
     return {"changed": bool(steps), "path": path, "steps": steps}
 
 
-class ActionModule(ActionBase):
+class ActionModule(Action):
     """Controller-only ``ascend.cluster.controller_file``: no connection, the file written by this worker."""
 
     TRANSFERS_FILES = False
     _requires_connection = False
     _supports_check_mode = True
 
-    def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
-        validated = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
-        return dict(super().run(tmp, task_vars), **controller_file(validated, bool(self._task.check_mode)))
+    ARGUMENT_SPEC = ARGUMENT_SPEC
+
+    def act(self, args: dict, own: dict, task_vars: dict) -> dict:
+        return controller_file(args, bool(self._task.check_mode))

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.ascend.cluster.plugins.module_utils._options import DEFAULT_HCCN_CONF
+from ansible_collections.ascend.cluster.plugins.plugin_utils._action import Action
 from ansible_collections.ascend.cluster.plugins.plugin_utils._ip_plan import plan_settled
 
 SETTLED = "the facts of this run already show every listed device as wanted: nothing to set"
@@ -27,14 +26,13 @@ def settled(args: dict[str, Any]) -> bool:
     return bool(facts) and plan_settled(args.get("devices"), facts, hccn_conf=args.get("hccn_conf") or DEFAULT_HCCN_CONF)
 
 
-class ActionModule(ActionBase):
+class ActionModule(Action):
     """``ascend.cluster.hccn_config``: skipped here when the facts show it settled; else the module."""
 
-    def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
-        result = super().run(tmp, task_vars)
-        args = dict(self._task.args)
-        if settled(args):
-            return dict(result, changed=False, skipped=True, skip_reason=SETTLED)
-        args.pop("facts", None)  # the module does not need them: a smaller payload
-        result.update(self._execute_module(module_name="ascend.cluster.hccn_config", module_args=args, task_vars=task_vars))
-        return result
+    # the facts decide here; the module does not need them (a smaller payload)
+    OWN = ("facts",)
+
+    def act(self, args: dict, own: dict, task_vars: dict) -> dict:
+        if settled(dict(args, facts=own.get("facts"))):
+            return {"changed": False, "skipped": True, "skip_reason": SETTLED}
+        return self.module("hccn_config", args, task_vars)

@@ -10,29 +10,23 @@ firewall. So the firewall role needs one task per host for all of it.
 
 from __future__ import annotations
 
-from typing import Any
-
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.ascend.cluster.plugins.module_utils._firewall import MODE_NONE, NOT_CHECKED
 from ansible_collections.ascend.cluster.plugins.modules.host_firewall import ARGS
+from ansible_collections.ascend.cluster.plugins.plugin_utils._action import Action, Refusal
 from ansible_collections.ascend.cluster.plugins.plugin_utils._local_guard import local_refusal
 
 
-class ActionModule(ActionBase):
+class ActionModule(Action):
     """``ascend.cluster.host_firewall``: guard and mode none here, the rest in the module (check mode: the module's)."""
 
-    def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
-        result = super().run(tmp, task_vars)
-        task_vars = task_vars or {}
-        _spec, args = self.validate_argument_spec(argument_spec=ARGS)
+    ARGUMENT_SPEC = ARGS
+
+    def act(self, args: dict, own: dict, task_vars: dict) -> dict:
         host = str(task_vars.get("inventory_hostname", self._play_context.remote_addr or ""))
         refusal = local_refusal(host, self._connection.transport, self._play_context.remote_addr, args["mode"], refuse=args["refuse_local"])
         if refusal:
-            return dict(result, failed=True, changed=False, msg=refusal)
+            raise Refusal(refusal)
         if args["mode"] == MODE_NONE:
-            return dict(result, changed=False, **NOT_CHECKED)
-        result.update(
-            self._execute_module(module_name="ascend.cluster.host_firewall", module_args=dict(self._task.args), task_vars=task_vars)
-        )
-        return result
+            return dict(changed=False, **NOT_CHECKED)
+        # the task's options as given: the module validates them itself (its defaults stay its own)
+        return self.module("host_firewall", dict(self._task.args), task_vars)

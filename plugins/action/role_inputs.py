@@ -7,10 +7,7 @@ See ``plugin_utils._role_inputs`` for why; the documentation is in ``plugins/mod
 
 from __future__ import annotations
 
-from typing import Any
-
-from ansible.plugins.action import ActionBase
-
+from ansible_collections.ascend.cluster.plugins.plugin_utils._action import Action, Refusal
 from ansible_collections.ascend.cluster.plugins.plugin_utils._role_inputs import (
     RoleInputsError,
     host_values,
@@ -24,19 +21,18 @@ ARGUMENT_SPEC = {
 }
 
 
-class ActionModule(ActionBase):
+class ActionModule(Action):
     """``ascend.cluster.role_inputs``: reads the roles' specs and the hosts' variables, no connection (check mode too)."""
 
     _requires_connection = False
 
-    def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
-        result = super().run(tmp, task_vars)
-        task_vars = task_vars or {}
-        _spec, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+    ARGUMENT_SPEC = ARGUMENT_SPEC
+
+    def act(self, args: dict, own: dict, task_vars: dict) -> dict:
         try:
             specs = {role: role_options(role) for role in args["roles"]}
         except RoleInputsError as exc:
-            return dict(result, failed=True, changed=False, msg=str(exc))
+            raise Refusal(str(exc)) from exc
         names = sorted({name for options in specs.values() for name in options})
         hostvars = task_vars.get("hostvars") or {}
         values = {
@@ -46,10 +42,9 @@ class ActionModule(ActionBase):
         problems = role_input_problems(specs, values)
         if problems:
             return dict(
-                result,
                 failed=True,
                 changed=False,
                 problems=problems,
                 msg="Validation of arguments failed:\n" + "\n".join(problems) + "\nNothing was changed or started.",
             )
-        return dict(result, changed=False, problems=[], msg=f"the inputs of {len(specs)} role(s) are right on {len(values)} host(s)")
+        return dict(changed=False, problems=[], msg=f"the inputs of {len(specs)} role(s) are right on {len(values)} host(s)")

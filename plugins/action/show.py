@@ -16,8 +16,9 @@ from typing import Any
 
 from ansible import constants as C
 from ansible.errors import AnsibleError
-from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
+
+from ansible_collections.ascend.cluster.plugins.plugin_utils._action import Action
 
 display = Display()
 
@@ -54,21 +55,20 @@ def lines_of(msg: Any) -> list[str]:
     return str(msg).splitlines()
 
 
-class ActionModule(ActionBase):
+class ActionModule(Action):
     """Controller-only ``ascend.cluster.show``; see the module docstring."""
 
     TRANSFERS_FILES = False
     _requires_connection = False
     _supports_check_mode = True
 
-    def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
-        result = super().run(tmp, task_vars)
-        _spec, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+    ARGUMENT_SPEC = ARGUMENT_SPEC
+
+    def act(self, args: dict, own: dict, task_vars: dict) -> dict:
         msg = args["msg"]
         # ansible.constants sets DEFAULT_STDOUT_CALLBACK from the configuration at import time.
         if ok_results_hidden(str(getattr(C, "DEFAULT_STDOUT_CALLBACK", "default")), _display_ok_hosts):
             for line in lines_of(msg):
                 display.display(line)
         # As debug: the result is shown with its msg whatever the verbosity.
-        result.update(changed=False, msg=msg, _ansible_verbose_always=True)
-        return result
+        return {"changed": False, "msg": msg, "_ansible_verbose_always": True}

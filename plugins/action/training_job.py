@@ -23,15 +23,15 @@ from typing import Any, Callable
 
 from ansible import constants as C
 from ansible.module_utils.parsing.convert_bool import boolean
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
 from ansible_collections.ascend.cluster.plugins.plugin_utils import _interrupt as interrupt
 from ansible_collections.ascend.cluster.plugins.plugin_utils import _staging as staging
+from ansible_collections.ascend.cluster.plugins.plugin_utils._action import Action, Refusal
 from ansible_collections.ascend.cluster.plugins.plugin_utils._clock import measure_over
 
-GUARDED = ("staged", "gate")
+GUARDED_STATES = ("staged", "gate")
 CLOCK_OPTIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "clock_samples": (int, 0),
     "clock_warn_above": (float, 1.0),
@@ -61,31 +61,28 @@ def merged(result: dict, module_result: dict) -> dict:
     return result
 
 
-class ActionModule(ActionBase):
+class ActionModule(Action):
     """Controller half of ``ascend.cluster.training_job``."""
 
     TRANSFERS_FILES = False
     _requires_connection = True
+    # the pre-flight's clock is read here (the module never sees these options)
+    OWN = tuple(CLOCK_OPTIONS)
+    # staged and gate: an operator's Ctrl-C releases the job's runners (plugin_utils/_staging)
+    GUARDED = True
 
-    def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
-        task_vars = task_vars or {}
-        result = super().run(tmp, task_vars)
-        args = dict(self._task.args)
+    def guarded(self, args: dict) -> bool:
+        return args.get("state") in GUARDED_STATES and not self._task.check_mode
+
+    def act(self, args: dict, own: dict, task_vars: dict) -> dict:
         if args.get("state") == "preflight":
-            return self._preflight(result, args, task_vars)
-        for name in CLOCK_OPTIONS:
-            args.pop(name, None)
-        if args.get("state") not in GUARDED or self._task.check_mode:
-            result.update(self._execute_module(module_args=args, task_vars=task_vars))
-            return result
-        with interrupt.Guard() as guard:
-            try:
-                result.update(
-                    self._gate(args) if self._gate_by_shell(args) else self._execute_module(module_args=args, task_vars=task_vars)
-                )
-            except interrupt.Interrupted as exc:
-                result.update(self._released(args, guard, exc.signum, task_vars))
-        return result
+            return self._preflight(args, own, task_vars)
+        if self.guard is None:
+            return self._execute_module(module_args=args, task_vars=task_vars)
+        try:
+            return self._gate(args) if self._gate_by_shell(args) else self._execute_module(module_args=args, task_vars=task_vars)
+        except interrupt.Interrupted as exc:
+            return self._released(args, self.guard, exc.signum, task_vars)
 
     def _released(self, args: dict, guard: interrupt.Guard, signum: int, task_vars: dict) -> dict:
         """Interrupted while staged or at the gate: the gate task (run once, on the coordinator's server) releases the whole
@@ -136,12 +133,13 @@ class ActionModule(ActionBase):
             return {"failed": True, "msg": f"group_wait: {args.get('group_wait')!r} is not seconds"}
         return staging.open_gate(self, job_id, job_root, wait)
 
-    def _preflight(self, result: dict, args: dict, task_vars: dict) -> dict:
+    def _preflight(self, args: dict, own: dict, task_vars: dict) -> dict:
         """The clock (when asked), then the module's checks unless the clock is refused."""
+        result: dict = {}
         try:
-            clock = clock_options(args)
+            clock = clock_options(own)
         except ValueError as exc:
-            return dict(result, failed=True, msg=str(exc))
+            raise Refusal(str(exc)) from exc
         if clock["clock_samples"] != 0:
             measured = measure_over(
                 self, task_vars, clock["clock_samples"], clock["clock_warn_above"], clock["clock_refuse_above"], clock["clock_allow"]

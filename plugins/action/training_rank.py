@@ -11,38 +11,36 @@ Async (``async`` + ``poll: 0``) is passed through.
 
 from __future__ import annotations
 
-from typing import Any
-
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.ascend.cluster.plugins.module_utils._job_command import split_command
 from ansible_collections.ascend.cluster.plugins.module_utils._job_env import aoe_conflicts
+from ansible_collections.ascend.cluster.plugins.plugin_utils._action import Action, Refusal
 
 
-class ActionModule(ActionBase):
+class ActionModule(Action):
     """Controller half of ``ascend.cluster.training_rank``."""
 
     _supports_async = True
 
-    def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
-        result = super().run(tmp, task_vars)
-        args = dict(self._task.args)
-        command = args.pop("command", None)
+    # the command is split here, into the module's argv
+    OWN = ("command",)
+
+    def act(self, args: dict, own: dict, task_vars: dict) -> dict:
+        command = own.get("command")
         if command is not None:
             if args.get("argv"):
-                return dict(result, failed=True, msg="give either argv or command, not both")
+                raise Refusal("give either argv or command, not both")
             try:
                 args["argv"] = split_command(str(command))
             except ValueError as exc:
-                return dict(result, failed=True, msg=str(exc))
+                raise Refusal(str(exc)) from exc
         try:
             conflicts = aoe_conflicts(args.get("env") or {}, args.get("tune_bank_path"), args.get("aoe_mode"))
         except (TypeError, ValueError) as exc:
-            return dict(result, failed=True, msg=f"aoe_mode: {exc}")
+            raise Refusal(f"aoe_mode: {exc}") from exc
         if conflicts:
-            return dict(result, failed=True, msg="; ".join(conflicts))
+            raise Refusal("; ".join(conflicts))
         wrap_async = bool(self._task.async_val) and not self._connection.has_native_async
-        result.update(self._module_call(args, task_vars or {}, wrap_async))
+        result = self._module_call(args, task_vars, wrap_async)
         if not wrap_async:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         return result

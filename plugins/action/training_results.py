@@ -14,10 +14,11 @@ import re
 import tarfile
 import tempfile
 from shlex import quote
-from typing import Any
 
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
+
+from ansible_collections.ascend.cluster.plugins.plugin_utils._action import Action
 
 _LOG = re.compile(r"^device_\d+\.log$")
 
@@ -74,10 +75,8 @@ def collect(action: ActionBase, args: dict, task_vars: dict) -> dict:
     return result
 
 
-class ActionModule(ActionBase):
+class ActionModule(Action):
     """Controller half of ``ascend.cluster.training_results``."""
 
-    def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
-        result = super().run(tmp, task_vars)
-        result.update(collect(self, dict(self._task.args), task_vars or {}))
-        return result
+    def act(self, args: dict, own: dict, task_vars: dict) -> dict:
+        return collect(self, args, task_vars)

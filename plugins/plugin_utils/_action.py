@@ -1,0 +1,91 @@
+# Copyright: ascend.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The collection's one base class for action plugins: what every action did in its own way before.
+
+A subclass says, as class attributes, what the base does for it, and implements :meth:`Action.act`:
+
+- ``ARGUMENT_SPEC``: the options the action validates itself (``validate_argument_spec``: types, defaults, required,
+  unknown options refused as Ansible refuses them). ``None``: the task's options are handed on as they are, and the
+  module the action runs checks them with its own argument spec.
+- ``OWN``: options the action consumes itself (documented with its module): taken out of the task's options before
+  anything else, so the module never sees them; :meth:`act` gets them apart.
+- ``NAMES_SERVER``: a failure's message begins with the server's inventory name, unless it names it already; an
+  action on one server among many (a launch task's failures are joined into one line) says which. Controller-only
+  actions (``_requires_connection = False``) name none.
+- ``GUARDED``: :meth:`act` runs under :class:`plugin_utils._interrupt.Guard` (``self.guard``), so an operator's
+  Ctrl-C or SIGTERM to ansible-playbook arrives as :class:`~plugin_utils._interrupt.Interrupted` inside it, once;
+  :meth:`guarded` says per call whether it applies (for example, not in check mode).
+
+An action refuses with :class:`Refusal` (its message is the result's ``msg``); everything else it returns is the
+task's result, merged over what ``ActionBase.run`` set up.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.ascend.cluster.plugins.plugin_utils import _interrupt as interrupt
+
+
+class Refusal(Exception):
+    """The action refuses the task; the message says what to fix."""
+
+
+class Action(ActionBase):
+    """Base of every ``ascend.cluster`` action plugin (see the module docstring)."""
+
+    ARGUMENT_SPEC: ClassVar[dict | None] = None
+    OWN: ClassVar[tuple] = ()
+    NAMES_SERVER: ClassVar[bool] = True
+    GUARDED: ClassVar[bool] = False
+
+    guard: interrupt.Guard | None = None
+
+    def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
+        task_vars = task_vars or {}
+        result = super().run(tmp, task_vars)
+        own = {name: self._task.args.pop(name) for name in self.OWN if name in self._task.args}
+        if self.ARGUMENT_SPEC is not None:
+            args = self.validate_argument_spec(argument_spec=self.ARGUMENT_SPEC)[1]
+        else:
+            args = dict(self._task.args)
+        try:
+            if self.GUARDED and self.guarded(args):
+                with interrupt.Guard() as guard:
+                    self.guard = guard
+                    try:
+                        outcome = self.act(args, own, task_vars)
+                    finally:
+                        self.guard = None
+            else:
+                outcome = self.act(args, own, task_vars)
+        except Refusal as exc:
+            outcome = {"failed": True, "changed": False, "msg": str(exc)}
+        result.update(outcome)
+        if result.get("failed") and self.NAMES_SERVER and self._requires_connection:
+            result["msg"] = self.named(result.get("msg"), task_vars)
+        return result
+
+    def act(self, args: dict, own: dict, task_vars: dict) -> dict:
+        """The action's work: the task's result (its fields over ``ActionBase.run``'s)."""
+        raise NotImplementedError
+
+    def guarded(self, args: dict) -> bool:
+        """Whether this call runs under the interrupt guard (``GUARDED`` actions; every call unless overridden)."""
+        return True
+
+    def module(self, name: str, args: dict, task_vars: dict, **kwargs: Any) -> dict:
+        """Run the collection's module ``name`` (``ascend.cluster.<name>``, or a full name) on the task's server."""
+        full = name if "." in name else f"ascend.cluster.{name}"
+        return self._execute_module(module_name=full, module_args=args, task_vars=task_vars, **kwargs)
+
+    @staticmethod
+    def named(msg: Any, task_vars: dict) -> str:
+        """``msg`` beginning with the server's inventory name, unless it names the server already."""
+        text = "" if msg is None else str(msg)
+        server = str(task_vars.get("inventory_hostname") or "")
+        if not server or server in text:
+            return text
+        return f"{server}: {text}"
