@@ -334,16 +334,22 @@ def record_with_table(
         if check_mode and steps:
             digest = hashlib.sha256((table_text or "").encode("utf-8")).hexdigest()
         else:
-            if not text_file.json_file_matches(table_path, table_text or ""):
+            # read once: the bytes checked are the bytes whose digest is recorded (a second read could see a file swapped
+            # in between, which the runners would then take for the launch's own)
+            try:
+                with open(table_path, "rb") as handle:
+                    found = handle.read()
+            except FileNotFoundError:
+                found = b""
+            except OSError as exc:
+                raise JobError("cannot read %s back: %s" % (table_path, exc)) from exc
+            if not text_file.json_matches(found, table_text or ""):
                 raise RankTableMismatch(
                     "%s is not the job's rank table (it changed after the launch wrote it): nothing was started; check what else "
                     "writes the job's run directory, then launch again" % table_path,
                     steps,
                 )
-            try:
-                digest = files.sha256_file(table_path)
-            except OSError as exc:
-                raise JobError("cannot read %s back: %s" % (table_path, exc)) from exc
+            digest = hashlib.sha256(found).hexdigest()
         table.update(rank_table_path=table_path, rank_table_sha256=digest)
         record.update(table)
         record.pop("rank_table_steps")
