@@ -81,9 +81,16 @@ def load_job(job_root: str, job_id: str) -> dict:
     """The record of the job ``job_id`` names on this server (:func:`resolve_job_id`)."""
     resolved = resolve_job_id(job_root, job_id)
     if not resolved:
+        why = files.denied(os.path.join(job_root, files.LATEST_FILE)) or files.denied(job_root)
+        if why is not None:
+            raise JobError("%s: run it as that user, or as root (become, -b)" % why)
         raise JobError("no training job recorded under %s on this host (nothing launched here yet)" % job_root)
-    job = files.read_json(os.path.join(files.job_dir(job_root, resolved), files.JOB_FILE))
+    path = os.path.join(files.job_dir(job_root, resolved), files.JOB_FILE)
+    job = files.read_json(path)
     if not isinstance(job, dict):
+        why = files.denied(path)
+        if why is not None:  # recorded, but not for this user's eyes: said so, never "not recorded"
+            raise JobError("%s: run it as that user, or as root (become, -b)" % why)
         raise JobError(
             "job %s is not recorded under %s on this host; known jobs: %s"
             % (resolved, job_root, ", ".join(files.list_jobs(job_root)) or "none")

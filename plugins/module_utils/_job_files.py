@@ -62,6 +62,7 @@ import hashlib
 import json
 import os
 import posixpath
+import pwd
 import re
 import tempfile
 from shlex import quote
@@ -156,6 +157,37 @@ def read_json(path: str, default: Any = None) -> Any:
             return json.load(handle)
     except (OSError, ValueError):
         return default
+
+
+def denied(path: str) -> str | None:
+    """Why this process may not read ``path`` when the reason is a permission (``permission denied: <path> cannot be
+    read by user <u> (it belongs to <owner>, mode 0600)``), else None (readable, or missing). For status, stop and
+    diagnose, which must not take a job another user's files record for a job that is not there."""
+    try:
+        if os.path.isdir(path):
+            os.listdir(path)
+        else:
+            with open(path, "rb"):
+                pass
+        return None
+    except PermissionError:
+        pass
+    except OSError:
+        return None
+    me = _user(os.geteuid())
+    try:
+        info = os.stat(path)
+        whose = "it belongs to %s, mode %04o" % (_user(info.st_uid), info.st_mode & 0o7777)
+    except OSError:
+        whose = "its directory may not be searched"
+    return "permission denied: %s cannot be read by user %s (%s)" % (path, me, whose)
+
+
+def _user(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return "uid %d" % uid
 
 
 def read_latest(job_root: str) -> str | None:
