@@ -70,6 +70,8 @@ class ActionModule(Action):
     OWN = tuple(CLOCK_OPTIONS)
     # staged and gate: an operator's Ctrl-C releases the job's runners (plugin_utils/_staging)
     GUARDED = True
+    # the gate's and the job's failures are the job's, not the server the task runs on
+    NAMES_SERVER = False
 
     def guarded(self, args: dict) -> bool:
         return args.get("state") in GUARDED_STATES and not self._task.check_mode
@@ -77,7 +79,7 @@ class ActionModule(Action):
     def act(self, args: dict, own: dict, task_vars: dict) -> dict:
         if args.get("state") == "preflight":
             return self._preflight(args, own, task_vars)
-        if self.guard is None:
+        if not self.under_guard:
             return self._execute_module(module_args=args, task_vars=task_vars)
         try:
             return self._gate(args) if self._gate_by_shell(args) else self._execute_module(module_args=args, task_vars=task_vars)

@@ -38,15 +38,15 @@ from typing import Any
 
 from ansible import constants as C
 from ansible import context
-from ansible.errors import AnsibleActionFail
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.ascend.cluster.plugins.action.training_rank import ActionModule as TrainingRankAction
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as job_group
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
+from ansible_collections.ascend.cluster.plugins.module_utils._job_command import controller_args
 from ansible_collections.ascend.cluster.plugins.module_utils._job_launcher import PER_DEVICE, check_layout
 from ansible_collections.ascend.cluster.plugins.plugin_utils import _interrupt as interrupt
 from ansible_collections.ascend.cluster.plugins.plugin_utils import _staging as staging
+from ansible_collections.ascend.cluster.plugins.plugin_utils._action import Action, Refusal
 
 JOB_MODULE = "ascend.cluster.training_job"
 STAGING = ("barrier", "anchor", "join_wait")  # the controller's part of the staging (plugin_utils/_staging)
@@ -54,31 +54,34 @@ STAGING = ("barrier", "anchor", "join_wait")  # the controller's part of the sta
 OWN = ("record", "rank_table", "write_rank_table", "stage_timeout", "barrier", "anchor", "join_wait")
 
 
-class ActionModule(TrainingRankAction):
+class ActionModule(Action):
     """Controller half of ``ascend.cluster.training_ranks``."""
 
-    def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
-        task_vars = task_vars or {}
-        own = {name: self._task.args.pop(name) for name in OWN if name in self._task.args}
-        ranks = self._task.args.get("ranks")
+    _supports_async = True
+    # the command is split here (as training_rank does), the rest is the staging's (see the module docstring)
+    OWN = (*OWN, "command")
+    # a Ctrl-C at any moment of the staging releases the job (plugin_utils/_staging)
+    GUARDED = True
+
+    def act(self, args: dict, own: dict, task_vars: dict) -> dict:
+        ranks = args.get("ranks")
         if isinstance(ranks, list) and not all(isinstance(rank, dict) and "rank_id" in rank and "device_id" in rank for rank in ranks):
-            raise AnsibleActionFail("ranks: every entry needs rank_id and device_id (an entry of the rank layout)")
-        args = self._task.args
+            raise Refusal("ranks: every entry needs rank_id and device_id (an entry of the rank layout)")
         launcher = args.get("launcher") or PER_DEVICE
         if launcher != PER_DEVICE and isinstance(ranks, list):
             try:  # before any runner starts: a launcher would number the ranks otherwise than the table
                 check_layout(str(launcher), args["ranks"], int(args.get("node_rank") or 0))
             except (TypeError, ValueError) as exc:
-                return dict(failed=True, msg=str(exc))
+                raise Refusal(str(exc)) from exc
         try:
             record = boolean(own.get("record", False))
             stage_timeout = float(own.get("stage_timeout") or 0)
             own_key(args)
         except (TypeError, ValueError) as exc:
-            return dict(failed=True, msg=f"record / stage_timeout / group: {exc}")
-        return self._staged_together(tmp, task_vars, args, own, record, stage_timeout)
+            raise Refusal(f"record / stage_timeout / group: {exc}") from exc
+        return self._staged_together(task_vars, args, own, record, stage_timeout)
 
-    def _staged_together(self, tmp: Any, task_vars: dict, args: dict, own: dict, record: bool, stage_timeout: float) -> dict:
+    def _staged_together(self, task_vars: dict, args: dict, own: dict, record: bool, stage_timeout: float) -> dict:
         """This server's stage; on the anchor (``plugin_utils/_staging``) then the wait for every other server and for the
         gate; a Ctrl-C at any moment of it releases the job (the anchor says one line for it)."""
         me = str(task_vars.get("inventory_hostname"))
@@ -91,35 +94,35 @@ class ActionModule(TrainingRankAction):
         # hence unknown to mypy)
         local_tmp = str(C.DEFAULT_LOCAL_TMP)  # type: ignore[attr-defined]
         markers = staging.Markers(local_tmp, str(args.get("job_id"))) if stage_timeout > 0 and hosts else None
-        with interrupt.Guard() as guard:
+        guard = self.guard  # GUARDED: the base class holds it around act()
+        try:
+            if markers is not None:
+                if anchor:
+                    markers.hold(me)
+                markers.start(me)
+            result: dict = {"failed": True, "msg": "the stage did not run"}
             try:
-                if markers is not None:
-                    if anchor:
-                        markers.hold(me)
-                    markers.start(me)
-                result: dict = {"failed": True, "msg": "the stage did not run"}
-                try:
-                    result = self._launch(tmp, task_vars, args, own, record, stage_timeout)
-                finally:
-                    if markers is not None:  # whatever happened here, the anchor must not wait for this server
-                        markers.arrive(me, not result.get("failed"))
-                if anchor and markers is not None and not result.get("failed"):
-                    result = self._hold_until_the_gate(result, args, own, hosts, forks, stage_timeout, markers)
-                return result
-            except interrupt.Interrupted as exc:
-                job_id, job_root, grace = str(args.get("job_id")), args.get("job_root"), args.get("kill_grace")
-                if anchor and markers is not None:
-                    opts = {
-                        "job_id": job_id,
-                        "job_root": job_root,
-                        "grace": grace,
-                        "lost_after": (args.get("group") or {}).get("lost_after"),
-                    }
-                    return staging.release_job(self, guard, exc.signum, opts, task_vars, markers, hosts)
-                return staging.release_server(self, guard, exc.signum, job_id, job_root, task_vars, grace, markers)
+                result = self._launch(task_vars, args, own, record, stage_timeout)
             finally:
-                if anchor and markers is not None:  # after its line was said: a worker that sees no anchor says its own
-                    markers.let_go()
+                if markers is not None:  # whatever happened here, the anchor must not wait for this server
+                    markers.arrive(me, not result.get("failed"))
+            if anchor and markers is not None and not result.get("failed"):
+                result = self._hold_until_the_gate(result, args, own, hosts, forks, stage_timeout, markers)
+            return result
+        except interrupt.Interrupted as exc:
+            job_id, job_root, grace = str(args.get("job_id")), args.get("job_root"), args.get("kill_grace")
+            if anchor and markers is not None:
+                opts = {
+                    "job_id": job_id,
+                    "job_root": job_root,
+                    "grace": grace,
+                    "lost_after": (args.get("group") or {}).get("lost_after"),
+                }
+                return staging.release_job(self, guard, exc.signum, opts, task_vars, markers, hosts)
+            return staging.release_server(self, guard, exc.signum, job_id, job_root, task_vars, grace, markers)
+        finally:
+            if anchor and markers is not None:  # after its line was said: a worker that sees no anchor says its own
+                markers.let_go()
 
     def _hold_until_the_gate(
         self, result: dict, args: dict, own: dict, hosts: list, forks: Any, stage_timeout: float, markers: staging.Markers
@@ -137,30 +140,37 @@ class ActionModule(TrainingRankAction):
         job_root = str(args.get("job_root") or options.DEFAULT_JOB_ROOT)
         return dict(result, gate=staging.open_gate(self, str(args.get("job_id")), job_root, wait))
 
-    def _launch(self, tmp: Any, task_vars: dict, args: dict, own: dict, record: bool, stage_timeout: float) -> dict:
+    def _launch(self, task_vars: dict, args: dict, own: dict, record: bool, stage_timeout: float) -> dict:
         """Record (with ``record``), start, then wait until staged (with ``stage_timeout``); the first failure ends it."""
         if boolean(args.get("detach", False)):  # the module does all three in one call
             args.update({name: own[name] for name in OWN if name in own and name not in STAGING})
-            return self._name_the_server(super().run(tmp, task_vars), args, task_vars)
+            return self._start(args, own, task_vars)
         if record:
             recorded = self._record(args, own, task_vars)
             if recorded.get("failed"):
                 return recorded
-        started = super().run(tmp, task_vars)
+        started = self._start(args, own, task_vars)
         if started.get("failed") or stage_timeout <= 0:
             return started
         return self._staged(started, args, stage_timeout, task_vars)
 
-    def _module_call(self, args: dict, task_vars: dict, wrap_async: bool) -> dict:
-        """A detached start goes to ``training_job state=stage`` (the same work, ``_job_stage``): the pre-flight ran that
-        module on this server just before, so Ansible reuses its payload instead of building a second one (~0.25 s)."""
+    def _start(self, args: dict, own: dict, task_vars: dict) -> dict:
+        """This server's ranks started: the command split and the AOE environment checked (``_job_command.controller_args``,
+        as ``training_rank``), then the module. A detached start goes to ``training_job state=stage`` (the same work,
+        ``_job_stage``): the pre-flight ran that module on this server just before, so Ansible reuses its payload instead
+        of building a second one (~0.25 s)."""
+        try:
+            args = controller_args(args, own.get("command"))
+        except ValueError as exc:
+            raise Refusal(str(exc)) from exc
+        wrap_async = bool(self._task.async_val) and not self._connection.has_native_async
         if wrap_async or not boolean(args.get("detach", False)):
-            return super()._module_call(args, task_vars, wrap_async)
+            return self.start_module(args, task_vars)
         stage = {k: v for k, v in args.items() if k != "group_secret"}  # the secret goes as training_job's own no_log option
         module_args = {"state": "stage", "stage": stage}
         if args.get("group_secret") is not None:
             module_args["group_secret"] = args["group_secret"]
-        return self._execute_module(module_name=JOB_MODULE, module_args=module_args, task_vars=task_vars)
+        return self.start_module(module_args, task_vars, module_name=JOB_MODULE)
 
     def _job_args(self, args: dict, **more: Any) -> dict:
         job = {"job_id": args.get("job_id"), **more}
@@ -177,15 +187,8 @@ class ActionModule(TrainingRankAction):
                 rank_table_path=args.get("rank_table_path"),
                 write_rank_table=boolean(own.get("write_rank_table", True)),
             )
-        return self._name_the_server(self._execute_module(module_name=JOB_MODULE, module_args=record, task_vars=task_vars), args, task_vars)
-
-    @staticmethod
-    def _name_the_server(result: dict, args: dict, task_vars: dict) -> dict:
-        """A rank table found wrong on disk: the message names the server."""
-        if result.get("rank_table_mismatch"):
-            server = task_vars.get("inventory_hostname", "?")
-            result["msg"] = f"{server}: {result.get('msg')}"
-        return result
+        # a rank table found wrong on disk: the base class names the server in the message
+        return self._execute_module(module_name=JOB_MODULE, module_args=record, task_vars=task_vars)
 
     def _staged(self, started: dict, args: dict, timeout: float, task_vars: dict) -> dict:
         """Wait until every local rank is staged at the gate; the start's result with ``staged`` (failed when one could not stage)."""

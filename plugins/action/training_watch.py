@@ -41,8 +41,7 @@ from shlex import quote
 from typing import Any
 
 from ansible import context
-from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
-from ansible.plugins.action import ActionBase
+from ansible.errors import AnsibleConnectionFailure
 from ansible.utils.display import Display
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
@@ -51,6 +50,7 @@ from ansible_collections.ascend.cluster.plugins.module_utils import _options as 
 from ansible_collections.ascend.cluster.plugins.plugin_utils import _interrupt as interrupt
 from ansible_collections.ascend.cluster.plugins.plugin_utils import _shell_session as shell_session
 from ansible_collections.ascend.cluster.plugins.plugin_utils import _watch as watch
+from ansible_collections.ascend.cluster.plugins.plugin_utils._action import Action
 
 display = Display()
 
@@ -130,7 +130,7 @@ class Denied(Exception):
     """The job's group view is on the coordinator's server, but the user the watch runs as may not read it."""
 
 
-class ActionModule(ActionBase):
+class ActionModule(Action):
     """Follow one job's group; see the module docstring."""
 
     TRANSFERS_FILES = False
@@ -183,20 +183,18 @@ class ActionModule(ActionBase):
             prober.session.close()
             prober.session = None
 
-    def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
-        task_vars = task_vars or {}
-        result = super().run(tmp, task_vars)
-        unknown = sorted(set(self._task.args) - set(ARGS))
-        if unknown:  # said the way every task of the role would want it, before the validator's longer text
-            raise AnsibleActionFail(f"unknown options: {', '.join(unknown)}")
-        _validation, opts = self.validate_argument_spec(argument_spec=ARGS)
-        with interrupt.Guard() as guard:
-            try:
-                return dict(result, **self._watch(opts, guard))
-            except interrupt.Interrupted as exc:
-                return dict(result, **self._interrupted(opts, guard, exc.signum, task_vars))
-            finally:
-                self._end_session()
+    ARGUMENT_SPEC = ARGS
+    GUARDED = True
+    # its failures are the job's, not this server's (it runs on the coordinator's server)
+    NAMES_SERVER = False
+
+    def act(self, args: dict, own: dict, task_vars: dict) -> dict:
+        try:
+            return self._watch(args, self.guard)
+        except interrupt.Interrupted as exc:
+            return self._interrupted(args, self.guard, exc.signum, task_vars)
+        finally:
+            self._end_session()
 
     def _record(self, opts: dict, view: dict) -> None:
         """The group's view, kept on the controller beside the job's other files (written when its status changes, and the

@@ -41,6 +41,24 @@ def split_command(command: str) -> list:
     return check_argv(argv)
 
 
+def controller_args(args: dict, command: str | None) -> dict:
+    """What the controller checks of a rank's (or a server's ranks') module options before any runner starts: ``command``
+    split into ``args["argv"]`` (never both), and an ``env`` that would silently replace the ``TUNE_BANK_PATH`` /
+    ``AOE_MODE`` the launcher sets refused. ``args`` with ``argv`` set, or ValueError saying what to fix; the actions
+    ``training_rank`` and ``training_ranks`` both ask it."""
+    if command is not None:
+        if args.get("argv"):
+            raise ValueError("give either argv or command, not both")
+        args["argv"] = split_command(str(command))
+    try:
+        conflicts = aoe_conflicts(args.get("env") or {}, args.get("tune_bank_path"), args.get("aoe_mode"))
+    except (TypeError, ValueError) as exc:
+        raise ValueError("aoe_mode: %s" % exc) from exc
+    if conflicts:
+        raise ValueError("; ".join(conflicts))
+    return args
+
+
 def resolve_launch(params: dict) -> None:
     """Check a launch module's ``params`` before anything starts: ``argv`` set from ``command``.
 

@@ -4,8 +4,8 @@
 
 A subclass says, as class attributes, what the base does for it, and implements :meth:`Action.act`:
 
-- ``ARGUMENT_SPEC``: the options the action validates itself (``validate_argument_spec``: types, defaults, required,
-  unknown options refused as Ansible refuses them). ``None``: the task's options are handed on as they are, and the
+- ``ARGUMENT_SPEC``: the options the action validates itself (an unknown option refused in one line naming it, then
+  ``validate_argument_spec``: types, defaults, required). ``None``: the task's options are handed on as they are, and the
   module the action runs checks them with its own argument spec.
 - ``OWN``: options the action consumes itself (documented with its module): taken out of the task's options before
   anything else, so the module never sees them; :meth:`act` gets them apart.
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils import _interrupt as interrupt
@@ -41,24 +42,40 @@ class Action(ActionBase):
     NAMES_SERVER: ClassVar[bool] = True
     GUARDED: ClassVar[bool] = False
 
-    guard: interrupt.Guard | None = None
+    _guard: interrupt.Guard | None = None
+
+    @property
+    def guard(self) -> interrupt.Guard:
+        """The interrupt guard held around :meth:`act` (``GUARDED`` actions, while :meth:`guarded` said so)."""
+        if self._guard is None:
+            raise RuntimeError("the interrupt guard is held only while a GUARDED action acts")
+        return self._guard
+
+    @property
+    def under_guard(self) -> bool:
+        """Whether this call of :meth:`act` runs under the interrupt guard."""
+        return self._guard is not None
 
     def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
         own = {name: self._task.args.pop(name) for name in self.OWN if name in self._task.args}
         if self.ARGUMENT_SPEC is not None:
+            unknown = sorted(set(self._task.args) - set(self.ARGUMENT_SPEC))
+            if unknown:  # said in one line, before the validator's longer text
+                takes = ", ".join(sorted(self.ARGUMENT_SPEC))
+                raise AnsibleActionFail(f"unknown options: {', '.join(unknown)} (this action takes: {takes})")
             args = self.validate_argument_spec(argument_spec=self.ARGUMENT_SPEC)[1]
         else:
             args = dict(self._task.args)
         try:
             if self.GUARDED and self.guarded(args):
                 with interrupt.Guard() as guard:
-                    self.guard = guard
+                    self._guard = guard
                     try:
                         outcome = self.act(args, own, task_vars)
                     finally:
-                        self.guard = None
+                        self._guard = None
             else:
                 outcome = self.act(args, own, task_vars)
         except Refusal as exc:
@@ -80,6 +97,16 @@ class Action(ActionBase):
         """Run the collection's module ``name`` (``ascend.cluster.<name>``, or a full name) on the task's server."""
         full = name if "." in name else f"ascend.cluster.{name}"
         return self._execute_module(module_name=full, module_args=args, task_vars=task_vars, **kwargs)
+
+    def start_module(self, args: dict, task_vars: dict, module_name: str | None = None) -> dict:
+        """Run the task's own module (or ``module_name``) with ``args``, async when the task says so (``async`` +
+        ``poll: 0`` on a connection without native async: Ansible's wrapper); the temporary directory is removed after a
+        call that was not async (an async one's wrapper still needs it)."""
+        wrap_async = bool(self._task.async_val) and not self._connection.has_native_async
+        result = self._execute_module(module_name=module_name, module_args=args, task_vars=task_vars, wrap_async=wrap_async)
+        if not wrap_async:
+            self._remove_tmp_path(self._connection._shell.tmpdir)
+        return result
 
     @staticmethod
     def named(msg: Any, task_vars: dict) -> str:

@@ -27,7 +27,7 @@ def action_for(
         shared_loader_obj=None,
     )
 
-    def execute_module(module_name: str, module_args: dict, task_vars: dict) -> dict:
+    def execute_module(module_name: str, module_args: dict, task_vars: dict, wrap_async: bool = False) -> dict:
         calls.append({"module_name": module_name, "module_args": module_args})
         return dict(answer or {})
 

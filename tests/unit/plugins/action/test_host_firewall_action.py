@@ -47,7 +47,7 @@ def test_one_call_per_host_and_none_for_mode_none_or_a_refusal(args, transport, 
         ({"mode": "off"}, "value of mode must be one of: disable, open_ports, none"),
         ({}, "missing required arguments: mode"),
         ({"mode": "disable", "refuse_local": "maybe"}, "refuse_local"),
-        ({"mode": "disable", "ports": [22]}, "Unsupported parameters"),
+        ({"mode": "disable", "ports": [22]}, r"unknown options: ports \(this action takes: .*mode"),
     ],
     ids=["unknown mode", "no mode", "not a bool", "unknown option"],
 )
