@@ -46,9 +46,11 @@ install_import_path()
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control  # noqa: E402
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files  # noqa: E402
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group  # noqa: E402
+from ansible_collections.ascend.cluster.plugins.module_utils._job import (  # noqa: E402
+    control,
+    files,
+    group,
+)
 from tests.helpers import hostile  # noqa: E402
 from tests.helpers.ansible_cli import run_module  # noqa: E402
 from tests.helpers.procs import alive, wait_for  # noqa: E402

@@ -32,9 +32,11 @@ from tests.helpers.collection import install_import_path
 
 install_import_path()
 
-from ansible_collections.ascend.cluster.plugins.filter.rank_layout import rank_layout  # noqa: E402
-from ansible_collections.ascend.cluster.plugins.filter.rank_table import rank_table  # noqa: E402
-from ansible_collections.ascend.cluster.plugins.filter.validate_rank_table import validate_rank_table  # noqa: E402
+from ansible_collections.ascend.cluster.plugins.filter.rank_table import (  # noqa: E402
+    rank_layout,
+    rank_table,
+    validate_rank_table,
+)
 
 DEVICES_PER_SERVER = 16
 SIZES = (1024, 16384, 65536)

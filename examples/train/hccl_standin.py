@@ -57,7 +57,7 @@ except ImportError:  # pragma: no cover - not a POSIX system
 # HCCL's device port (reference section 7: "listen on ip[...] and specific port[16666] fail").
 DEVICE_PORT = 16666
 # Reference section 3: chip -> (rank table version, highest device id). A copy of the chip profiles the collection
-# owns in plugins/module_utils/_chip.py (this file runs alone on a server and imports nothing of the collection);
+# owns in plugins/module_utils/_npu/chip.py (this file runs alone on a server and imports nothing of the collection);
 # tests/unit/test_hccl_standin.py fails when the two differ. A chip the collection does not know (A5, whose
 # device ids the reference does not give) is refused by --chip, and its version 2.0 table is read unmatched.
 CHIPS = {"910A": ("1.0", 7), "910B": ("1.0", 15), "A3": ("1.2", 15)}
@@ -518,7 +518,7 @@ _PHY_ID_HEADER = re.compile(r"^\|\s*Chip\s+Phy-ID\s*\|", re.M)
 
 def chip_from_name(name: str, phy_ids: bool = False) -> str | None:
     """910A / 910B / A3 from an ``npu-smi info`` Name, as the collection reads it (a copy of
-    ``plugins/module_utils/_chip.py``'s ``npu_smi_chip``, MindCluster's rule): ``910B1``..``910B4``, ``910B2C``, ``A2G1``
+    ``plugins/module_utils/_npu/chip.py``'s ``npu_smi_chip``, MindCluster's rule): ``910B1``..``910B4``, ``910B2C``, ``A2G1``
     are A2 (910B); any other name beginning ``910`` - ``910A``, ``910ProB``, the bare ``910B`` - the first-generation 910
     (910A); ``910_93xx`` and, with a Phy-ID column (``phy_ids``), the generic ``Ascend910`` are A3; else None."""
     text = name.strip()
@@ -791,7 +791,7 @@ def checkpoint_files(directory: str, pattern: re.Pattern) -> list:
 def write_atomically(path: str, data: bytes, mode: int = 0o644) -> None:
     """``data`` to ``path`` whole or not at all: a temporary file of ``mode`` beside it, fsync, rename, fsync of the directory.
 
-    The collection's own ``module_utils/_text_file.write_text_atomic`` does the same for text; this
+    The collection's own ``module_utils/_host/text_file.write_text_atomic`` does the same for text; this
     file cannot import it (it runs alone on the servers).
     """
     directory = os.path.dirname(path) or "."

@@ -4,7 +4,7 @@
 
 Reads the server's clock ``samples`` times with one cheap shell command each (``date +%s.%N``,
 over the connection the play already holds: no module is transferred or run), timing each on the
-controller, and keeps the reading with the smallest round trip (``plugin_utils._clock``). Then
+controller, and keeps the reading with the smallest round trip (``plugin_utils._launch.clock``). Then
 judges the offset: a warning above ``warn_above`` seconds, a refusal above ``refuse_above``
 unless ``allow``. The task never fails for the offset itself (the role prints every server's
 offset first, then refuses naming all of them at once); it fails only when the clock cannot be read.
@@ -13,7 +13,7 @@ offset first, then refuses naming all of them at once); it fails only when the c
 from __future__ import annotations
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._action import Action, Refusal
-from ansible_collections.ascend.cluster.plugins.plugin_utils._clock import measure_over
+from ansible_collections.ascend.cluster.plugins.plugin_utils._launch.clock import measure_over
 
 ARGUMENT_SPEC = {
     "samples": {"type": "int", "default": 5},

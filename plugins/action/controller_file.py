@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action controller_file: a small text file or a directory on the controller, written here (no connection, no module).
 
-The file goes through ``module_utils._text_file`` (plan, then atomic write), as ``rank_table_file`` writes on a
+The file goes through ``module_utils._host.text_file`` (plan, then atomic write), as ``rank_table_file`` writes on a
 server; see the module file for the options.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.ascend.cluster.plugins.module_utils._text_file import apply_text_file
+from ansible_collections.ascend.cluster.plugins.module_utils._host.text_file import apply_text_file
 from ansible_collections.ascend.cluster.plugins.plugin_utils._action import Action
 
 ARGUMENT_SPEC = {"path": {"type": "path", "required": True}, "content": {"type": "str"}, "mode": {"type": "str"}}

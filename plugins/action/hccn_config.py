@@ -4,7 +4,7 @@
 
 With ``facts`` (this host's ``ascend_npu`` facts of this run) that already show every listed
 device as wanted, the task is skipped here, without a round trip: the module would set and
-rewrite nothing. The decision is ``plugin_utils._ip_plan.plan_settled``, in Python on the
+rewrite nothing. The decision is ``plugin_utils._net.ip_plan.plan_settled``, in Python on the
 controller, where a ``when`` with the ``device_ip_settled`` filter cost every host's worker a
 load of the collection's filter plugins. Otherwise the module runs (without ``facts``).
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 from ansible_collections.ascend.cluster.plugins.module_utils._options import DEFAULT_HCCN_CONF
 from ansible_collections.ascend.cluster.plugins.plugin_utils._action import Action
-from ansible_collections.ascend.cluster.plugins.plugin_utils._ip_plan import plan_settled
+from ansible_collections.ascend.cluster.plugins.plugin_utils._net.ip_plan import plan_settled
 
 SETTLED = "the facts of this run already show every listed device as wanted: nothing to set"
 

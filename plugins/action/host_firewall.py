@@ -3,17 +3,17 @@
 """Action host_firewall: the controller's half of ``ascend.cluster.host_firewall``, same task.
 
 Checks the options against the module's own spec, refuses the controller's own firewall
-(``refuse_local``, ``plugin_utils._local_guard``) and answers ``mode: none`` itself - both
+(``refuse_local``, ``plugin_utils._net.firewall_guard``) and answers ``mode: none`` itself - both
 without a round trip to the host - then runs the module, which reads, plans and settles the
 firewall. So the firewall role needs one task per host for all of it.
 """
 
 from __future__ import annotations
 
-from ansible_collections.ascend.cluster.plugins.module_utils._firewall import MODE_NONE, NOT_CHECKED
+from ansible_collections.ascend.cluster.plugins.module_utils._host.firewall import MODE_NONE, NOT_CHECKED
 from ansible_collections.ascend.cluster.plugins.modules.host_firewall import ARGS
 from ansible_collections.ascend.cluster.plugins.plugin_utils._action import Action, Refusal
-from ansible_collections.ascend.cluster.plugins.plugin_utils._local_guard import local_refusal
+from ansible_collections.ascend.cluster.plugins.plugin_utils._net.firewall_guard import local_refusal
 
 
 class ActionModule(Action):

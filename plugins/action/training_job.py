@@ -4,7 +4,7 @@
 releases the job's runners.
 
 ``state=preflight`` with ``clock_samples``: before the module runs, the server's clock is read over the
-connection the task already holds (``plugin_utils._clock.measure``, what ``clock_offset`` does), so one
+connection the task already holds (``plugin_utils._launch.clock.measure``, what ``clock_offset`` does), so one
 pre-flight call per server measures the clock and runs every check on the server. A server whose offset is
 refused runs no other check (with ``kill_stale`` nothing is stopped there); the role refuses the launch
 naming every such server.
@@ -12,8 +12,8 @@ naming every such server.
 A Ctrl-C (or SIGTERM) to ansible-playbook while ``state=staged`` waits for the ranks to stage, or
 while ``state=gate`` opens the gate, stops the job on the server at once (``state=stop``: the abort
 file makes the runners at the gate give up and release their device locks) instead of leaving them
-to the gate time-out; see ``plugin_utils/_interrupt``. The gate of a named job is opened with one shell command
-(``_job_files.gate_command``: the gate file and ``latest``, as the module writes them) instead of a module round trip.
+to the gate time-out; see ``plugin_utils/_launch/interrupt``. The gate of a named job is opened with one shell command
+(``_job.files.gate_command``: the gate file and ``latest``, as the module writes them) instead of a module round trip.
 Every other state runs the module as it is.
 """
 
@@ -24,12 +24,11 @@ from typing import Any, Callable
 from ansible import constants as C
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _interrupt as interrupt
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _staging as staging
+from ansible_collections.ascend.cluster.plugins.module_utils._job import files
 from ansible_collections.ascend.cluster.plugins.plugin_utils._action import Action, Refusal
-from ansible_collections.ascend.cluster.plugins.plugin_utils._clock import measure_over
+from ansible_collections.ascend.cluster.plugins.plugin_utils._launch import interrupt, staging
+from ansible_collections.ascend.cluster.plugins.plugin_utils._launch.clock import measure_over
 
 GUARDED_STATES = ("staged", "gate")
 CLOCK_OPTIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
@@ -68,7 +67,7 @@ class ActionModule(Action):
     _requires_connection = True
     # the pre-flight's clock is read here (the module never sees these options)
     OWN = tuple(CLOCK_OPTIONS)
-    # staged and gate: an operator's Ctrl-C releases the job's runners (plugin_utils/_staging)
+    # staged and gate: an operator's Ctrl-C releases the job's runners (plugin_utils/_launch/staging)
     GUARDED = True
     # the gate's and the job's failures are the job's, not the server the task runs on
     NAMES_SERVER = False
@@ -104,8 +103,8 @@ class ActionModule(Action):
 
     @staticmethod
     def _gate_by_shell(args: dict) -> bool:
-        """The gate of a named job is opened with one shell command (``_job_files.gate_command``, or through the group
-        ``_job_group.gate_wait_command``), not a module."""
+        """The gate of a named job is opened with one shell command (``_job.files.gate_command``, or through the group
+        ``_job.group.gate_wait_command``), not a module."""
         given = args.get("start_at") is not None or args.get("group_wait") is not None
         return args.get("state") == "gate" and args.get("job_id") not in (None, "latest") and given
 
@@ -128,7 +127,7 @@ class ActionModule(Action):
         return {"changed": True, "job_id": job_id, "start_at": start_at}
 
     def _group_gate(self, job_id: str, job_root: str, args: dict) -> dict:
-        """Wait for the job's coordinator (on this task's server) to open the gate (``_staging.open_gate``)."""
+        """Wait for the job's coordinator (on this task's server) to open the gate (``_launch.staging.open_gate``)."""
         try:
             wait = float(args["group_wait"])
         except (TypeError, ValueError):

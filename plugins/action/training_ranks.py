@@ -5,7 +5,7 @@
 What the training_rank action does (split the command, refuse AOE conflicts, on the controller), and
 reduce each rank to the ids the module takes. In a launcher mode (``launcher=torchrun|msrun``) it also
 refuses, before anything starts, a server whose ranks the launcher would number otherwise than the rank
-table (``_job_launcher.check_layout``).
+table (``_job.launcher.check_layout``).
 
 The launch role folds three steps of each server into this one task, each a module call over the
 connection the task holds:
@@ -20,16 +20,16 @@ connection the task holds:
 With ``detach`` (the launch role's way) the module does all three itself, in one call over the connection: the
 supervisor is started as a daemon (no async wrapper), and ``record``, ``rank_table``, ``write_rank_table`` and
 ``stage_timeout`` are passed on to it. That call is sent as ``training_job state=stage`` (the same code,
-``module_utils/_job_stage``): the pre-flight has just run ``training_job`` on the server, and one module payload built
+``module_utils/_job/stage``): the pre-flight has just run ``training_job`` on the server, and one module payload built
 for both saves the launch about 0.25 s of controller CPU on its critical path.
 
 The role passes the host's slice of the rank layout as it is: the module takes each entry's ``local_index`` and
-``local_count`` as the layout numbered them (``module_utils/_job_stage.local_places``).
+``local_count`` as the layout numbered them (``module_utils/_job/stage.local_places``).
 A Ctrl-C (or SIGTERM) to ansible-playbook during any of the three stops the job on the server at once
-(its abort file makes every runner, also one forked later, give up at the gate): see ``plugin_utils/_interrupt``.
+(its abort file makes every runner, also one forked later, give up at the gate): see ``plugin_utils/_launch/interrupt``.
 With ``barrier`` (the play's hosts that start ranks) and ``anchor`` (the coordinator host), the anchor's task lasts
 until every other server's stage task has ended and the job's group opened the gate (``join_wait``), so that a Ctrl-C at
-any moment of the staging finds a worker that releases the whole job and says one line for it (``plugin_utils/_staging``).
+any moment of the staging finds a worker that releases the whole job and says one line for it (``plugin_utils/_launch/staging``).
 """
 
 from __future__ import annotations
@@ -40,16 +40,15 @@ from ansible import constants as C
 from ansible import context
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as job_group
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
-from ansible_collections.ascend.cluster.plugins.module_utils._job_command import controller_args
-from ansible_collections.ascend.cluster.plugins.module_utils._job_launcher import PER_DEVICE, check_layout
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _interrupt as interrupt
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _staging as staging
+from ansible_collections.ascend.cluster.plugins.module_utils._job import group as job_group
+from ansible_collections.ascend.cluster.plugins.module_utils._job.command import controller_args
+from ansible_collections.ascend.cluster.plugins.module_utils._job.launcher import PER_DEVICE, check_layout
 from ansible_collections.ascend.cluster.plugins.plugin_utils._action import Action, Refusal
+from ansible_collections.ascend.cluster.plugins.plugin_utils._launch import interrupt, staging
 
 JOB_MODULE = "ascend.cluster.training_job"
-STAGING = ("barrier", "anchor", "join_wait")  # the controller's part of the staging (plugin_utils/_staging)
+STAGING = ("barrier", "anchor", "join_wait")  # the controller's part of the staging (plugin_utils/_launch/staging)
 # The action's own options: taken out before the module runs (documented with the module).
 OWN = ("record", "rank_table", "write_rank_table", "stage_timeout", "barrier", "anchor", "join_wait")
 
@@ -60,7 +59,7 @@ class ActionModule(Action):
     _supports_async = True
     # the command is split here (as training_rank does), the rest is the staging's (see the module docstring)
     OWN = (*OWN, "command")
-    # a Ctrl-C at any moment of the staging releases the job (plugin_utils/_staging)
+    # a Ctrl-C at any moment of the staging releases the job (plugin_utils/_launch/staging)
     GUARDED = True
 
     def act(self, args: dict, own: dict, task_vars: dict) -> dict:
@@ -82,7 +81,7 @@ class ActionModule(Action):
         return self._staged_together(task_vars, args, own, record, stage_timeout)
 
     def _staged_together(self, task_vars: dict, args: dict, own: dict, record: bool, stage_timeout: float) -> dict:
-        """This server's stage; on the anchor (``plugin_utils/_staging``) then the wait for every other server and for the
+        """This server's stage; on the anchor (``plugin_utils/_launch/staging``) then the wait for every other server and for the
         gate; a Ctrl-C at any moment of it releases the job (the anchor says one line for it)."""
         me = str(task_vars.get("inventory_hostname"))
         play = set(task_vars.get("ansible_play_hosts") or [])
@@ -155,9 +154,9 @@ class ActionModule(Action):
         return self._staged(started, args, stage_timeout, task_vars)
 
     def _start(self, args: dict, own: dict, task_vars: dict) -> dict:
-        """This server's ranks started: the command split and the AOE environment checked (``_job_command.controller_args``,
+        """This server's ranks started: the command split and the AOE environment checked (``_job.command.controller_args``,
         as ``training_rank``), then the module. A detached start goes to ``training_job state=stage`` (the same work,
-        ``_job_stage``): the pre-flight ran that module on this server just before, so Ansible reuses its payload instead
+        ``_job.stage``): the pre-flight ran that module on this server just before, so Ansible reuses its payload instead
         of building a second one (~0.25 s)."""
         try:
             args = controller_args(args, own.get("command"))
@@ -203,7 +202,7 @@ class ActionModule(Action):
 
 def own_key(args: dict) -> None:
     """The job's secret stays on the coordinator's server: every other server is given only its own key, derived here
-    (``_job_group.member_key``), so that it can join as itself and as no other server (docs/security.md)."""
+    (``_job.group.member_key``), so that it can join as itself and as no other server (docs/security.md)."""
     group, secret = args.get("group"), args.get("group_secret")
     if not isinstance(group, dict) or not secret or boolean(group.get("coordinator", False)):
         return

@@ -52,7 +52,7 @@ def collect(action: ActionBase, args: dict, task_vars: dict) -> dict:
     args = dict(args)
     dest = args.pop("dest", None)
     args["archive"] = bool(dest)
-    # training_job state=results: the same work (module_utils/_job_results), in the module the job's other calls use,
+    # training_job state=results: the same work (module_utils/_job/results), in the module the job's other calls use,
     # so that Ansible builds one payload per run for all of them (about 0.3 s off the end of a watched job)
     result = action._execute_module(  # pylint: disable=protected-access
         module_name="ascend.cluster.training_job", module_args={"state": "results", "results": args}, task_vars=task_vars

@@ -2,25 +2,25 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action training_watch: follow a job through its group until it ends; one task for the whole job.
 
-The job watches itself (``module_utils/_job_group``): every server's supervisor is a member of the job's group, and
+The job watches itself (``module_utils/_job/group``): every server's supervisor is a member of the job's group, and
 the coordinator, on rank 0's server, relays the first failure, stop or lost server to every member within a fraction
 of a second. The controller only follows: this action runs once for the play (``run_once``, delegated to the
 coordinator's server) and reads the coordinator's ``group.json`` every ``poll_interval`` with one shell command, in
-one shell session held for the whole watch (``plugin_utils/_shell_session``: ``ssh ... /bin/sh`` over the connection
+one shell session held for the whole watch (``plugin_utils/_launch/shell_session``: ``ssh ... /bin/sh`` over the connection
 Ansible holds, or a local shell; one command over the connection where no session applies). So the controller holds
 one worker and one SSH session whatever the number of servers, and Ansible's ``forks`` does not matter. What it
 reads, writes and runs on the job's files (the read of ``group.json``, the stop line in the abort file, the controller's
-copy of the view) is ``module_utils/_job_files``'s, which owns their protocol.
+copy of the view) is ``module_utils/_job/files``'s, which owns their protocol.
 
 - Progress (ranks by state, rank 0's last log line) every ``progress_interval``, from the group's counts.
 - When the group has ended: every rank's final state, and when the job did not finish its first failure and the
-  one message the play fails with (``plugin_utils/_watch.verdict``). The message says every rank was stopped only
+  one message the play fails with (``plugin_utils/_launch/watch.verdict``). The message says every rank was stopped only
   when the group confirmed it.
 - When the coordinator's server stops answering the controller (two reads in a row get no answer within
   ``probe_timeout``, or fail to connect): the watch ends saying so; every member stops its ranks on its own when it
   loses the coordinator, and the role then asks each server what is left.
 - When the coordinator is gone while its server answers - ``group.json`` says it crashed, the member on its server
-  lost it, or ``group.json`` is not rewritten for ``lost_after`` and a heartbeat (``_watch.coordinator_gone``) - the watch
+  lost it, or ``group.json`` is not rewritten for ``lost_after`` and a heartbeat (``_launch.watch.coordinator_gone``) - the watch
   ends within about ``lost_after`` + 1 s naming it (its server, when, the error), blaming no server; the role then asks
   every server, the coordinator's too, for its ranks' real states.
 - A Ctrl-C or SIGTERM to ``ansible-playbook``: the job's stop is written on the coordinator's server (the job's abort
@@ -44,13 +44,10 @@ from ansible import context
 from ansible.errors import AnsibleConnectionFailure
 from ansible.utils.display import Display
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _interrupt as interrupt
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _shell_session as shell_session
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _watch as watch
+from ansible_collections.ascend.cluster.plugins.module_utils._job import files, group
 from ansible_collections.ascend.cluster.plugins.plugin_utils._action import Action
+from ansible_collections.ascend.cluster.plugins.plugin_utils._launch import interrupt, shell_session, watch
 
 display = Display()
 

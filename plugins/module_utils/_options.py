@@ -9,7 +9,7 @@ Each dict goes with the documentation fragment named beside it (``plugins/doc_fr
 
 from __future__ import annotations
 
-from ansible_collections.ascend.cluster.plugins.module_utils._job_env import AOE_MODES, FRAMEWORKS
+from ansible_collections.ascend.cluster.plugins.module_utils._job.env import AOE_MODES, FRAMEWORKS
 
 DEFAULT_HCCN_CONF = "/etc/hccn.conf"
 DEFAULT_JOB_ROOT = "/var/lib/ascend-cluster/jobs"
@@ -70,7 +70,7 @@ def spec(*parts: dict, **own: dict) -> dict:
     return merged
 
 
-# One rank as the job's rank layout gives it (plugin_utils/_rank_layout.entries, each host's slice of rank_layout): the
+# One rank as the job's rank layout gives it (plugin_utils/_rank/layout.entries, each host's slice of rank_layout): the
 # launch passes its slice as it is, so the module takes the layout's numbering instead of counting again. rank_id and
 # device_id are required; local_index (LOCAL_RANK) and local_count (DEVICE_NUM) are used when given; device_ip and
 # server_id are the table's, accepted and not used.

@@ -235,9 +235,9 @@ applied:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _hccn_tool
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
-from ansible_collections.ascend.cluster.plugins.module_utils._hccn_config import ConfigError, Configurator
+from ansible_collections.ascend.cluster.plugins.module_utils._hccn import tool as _hccn_tool
+from ansible_collections.ascend.cluster.plugins.module_utils._hccn.config import ConfigError, Configurator
 
 
 def main():

@@ -311,7 +311,7 @@ ansible_facts:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
-from ansible_collections.ascend.cluster.plugins.module_utils._hccn_facts import EXTRA_QUERIES, FactsError, Gatherer
+from ansible_collections.ascend.cluster.plugins.module_utils._hccn.facts import EXTRA_QUERIES, FactsError, Gatherer
 
 
 def main():

@@ -106,8 +106,9 @@ lost:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _hccn_tool, _options
-from ansible_collections.ascend.cluster.plugins.module_utils._hccn_parse import ParseError
+from ansible_collections.ascend.cluster.plugins.module_utils import _options
+from ansible_collections.ascend.cluster.plugins.module_utils._hccn import tool as _hccn_tool
+from ansible_collections.ascend.cluster.plugins.module_utils._hccn.parse import ParseError
 
 
 def ping_all(tool: _hccn_tool.HccnTool, targets: list, parallel: int) -> tuple[list, list]:

@@ -196,7 +196,7 @@ ran:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ascend.cluster.plugins.module_utils._firewall import (
+from ansible_collections.ascend.cluster.plugins.module_utils._host.firewall import (
     BACKENDS,
     MODE_NONE,
     MODES,

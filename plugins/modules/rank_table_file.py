@@ -107,8 +107,8 @@ import json
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
-from ansible_collections.ascend.cluster.plugins.module_utils._job_preflight import server_jobs
-from ansible_collections.ascend.cluster.plugins.module_utils._text_file import apply_text_file
+from ansible_collections.ascend.cluster.plugins.module_utils._host.text_file import apply_text_file
+from ansible_collections.ascend.cluster.plugins.module_utils._job.preflight import server_jobs
 
 # The refusal while a job holds the server's devices (docs/when-it-fails.md quotes it).
 HELD = (

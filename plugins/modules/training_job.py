@@ -536,14 +536,10 @@ fail_fast:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_diagnose as job_diagnose
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_preflight as preflight
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_results as job_results
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_stage as stage
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
+from ansible_collections.ascend.cluster.plugins.module_utils._job import control, files, group, preflight, stage
+from ansible_collections.ascend.cluster.plugins.module_utils._job import evidence as job_diagnose
+from ansible_collections.ascend.cluster.plugins.module_utils._job import results as job_results
 
 ARGS = options.spec(
     options.TOOL_PATHS,

@@ -79,10 +79,10 @@ rank:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
-from ansible_collections.ascend.cluster.plugins.module_utils._job_command import resolve_launch
-from ansible_collections.ascend.cluster.plugins.module_utils._job_runner import RankRunner
+from ansible_collections.ascend.cluster.plugins.module_utils._job import files
+from ansible_collections.ascend.cluster.plugins.module_utils._job.command import resolve_launch
+from ansible_collections.ascend.cluster.plugins.module_utils._job.runner import RankRunner
 
 ARGS = options.spec(
     options.TOOL_PATHS,

@@ -138,7 +138,7 @@ options:
       - With O(stage_timeout), the play's hosts that start ranks (the job's servers). The task on O(anchor) waits, on the
         controller, until every other listed host's stage task has ended and then for the job's group to open the gate,
         so that a Ctrl-C at any moment between the first rank staged and the gate opening finds a worker to release the
-        whole job and say one line for it (C(plugin_utils/_staging)); the other hosts' tasks end once their own ranks are
+        whole job and say one line for it (C(plugin_utils/_launch/staging)); the other hosts' tasks end once their own ranks are
         staged. Hosts no longer in the play (failed, unreachable) are not waited for.
     type: list
     elements: str
@@ -310,9 +310,9 @@ ranks:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_stage as stage
+from ansible_collections.ascend.cluster.plugins.module_utils._job import stage
 
-# the spec and the work live in module_utils/_job_stage: training_job state=stage runs the same for the launch role
+# the spec and the work live in module_utils/_job/stage: training_job state=stage runs the same for the launch role
 ARGS = stage.ARGS
 
 

@@ -118,10 +118,10 @@ logs:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_results as job_results
+from ansible_collections.ascend.cluster.plugins.module_utils._job import control
+from ansible_collections.ascend.cluster.plugins.module_utils._job import results as job_results
 
-# the spec and the work live in module_utils/_job_results: training_job state=results runs the same for the action
+# the spec and the work live in module_utils/_job/results: training_job state=results runs the same for the action
 ARGS = job_results.ARGS
 
 

@@ -12,8 +12,8 @@ A subclass says, as class attributes, what the base does for it, and implements 
 - ``NAMES_SERVER``: a failure's message begins with the server's inventory name, unless it names it already; an
   action on one server among many (a launch task's failures are joined into one line) says which. Controller-only
   actions (``_requires_connection = False``) name none.
-- ``GUARDED``: :meth:`act` runs under :class:`plugin_utils._interrupt.Guard` (``self.guard``), so an operator's
-  Ctrl-C or SIGTERM to ansible-playbook arrives as :class:`~plugin_utils._interrupt.Interrupted` inside it, once;
+- ``GUARDED``: :meth:`act` runs under :class:`plugin_utils._launch.interrupt.Guard` (``self.guard``), so an operator's
+  Ctrl-C or SIGTERM to ansible-playbook arrives as :class:`~plugin_utils._launch.interrupt.Interrupted` inside it, once;
   :meth:`guarded` says per call whether it applies (for example, not in check mode).
 
 An action refuses with :class:`Refusal` (its message is the result's ``msg``); everything else it returns is the
@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _interrupt as interrupt
+from ansible_collections.ascend.cluster.plugins.plugin_utils._launch import interrupt
 
 
 class Refusal(Exception):

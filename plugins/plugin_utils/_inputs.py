@@ -10,8 +10,8 @@ A spec has ``type`` (``int``, ``number`` - a whole or decimal number, ``bool``, 
 ``choices``, ``min``,
 ``required`` (with ``required_unless``: names that stand in for it), ``default`` and
 ``description``. ``command`` is a training command: a string split like a shell splits words
-(``_job_command.split_command``, the same check the launch makes on the controller); ``regex`` a
-Python regular expression (``_job_progress.compile_progress``, the check the ranks' stage makes).
+(``_job.command.split_command``, the same check the launch makes on the controller); ``regex`` a
+Python regular expression (``_job.progress.compile_progress``, the check the ranks' stage makes).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import difflib
 import math
 from typing import Any, Iterable, Mapping
 
-from ansible_collections.ascend.cluster.plugins.module_utils._job_command import split_command
-from ansible_collections.ascend.cluster.plugins.module_utils._job_progress import compile_progress
+from ansible_collections.ascend.cluster.plugins.module_utils._job.command import split_command
+from ansible_collections.ascend.cluster.plugins.module_utils._job.progress import compile_progress
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
 
 TRUE_WORDS = frozenset(("true", "yes", "on", "1", "y", "t"))

@@ -26,7 +26,7 @@ from .collection import install_import_path
 
 install_import_path()  # the benchmarks import these helpers too, without pytest's conftest
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group  # noqa: E402
+from ansible_collections.ascend.cluster.plugins.module_utils._job import group  # noqa: E402
 
 HEX = "0123456789abcdef"
 MIB = 1 << 20

@@ -12,7 +12,7 @@ from .collection import install_import_path
 
 install_import_path()  # the benchmarks import these helpers too, without pytest's conftest
 
-from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import stat_fields, tree_pids  # noqa: E402
+from ansible_collections.ascend.cluster.plugins.module_utils._job.procs import stat_fields, tree_pids  # noqa: E402
 
 
 def alive(pid: int) -> bool:

@@ -1,5 +1,5 @@
 """One rank as the launch hands it to a server (an element of ``training_ranks``' ``ranks``, what
-``module_utils/_job_env.rank_env`` reads), for the tests of the per-rank environment."""
+``module_utils/_job/env.rank_env`` reads), for the tests of the per-rank environment."""
 
 from __future__ import annotations
 

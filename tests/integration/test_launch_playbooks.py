@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import group_alive
+from ansible_collections.ascend.cluster.plugins.module_utils._job.procs import group_alive
 from tests.helpers.ansible_cli import DEPRECATION_MARK, run_playbook, start_playbook
 from tests.helpers.collection import REPO_ROOT
 from tests.helpers.procs import alive, wait_for

@@ -14,7 +14,7 @@ import hashlib
 import json
 import re
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils._job import files
 from tests.helpers.ansible_cli import run_playbook, start_playbook
 from tests.helpers.collection import REPO_ROOT
 from tests.helpers.procs import alive, wait_for

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _smoke
+from ansible_collections.ascend.cluster.plugins.plugin_utils._net import smoke as _smoke
 from tests.helpers.ansible_cli import run_playbook
 from tests.helpers.collection import REPO_ROOT
 

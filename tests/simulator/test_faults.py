@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils._hccn_parse import NET_HEALTH_VALUES
+from ansible_collections.ascend.cluster.plugins.module_utils._hccn.parse import NET_HEALTH_VALUES
 from tests.simulator.simhelpers import ASCEND_SIM, run, sim
 
 

@@ -72,7 +72,7 @@ def admin(monkeypatch):
 
 def test_the_simulator_forces_every_net_health_value_the_collection_reads(admin):
     """The simulator keeps its own copy (it imports nothing of the collection); the two lists are one."""
-    from ansible_collections.ascend.cluster.plugins.module_utils._hccn_parse import NET_HEALTH_VALUES
+    from ansible_collections.ascend.cluster.plugins.module_utils._hccn.parse import NET_HEALTH_VALUES
 
     assert admin.HEALTH_CHOICES == NET_HEALTH_VALUES
 

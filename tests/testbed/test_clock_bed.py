@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils._job_control import controller_time
+from ansible_collections.ascend.cluster.plugins.module_utils._job.control import controller_time
 from tests.helpers.ansible_cli import run_adhoc, run_playbook
 from tests.helpers.procs import pids_with_argv
 from tests.testbed.harness import run_root

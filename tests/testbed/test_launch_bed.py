@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import group_alive
+from ansible_collections.ascend.cluster.plugins.module_utils._job.procs import group_alive
 from tests.helpers.ansible_cli import BIN_DIR, ansible_env, run_playbook, start_playbook
 from tests.helpers.collection import REPO_ROOT
 from tests.helpers.procs import alive, pids_with_argv, wait_for

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _chip
+from ansible_collections.ascend.cluster.plugins.module_utils._npu import chip as _chip
 from tests.helpers.collection import REPO_ROOT
 from tests.helpers.procs import finish
 from tests.unit.plugins.module_utils.hccn_fakes import INFO_TABLE_910B
@@ -227,7 +227,7 @@ def test_launch_env_reads_what_hccl_reads():
 )
 def test_chip_from_the_npu_smi_name(name, chip):
     assert hs.chip_from_name(name) == chip
-    # the collection reads the same npu-smi names alike (module_utils/_chip.py owns the rule)
+    # the collection reads the same npu-smi names alike (module_utils/_npu/chip.py owns the rule)
     assert _chip.npu_smi_chip(name) == chip
 
 
@@ -244,7 +244,7 @@ def test_an_a3_board_reads_as_a3_and_its_1_2_table_is_accepted():
 
 
 def test_the_chip_table_is_a_copy_of_the_collections():
-    """The stand-in runs alone on a server, so it keeps a copy of module_utils/_chip.py's profiles: the two agree."""
+    """The stand-in runs alone on a server, so it keeps a copy of module_utils/_npu/chip.py's profiles: the two agree."""
     assert hs.CHIPS == {name: (profile.rank_table_version, profile.max_device_id) for name, profile in _chip.CHIPS.items()}
     assert hs.ANY_CHIP_MAX_DEVICE_ID == _chip.ANY_CHIP_MAX_DEVICE_ID
 

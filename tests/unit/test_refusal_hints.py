@@ -57,42 +57,45 @@ _PREFLIGHT = (
 )
 # (source file, an input its messages name): the playbooks that reach the file but never print such a message there, and why.
 UNREACHABLE: dict[tuple[str, str], tuple[frozenset[str], str]] = {
-    ("plugins/plugin_utils/_chip_rules.py", "allow_partial_servers"): (
+    ("plugins/plugin_utils/_rank/chip_rules.py", "allow_partial_servers"): (
         frozenset(("train", "smoke", "rank_table", "prepare", "status")),
         "the rank_table and select_devices filters' own option: the rank_table role's refusal (rank_plan) names "
         "ascend_rank_table_allow_partial_910a=true instead (test_a_910a_refusal_names_the_roles_variable_not_the_filters_option); "
         "status.yml reaches it only through job_summary's import of _restart, whose device selection runs for a "
         "restart's decision alone (it catches the refusal)",
     ),
-    ("plugins/module_utils/_job_command.py", "train_command"): (
+    ("plugins/module_utils/_job/command.py", "train_command"): (
         frozenset(("smoke", "rank_table", "prepare", "status", "stop", "diagnose", "sim_cluster")),
         "the check of a command-typed -e input, which only train.yml declares (smoke.yml's launch passes an argument list)",
     ),
-    ("plugins/module_utils/_job_launcher.py", "launcher"): (
+    ("plugins/module_utils/_job/launcher.py", "launcher"): (
         frozenset(("smoke", "status", "stop", "diagnose")),
         "a per-node launcher's refusals: only train.yml sets one (-e launcher); " + _LAUNCHES,
     ),
-    ("plugins/module_utils/_job_stage.py", "launcher"): (
+    ("plugins/module_utils/_job/stage.py", "launcher"): (
         frozenset(("smoke", "status", "stop", "diagnose")),
         "an AOE tuning run under a per-node launcher: only train.yml sets either; " + _LAUNCHES,
     ),
-    ("plugins/module_utils/_job_preflight.py", "kill_stale"): (frozenset(("rank_table", "prepare")), _PREFLIGHT),
-    ("plugins/plugin_utils/_ip_plan.py", "netdetect"): (
+    ("plugins/module_utils/_job/preflight.py", "kill_stale"): (frozenset(("rank_table", "prepare")), _PREFLIGHT),
+    ("plugins/plugin_utils/_net/ip_plan.py", "netdetect"): (
         frozenset(("smoke",)),
         "device_ip_plan's refusals: smoke.yml checks the device IPs against the layout rules, it computes no plan",
     ),
-    ("plugins/plugin_utils/_aoe.py", "use_library"): (frozenset(("smoke",)), _AOE),
-    ("plugins/plugin_utils/_launch_checks.py", "aoe"): (frozenset(("smoke",)), _AOE),
-    ("plugins/plugin_utils/_launch_checks.py", "use_library"): (frozenset(("smoke",)), _AOE),
-    ("plugins/plugin_utils/_launch_checks.py", "launcher"): (frozenset(("smoke",)), _AOE),
+    ("plugins/plugin_utils/_launch/aoe.py", "use_library"): (frozenset(("smoke",)), _AOE),
+    ("plugins/plugin_utils/_launch/checks.py", "aoe"): (frozenset(("smoke",)), _AOE),
+    ("plugins/plugin_utils/_launch/checks.py", "use_library"): (frozenset(("smoke",)), _AOE),
+    ("plugins/plugin_utils/_launch/checks.py", "launcher"): (frozenset(("smoke",)), _AOE),
     ("roles/launch_training/tasks/aoe_distribute.yml", "aoe"): (frozenset(("smoke",)), _AOE),
     ("roles/launch_training/tasks/aoe_distribute.yml", "use_library"): (frozenset(("smoke",)), _AOE),
     ("roles/launch_training/tasks/failed.yml", "aoe"): (frozenset(("smoke",)), _AOE),
-    ("plugins/module_utils/_firewall.py", "ascend_firewall_mode"): (frozenset(("train", "smoke", "diagnose")), _DIAGNOSE_FIREWALL),
-    ("plugins/module_utils/_firewall.py", "mode"): (frozenset(("train", "smoke", "diagnose")), _DIAGNOSE_FIREWALL),
-    ("plugins/module_utils/_firewall.py", "reserve_hccl_ports"): (frozenset(("train", "smoke", "diagnose")), _DIAGNOSE_FIREWALL),
-    ("plugins/plugin_utils/_local_guard.py", "ascend_firewall_mode"): (frozenset(("train", "smoke", "diagnose")), _DIAGNOSE_FIREWALL),
-    ("plugins/plugin_utils/_local_guard.py", "ascend_firewall_allow_local"): (
+    ("plugins/module_utils/_host/firewall.py", "ascend_firewall_mode"): (frozenset(("train", "smoke", "diagnose")), _DIAGNOSE_FIREWALL),
+    ("plugins/module_utils/_host/firewall.py", "mode"): (frozenset(("train", "smoke", "diagnose")), _DIAGNOSE_FIREWALL),
+    ("plugins/module_utils/_host/firewall.py", "reserve_hccl_ports"): (frozenset(("train", "smoke", "diagnose")), _DIAGNOSE_FIREWALL),
+    ("plugins/plugin_utils/_net/firewall_guard.py", "ascend_firewall_mode"): (
+        frozenset(("train", "smoke", "diagnose")),
+        _DIAGNOSE_FIREWALL,
+    ),
+    ("plugins/plugin_utils/_net/firewall_guard.py", "ascend_firewall_allow_local"): (
         frozenset(("train", "smoke", "diagnose")),
         _DIAGNOSE_FIREWALL,
     ),
@@ -323,11 +326,11 @@ def hints() -> Iterator[tuple[str, str, tuple[str, ...], str]]:
 def test_the_collector_finds_the_hints_it_is_meant_to_follow():
     found = {(source, names[0], playbook) for source, _message, names, playbook in all_hints()}
     assert ("playbooks/tasks/servers_reached.yml", "allow_partial", "prepare") in found
-    assert ("plugins/plugin_utils/_rank_plan.py", "ascend_rank_table_allow_partial_910a", "train") in found
-    assert ("plugins/plugin_utils/_clock.py", "ascend_launch_allow_clock_skew", "train") in found
-    assert ("plugins/module_utils/_firewall.py", "reserve_hccl_ports", "prepare") in found
+    assert ("plugins/plugin_utils/_rank/plan.py", "ascend_rank_table_allow_partial_910a", "train") in found
+    assert ("plugins/plugin_utils/_launch/clock.py", "ascend_launch_allow_clock_skew", "train") in found
+    assert ("plugins/module_utils/_host/firewall.py", "reserve_hccl_ports", "prepare") in found
     assert not any(name in ("max_restarts", "rc") for _source, name, _playbook in found)
-    assert ("plugins/plugin_utils/_launch_checks.py", "aoe", "prepare") not in found  # prepare launches nothing
+    assert ("plugins/plugin_utils/_launch/checks.py", "aoe", "prepare") not in found  # prepare launches nothing
 
 
 def test_every_hint_names_an_input_the_playbook_accepts():
@@ -349,7 +352,7 @@ def test_every_hint_names_an_input_the_playbook_accepts():
 
 def test_the_allow_partial_servers_hint_is_accepted_where_the_rank_table_role_runs():
     """The 910A hint's variable, through each playbook that builds a rank table (issue 25 item 3)."""
-    from ansible_collections.ascend.cluster.plugins.plugin_utils._rank_plan import PARTIAL_SERVERS_VAR
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._rank.plan import PARTIAL_SERVERS_VAR
 
     name = PARTIAL_SERVERS_VAR.partition("=")[0]
     assert {playbook: refusal(playbook, name) for playbook in ("train", "smoke", "rank_table", "prepare")} == dict.fromkeys(

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _npu_smi as n
-from ansible_collections.ascend.cluster.plugins.module_utils import _sw_versions as v
+from ansible_collections.ascend.cluster.plugins.module_utils._npu import smi as n
+from ansible_collections.ascend.cluster.plugins.module_utils._npu import versions as v
 from tests.helpers import corpus
 
 

@@ -1,4 +1,4 @@
-"""Every version file of the corpus (tests/corpus/versions) read by ``_sw_versions``, asserting the values its index
+"""Every version file of the corpus (tests/corpus/versions) read by ``_npu.versions``, asserting the values its index
 lists, and the one-server fit check on files published together."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _sw_versions as v
+from ansible_collections.ascend.cluster.plugins.module_utils._npu import versions as v
 from tests.helpers import corpus
 
 CORPUS = str(corpus.CORPUS)

@@ -10,7 +10,7 @@ import pytest
 
 from ansible_collections.ascend.cluster.plugins.action.controller_file import make_directory
 from ansible_collections.ascend.cluster.plugins.action.training_job import clock_options, merged
-from ansible_collections.ascend.cluster.plugins.module_utils._job_preflight import tune_bank_files
+from ansible_collections.ascend.cluster.plugins.module_utils._job.preflight import tune_bank_files
 
 
 @pytest.mark.parametrize(
@@ -78,7 +78,7 @@ def test_tune_bank_files_counts_only_the_repository_files(tmp_path):
 def test_the_gate_command_writes_what_the_runners_read_and_moves_latest(tmp_path):
     import subprocess
 
-    from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+    from ansible_collections.ascend.cluster.plugins.module_utils._job import files
 
     root = tmp_path / "job root"
     (root / "j1").mkdir(parents=True)
@@ -98,7 +98,7 @@ def test_the_gate_command_writes_what_the_runners_read_and_moves_latest(tmp_path
 def test_a_gate_that_was_not_opened_says_why(tmp_path, stdout, problem):
     import subprocess
 
-    from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+    from ansible_collections.ascend.cluster.plugins.module_utils._job import files
 
     assert files.parse_gate(stdout) == problem
     out = subprocess.run(["sh", "-c", files.gate_command(str(tmp_path), "j2", 1.0)], capture_output=True, text=True, check=False)

@@ -17,7 +17,7 @@ import pytest
 from ansible.errors import AnsibleConnectionFailure
 
 from ansible_collections.ascend.cluster.plugins.action import training_watch as action
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _interrupt as interrupt
+from ansible_collections.ascend.cluster.plugins.plugin_utils._launch import interrupt
 
 
 def test_an_answer_in_time_is_returned():
@@ -84,7 +84,7 @@ def test_a_probe_that_cannot_connect_misses_and_the_next_round_asks_anew():
 
 
 class LoopWatch(action.ActionModule):
-    """The whole watch loop (``_watch``) on a fake coordinator's server: ``reads`` are what each read of group.json
+    """The whole watch loop (``_launch.watch``) on a fake coordinator's server: ``reads`` are what each read of group.json
     returns (None: no answer in time)."""
 
     def __init__(self, reads):  # pylint: disable=super-init-not-called  # no task, no connection

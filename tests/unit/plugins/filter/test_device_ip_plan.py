@@ -7,8 +7,7 @@ import copy
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ascend.cluster.plugins.filter.device_ip_plan import device_ip_plan
-from ansible_collections.ascend.cluster.plugins.filter.validate_ip_plan import validate_ip_plan
+from ansible_collections.ascend.cluster.plugins.filter.device_ip import device_ip_plan, validate_ip_plan
 from tests.helpers.filters import refusal
 
 SEED_NETS = ["192.168.100.0/24", "192.168.101.0/24", "192.168.102.0/24", "192.168.103.0/24"]

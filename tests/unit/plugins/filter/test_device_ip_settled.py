@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.filter.device_ip_settled import device_ip_settled
+from ansible_collections.ascend.cluster.plugins.filter.device_ip import device_ip_settled
 
 PLAN = [
     {"device_id": 0, "address": "198.19.0.11", "netmask": "255.255.255.0", "gateway": "198.19.0.1", "netdetect": ""},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.filter.device_range import FilterModule, device_range
+from ansible_collections.ascend.cluster.plugins.filter.rank_table import FilterModule, device_range
 from tests.helpers.filters import refusal
 
 

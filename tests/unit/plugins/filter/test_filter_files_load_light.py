@@ -40,9 +40,9 @@ def test_a_filter_file_imports_its_logic_only_when_called(path):
 
 
 def test_the_rule_sees_a_top_level_import():
-    source = "from __future__ import annotations\nfrom ansible_collections.ascend.cluster.plugins.plugin_utils._select import x\n"
-    assert top_level_imports(source) == [COLLECTION + "plugin_utils._select"]
-    inside = "def f():\n    from ansible_collections.ascend.cluster.plugins.plugin_utils._select import x\n    return x\n"
+    source = "from __future__ import annotations\nfrom ansible_collections.ascend.cluster.plugins.plugin_utils._rank.select import x\n"
+    assert top_level_imports(source) == [COLLECTION + "plugin_utils._rank.select"]
+    inside = "def f():\n    from ansible_collections.ascend.cluster.plugins.plugin_utils._rank.select import x\n    return x\n"
     assert top_level_imports(inside) == []
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ascend.cluster.plugins.filter.firewall_rows import firewall_rows
+from ansible_collections.ascend.cluster.plugins.filter.firewall import firewall_rows
 
 SETTLED = {"changed": False, "mode": "open_ports", "backend": "ufw", "found": "ufw active", "action": "nothing to do"}
 

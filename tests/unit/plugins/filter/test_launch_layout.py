@@ -1,4 +1,4 @@
-"""Filter ascend.cluster.launch_layout (plugin_utils/_rank_layout.launch_layout): the servers' parts in a launch, from each
+"""Filter ascend.cluster.launch_layout (plugin_utils/_rank/layout.launch_layout): the servers' parts in a launch, from each
 host's slice - what the launch role's templates used to number in Jinja."""
 
 from __future__ import annotations
@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ascend.cluster.plugins.filter.launch_layout import FilterModule, launch_layout
-from ansible_collections.ascend.cluster.plugins.filter.rank_layout import rank_layout
-from ansible_collections.ascend.cluster.plugins.filter.rank_table import rank_table
+from ansible_collections.ascend.cluster.plugins.filter.launch import FilterModule, launch_layout
+from ansible_collections.ascend.cluster.plugins.filter.rank_table import rank_layout, rank_table
 
 
 def ranks(*ids: int) -> list:

@@ -7,8 +7,7 @@ import re
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ascend.cluster.plugins.filter.missing_device_ips import FilterModule, missing_device_ips
-from ansible_collections.ascend.cluster.plugins.filter.rank_table import rank_table
+from ansible_collections.ascend.cluster.plugins.filter.rank_table import FilterModule, missing_device_ips, rank_table
 from tests.helpers.clusters import a2_cluster, server, superpod_cluster
 
 

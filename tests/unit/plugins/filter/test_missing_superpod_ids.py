@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ascend.cluster.plugins.filter.missing_superpod_ids import missing_superpod_ids
+from ansible_collections.ascend.cluster.plugins.filter.rank_table import missing_superpod_ids
 
 
 def server(host, pod="7", super_ids=(1000, 1001)):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ascend.cluster.plugins.filter.net_health_targets_by_host import net_health_targets_by_host
+from ansible_collections.ascend.cluster.plugins.filter.net_health import net_health_targets_by_host
 
 
 def dev(device_id: int, server: int, **changes):

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.filter.npu_env import FilterModule, npu_env
-from ansible_collections.ascend.cluster.plugins.filter.rank_table import rank_table
+from ansible_collections.ascend.cluster.plugins.filter.rank_table import FilterModule, npu_env, rank_table
 from tests.helpers.clusters import seed001_server
 from tests.helpers.filters import refusal
 

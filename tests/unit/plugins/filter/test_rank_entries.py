@@ -3,8 +3,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ascend.cluster.plugins.filter.rank_entries import rank_entries
-from ansible_collections.ascend.cluster.plugins.filter.rank_table import rank_table
+from ansible_collections.ascend.cluster.plugins.filter.rank_table import rank_entries, rank_table
 
 SERVERS = [
     {"server_id": "10.0.0.2", "devices": [{"device_id": d, "device_ip": f"198.19.1.{d + 1}"} for d in (4, 5)]},

@@ -7,10 +7,8 @@ from typing import Any
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ascend.cluster.plugins.filter.rank_entries import rank_entries
-from ansible_collections.ascend.cluster.plugins.filter.rank_layout import FilterModule, rank_layout
-from ansible_collections.ascend.cluster.plugins.filter.rank_table import rank_table
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _rank_layout
+from ansible_collections.ascend.cluster.plugins.filter.rank_table import FilterModule, rank_entries, rank_layout, rank_table
+from ansible_collections.ascend.cluster.plugins.plugin_utils._rank import layout as _rank_layout
 
 SERVERS: list[dict[str, Any]] = [
     {"host": "node2", "server_id": "10.0.0.2", "devices": [{"device_id": d, "device_ip": f"198.19.1.{d + 1}"} for d in (4, 5, 6, 7)]},

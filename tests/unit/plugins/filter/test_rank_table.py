@@ -9,8 +9,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible.utils.display import Display
 
-from ansible_collections.ascend.cluster.plugins.filter.device_range import device_range
-from ansible_collections.ascend.cluster.plugins.filter.rank_table import FilterModule, rank_table
+from ansible_collections.ascend.cluster.plugins.filter.rank_table import FilterModule, device_range, rank_table
 from tests.helpers.clusters import (
     a2_cluster,
     seed001_server,

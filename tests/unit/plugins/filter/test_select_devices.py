@@ -7,8 +7,7 @@ from collections.abc import Mapping
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ascend.cluster.plugins.filter.rank_table import rank_table
-from ansible_collections.ascend.cluster.plugins.filter.select_devices import FilterModule, select_devices
+from ansible_collections.ascend.cluster.plugins.filter.rank_table import FilterModule, rank_table, select_devices
 from tests.helpers.clusters import a2_cluster, seed001_server, server
 from tests.helpers.filters import refusal
 

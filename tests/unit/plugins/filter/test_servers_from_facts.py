@@ -5,8 +5,7 @@ import re
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ascend.cluster.plugins.filter.rank_table import rank_table
-from ansible_collections.ascend.cluster.plugins.filter.servers_from_facts import servers_from_facts
+from ansible_collections.ascend.cluster.plugins.filter.rank_table import rank_table, servers_from_facts
 
 
 def host(name, devices, **extra):

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ascend.cluster.plugins.filter.text_table import text_table
+from ansible_collections.ascend.cluster.plugins.filter.common import text_table
 
 
 def test_columns_are_aligned_and_missing_values_dashed():

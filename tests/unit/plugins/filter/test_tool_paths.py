@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ascend.cluster.plugins.filter.tool_paths import tool_paths
+from ansible_collections.ascend.cluster.plugins.filter.common import tool_paths
 
 
 @pytest.mark.parametrize(

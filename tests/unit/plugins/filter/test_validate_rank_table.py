@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ascend.cluster.plugins.filter.rank_table import rank_table
-from ansible_collections.ascend.cluster.plugins.filter.validate_rank_table import FilterModule, validate_rank_table
+from ansible_collections.ascend.cluster.plugins.filter.rank_table import FilterModule, rank_table, validate_rank_table
 from tests.helpers.clusters import seed_table, superpod_cluster
 from tests.helpers.filters import refusal
 

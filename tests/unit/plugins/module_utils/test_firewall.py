@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _firewall as fw
+from ansible_collections.ascend.cluster.plugins.module_utils._host import firewall as fw
 
 ADDED_HEADER = "Added user rules (see 'ufw status' for running firewall):\n"
 

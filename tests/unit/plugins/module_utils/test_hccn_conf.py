@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _hccn_conf as c
+from ansible_collections.ascend.cluster.plugins.module_utils._hccn import conf_file as c
 from tests.helpers import corpus
 
 CONF = """\

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _hccn_parse as p
+from ansible_collections.ascend.cluster.plugins.module_utils._hccn import parse as p
 from tests.helpers import corpus
 
 IP_CASES = [

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _hccn_parse as p
-from ansible_collections.ascend.cluster.plugins.module_utils import _hccn_tool as t
+from ansible_collections.ascend.cluster.plugins.module_utils._hccn import parse as p
+from ansible_collections.ascend.cluster.plugins.module_utils._hccn import tool as t
 from ansible_collections.ascend.cluster.plugins.modules import hccn_ping
 from tests.unit.plugins.module_utils.hccn_fakes import EXEC_FAILED, HCCN, INVALID_DEVICE, FakeModule
 

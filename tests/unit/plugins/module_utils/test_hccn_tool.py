@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _command
-from ansible_collections.ascend.cluster.plugins.module_utils import _hccn_tool as t
-from ansible_collections.ascend.cluster.plugins.module_utils._hccn_parse import ParseError
+from ansible_collections.ascend.cluster.plugins.module_utils._hccn import tool as t
+from ansible_collections.ascend.cluster.plugins.module_utils._hccn.parse import ParseError
 from tests.unit.plugins.module_utils.hccn_fakes import EXEC_FAILED, HCCN, INVALID_DEVICE, NO_GATEWAY, NO_IP, FakeModule
 
 

@@ -1,10 +1,10 @@
-"""HCCL_IF_IP / HCCL_SOCKET_IFNAME from the inventory's NIC choice (module_utils/_host_nic.py)."""
+"""HCCL_IF_IP / HCCL_SOCKET_IFNAME from the inventory's NIC choice (module_utils/_host/nic.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _host_nic as nic
+from ansible_collections.ascend.cluster.plugins.module_utils._host import nic
 
 NICS = {"lo": "127.0.0.1", "eth0": "10.0.0.11", "bond0": None}
 

@@ -1,7 +1,7 @@
 """One set of rules on usable addresses for the controller's plan check and the host check.
 
-``module_utils/_ip_check.unicast_problem`` decides for both ``plugin_utils/_ip_plan`` (netaddr, on
-the controller) and ``_ip_check.check_device`` (ipaddress, on the target). The two used to carry
+``module_utils/_hccn/ip_rules.unicast_problem`` decides for both ``plugin_utils/_net/ip_plan`` (netaddr, on
+the controller) and ``_hccn.ip_rules.check_device`` (ipaddress, on the target). The two used to carry
 their own copies, which had drifted: 255.255.255.255 as a device address was "the broadcast
 address" on the controller but "in the reserved range 240.0.0.0/4" on the host.
 """
@@ -13,9 +13,9 @@ import ipaddress
 import netaddr
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _ip_check
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _ip_plan
+from ansible_collections.ascend.cluster.plugins.module_utils._hccn import ip_rules as _ip_check
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
+from ansible_collections.ascend.cluster.plugins.plugin_utils._net import ip_plan as _ip_plan
 
 ZERO = "is in 0.0.0.0/8 (not a usable address)"
 LOOPBACK = "is a loopback address"

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils._job_command import check_argv, resolve_launch, split_command
+from ansible_collections.ascend.cluster.plugins.module_utils._job.command import check_argv, resolve_launch, split_command
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils._job_env import aoe_conflicts, aoe_env, rank_env
+from ansible_collections.ascend.cluster.plugins.module_utils._job.env import aoe_conflicts, aoe_env, rank_env
 from tests.helpers.ranks import rank_entry
 
 RANK = rank_entry(3, "10.0.0.1")
@@ -67,7 +67,7 @@ def test_aoe_mode_as_string_from_templating():
 
 
 def test_a_jobs_ports_follow_its_hccl_if_base_port_as_the_preflight_does():
-    from ansible_collections.ascend.cluster.plugins.module_utils._job_env import job_ports
+    from ansible_collections.ascend.cluster.plugins.module_utils._job.env import job_ports
 
     assert job_ports({}, 2) == {
         16666: "HCCL's device port",

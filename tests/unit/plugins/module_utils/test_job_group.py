@@ -1,4 +1,4 @@
-"""The job's group (module_utils/_job_group): its protocol over real sockets on loopback, case by case.
+"""The job's group (module_utils/_job/group): its protocol over real sockets on loopback, case by case.
 
 A coordinator runs in a thread of the test; members are polled from the test's own thread, as a supervisor's loop
 polls its member. Nothing here needs more than 127.0.0.1.
@@ -17,8 +17,7 @@ from typing import Any, Callable
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
+from ansible_collections.ascend.cluster.plugins.module_utils._job import files, group
 
 SECRET = "the-jobs-secret"
 # lost_after for these tests: short, yet a second above the group's least (two 0.5 s heartbeats), so that a heartbeat
@@ -359,7 +358,7 @@ def test_group_json_is_rewritten_every_heartbeat_round_with_progress_and_refusal
 
 def test_a_coordinator_crash_is_written_to_group_json_and_its_members_told_at_once(cluster):
     """An exception that ends its loop: group.json says ``crashed`` with the error (it stayed ``running`` before), every
-    member is told to stop at once, and status / diagnose name it (``_job_group.health``)."""
+    member is told to stop at once, and status / diagnose name it (``_job.group.health``)."""
     c = cluster(["a", "b"])
     c.member("a", [0])
     c.member("b", [1])
@@ -395,8 +394,7 @@ def cut_off_verdict(c: Cluster) -> dict:
 def test_every_member_silent_at_once_is_the_coordinators_loss_not_a_servers(cluster):
     """Every member falls silent together (the coordinator's network, or its process): no server is blamed - before, the
     first one checked was "lost" and a restart with max_restarts would have left that healthy server out."""
-    from ansible_collections.ascend.cluster.plugins.plugin_utils import _restart as restart
-    from ansible_collections.ascend.cluster.plugins.plugin_utils import _watch as watch
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._launch import restart, watch
 
     c = cluster(["a", "b"])
     c.member("a", [0, 1])

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
+from ansible_collections.ascend.cluster.plugins.module_utils._job import group
 from tests.helpers import hostile
 from tests.unit.plugins.module_utils.test_job_group import SECRET, Cluster
 

@@ -10,12 +10,11 @@ from typing import Any
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
-from ansible_collections.ascend.cluster.plugins.module_utils._job_env import rank_env
-from ansible_collections.ascend.cluster.plugins.module_utils._job_preflight import find_busy, lock_holder
-from ansible_collections.ascend.cluster.plugins.module_utils._job_runner import DeviceBusy, command_argv, take_device_lock
-from ansible_collections.ascend.cluster.plugins.module_utils._npu_smi import NpuSmiParseError, parse_info_table, parse_npu_processes
+from ansible_collections.ascend.cluster.plugins.module_utils._job import control, files
+from ansible_collections.ascend.cluster.plugins.module_utils._job.env import rank_env
+from ansible_collections.ascend.cluster.plugins.module_utils._job.preflight import find_busy, lock_holder
+from ansible_collections.ascend.cluster.plugins.module_utils._job.runner import DeviceBusy, command_argv, take_device_lock
+from ansible_collections.ascend.cluster.plugins.module_utils._npu.smi import NpuSmiParseError, parse_info_table, parse_npu_processes
 from tests.helpers.ranks import rank_entry
 from tests.unit.plugins.module_utils.hccn_fakes import INFO_TABLE_910B
 

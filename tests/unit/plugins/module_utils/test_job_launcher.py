@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_launcher as launchers
-from ansible_collections.ascend.cluster.plugins.module_utils._job_node_runner import descendant_groups, descendants, start_time, still_ours
+from ansible_collections.ascend.cluster.plugins.module_utils._job import launcher as launchers
+from ansible_collections.ascend.cluster.plugins.module_utils._job.node_runner import descendant_groups, descendants, start_time, still_ours
 
 NODE = {
     "node_rank": 1,

@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
+from ansible_collections.ascend.cluster.plugins.module_utils._job import control
 from tests.helpers.ansible_cli import run_module
 from tests.helpers.collection import REPO_ROOT
 from tests.helpers.procs import alive, pids_with_argv
@@ -66,7 +66,7 @@ def test_one_launcher_for_the_server_holding_every_device_each_rank_with_its_own
 
 def test_every_ranks_state_records_the_servers_clock_offset(tmp_path):
     """The node runner writes each rank's state.json: the server's clock offset (from the job's group) is in each."""
-    from ansible_collections.ascend.cluster.plugins.module_utils._job_node_runner import NodeRunner
+    from ansible_collections.ascend.cluster.plugins.module_utils._job.node_runner import NodeRunner
 
     runner = NodeRunner(dict(node_args(tmp_path, PRINT_IDS), master_port=29500, host_ip="", group={"clock_offset": -2.5}))
     for directory in [runner.dir] + [str(tmp_path / "run" / f"device_{r['rank_id']}") for r in RANKS]:

@@ -1,4 +1,4 @@
-"""The launch's pre-flight (``_job_preflight.run``, the body of ``training_job state=preflight``): npu-smi read once,
+"""The launch's pre-flight (``_job.preflight.run``, the body of ``training_job state=preflight``): npu-smi read once,
 the chips' health, the devices' holders, and what it refuses with, before anything is stopped or started."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_preflight as preflight
+from ansible_collections.ascend.cluster.plugins.module_utils._job import preflight
 from tests.unit.plugins.module_utils.hccn_fakes import INFO_TABLE_910B, NPU_SMI, FakeModule
 
 

@@ -1,4 +1,4 @@
-"""Whether a rank's process group is still alive (module_utils/_job_procs): a zombie is gone."""
+"""Whether a rank's process group is still alive (module_utils/_job/procs): a zombie is gone."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_procs as procs
+from ansible_collections.ascend.cluster.plugins.module_utils._job import procs
 
 
 def _until(check, seconds: float = 10.0) -> bool:

@@ -15,10 +15,9 @@ import time
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_progress as progress
-from ansible_collections.ascend.cluster.plugins.module_utils._job_command import resolve_launch
-from ansible_collections.ascend.cluster.plugins.module_utils._job_progress import ProgressMeter
+from ansible_collections.ascend.cluster.plugins.module_utils._job import control, progress
+from ansible_collections.ascend.cluster.plugins.module_utils._job.command import resolve_launch
+from ansible_collections.ascend.cluster.plugins.module_utils._job.progress import ProgressMeter
 from tests.helpers.ansible_cli import run_module
 from tests.helpers.procs import alive
 from tests.unit.plugins.module_utils.test_job_supervisor import ranks_args, staged

@@ -19,9 +19,8 @@ from typing import Any
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
-from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import signal_death
+from ansible_collections.ascend.cluster.plugins.module_utils._job import control, files
+from ansible_collections.ascend.cluster.plugins.module_utils._job.procs import signal_death
 
 from .test_job_supervisor import ranks_args, staged, start
 

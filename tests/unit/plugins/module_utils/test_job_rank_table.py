@@ -16,9 +16,8 @@ from typing import Any
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
-from ansible_collections.ascend.cluster.plugins.module_utils._job_preflight import lock_holder
+from ansible_collections.ascend.cluster.plugins.module_utils._job import control, files
+from ansible_collections.ascend.cluster.plugins.module_utils._job.preflight import lock_holder
 from tests.helpers.ansible_cli import run_module
 from tests.unit.plugins.module_utils.test_job_launch import one_rank_job
 from tests.unit.plugins.module_utils.test_job_node_runner import PRINT_IDS, node_args

@@ -1,11 +1,11 @@
-"""The step a rank resumed from (module_utils/_job_results.resumed_from): the one place the stand-ins' resume line is read,
+"""The step a rank resumed from (module_utils/_job/results.resumed_from): the one place the stand-ins' resume line is read,
 for the restart records' ``resumed_step`` (docs/launch.md, Restarts)."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_results as results
+from ansible_collections.ascend.cluster.plugins.module_utils._job import results
 
 
 @pytest.mark.parametrize(

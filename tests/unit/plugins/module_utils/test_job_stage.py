@@ -1,4 +1,4 @@
-"""module_utils/_job_stage: a server's ranks as the runners take them - the rank layout's numbering, not a second count."""
+"""module_utils/_job/stage: a server's ranks as the runners take them - the rank layout's numbering, not a second count."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.ascend.cluster.plugins.filter.rank_table import rank_table
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_stage as stage
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _rank_layout
+from ansible_collections.ascend.cluster.plugins.module_utils._job import stage
+from ansible_collections.ascend.cluster.plugins.plugin_utils._rank import layout as _rank_layout
 
 SERVERS: list[dict[str, Any]] = [
     {"host": "h1", "server_id": "10.0.0.1", "devices": [{"device_id": d, "device_ip": f"198.19.0.{d + 1}"} for d in (0, 1, 2, 3)]},

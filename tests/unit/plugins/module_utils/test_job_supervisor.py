@@ -20,14 +20,12 @@ import time
 import pytest
 
 from ansible_collections.ascend.cluster.plugins.action.training_results import unpack_logs
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_results as results
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_supervisor as supervisor
+from ansible_collections.ascend.cluster.plugins.module_utils._job import control, results, supervisor
 from tests.helpers.ansible_cli import run_module
 from tests.helpers.collection import ensure_collection_link
 
 # A detached start goes through either module: training_ranks' own, or training_job state=stage (what the
-# training_ranks action sends, module_utils/_job_stage): the same work, so the detached tests run both.
+# training_ranks action sends, module_utils/_job/stage): the same work, so the detached tests run both.
 ENTRIES = ["training_ranks", "training_job state=stage"]
 
 
@@ -300,7 +298,7 @@ def test_a_detached_start_refused_before_anything_starts_fails_the_module_call(t
 # interpreter: forked from pytest's (whose xdist worker runs threads) Python 3.12+ warns that a fork may deadlock.
 DETACH = """
 import os, sys
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_supervisor as supervisor
+from ansible_collections.ascend.cluster.plugins.module_utils._job import supervisor
 def done():
     return {"changed": True, "msg": "done", "sid": os.getsid(0)}
 def boom():

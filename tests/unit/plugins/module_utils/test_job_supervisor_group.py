@@ -14,10 +14,8 @@ import socket
 import time
 from pathlib import Path
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _watch as watch
+from ansible_collections.ascend.cluster.plugins.module_utils._job import control, files, group
+from ansible_collections.ascend.cluster.plugins.plugin_utils._launch import watch
 from tests.helpers.ansible_cli import run_module
 from tests.helpers.procs import alive, wait_for
 
@@ -195,7 +193,7 @@ def test_a_coordinator_that_crashes_says_so_in_group_json_and_leaves_its_traceba
     (jobs / "j").mkdir(parents=True)
     cfg = {"address": "127.0.0.1", "port": 0, "host": "a", "coordinator": True, "hosts": ["a"], "secret": SECRET, "lost_after": 1.5}
     params = {"job_id": "j", "job_root": str(jobs), "run_dir": str(tmp_path / "runs"), "ranks": [], "group": cfg, "gate_timeout": 60}
-    from ansible_collections.ascend.cluster.plugins.module_utils._job_supervisor import Supervisor
+    from ansible_collections.ascend.cluster.plugins.module_utils._job.supervisor import Supervisor
 
     Supervisor(params, group.listen("127.0.0.1", 0)).start_coordinator()
     log = jobs / "j" / files.COORDINATOR_LOG

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import socket
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _listen_ports as lp
+from ansible_collections.ascend.cluster.plugins.module_utils._host import listen_ports as lp
 
 # /proc/net/tcp as the kernel prints it: a LISTEN socket on 0.0.0.0:60003 (0xEA63), one on
 # 127.0.0.1:29500 (0x733C), and an ESTABLISHED connection from local port 60005 (not a listener).

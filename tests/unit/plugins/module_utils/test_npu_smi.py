@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _npu_smi as n
+from ansible_collections.ascend.cluster.plugins.module_utils._npu import smi as n
 from tests.unit.plugins.module_utils.hccn_fakes import INFO_TABLE_910B, NPU_SMI, FakeModule, info_list
 
 INFO_TABLE_A3 = """\

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_preflight as preflight
-from ansible_collections.ascend.cluster.plugins.module_utils import _npu_smi as n
+from ansible_collections.ascend.cluster.plugins.module_utils._job import preflight
+from ansible_collections.ascend.cluster.plugins.module_utils._npu import smi as n
 from tests.unit.plugins.module_utils.hccn_fakes import INFO_TABLE_910B, NPU_SMI, FakeModule
 from tests.unit.plugins.module_utils.test_npu_smi import INFO_TABLE_A3
 

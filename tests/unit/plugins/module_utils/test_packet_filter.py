@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _packet_filter as pf
+from ansible_collections.ascend.cluster.plugins.module_utils._host import packet_filter as pf
 
 RECORDED = Path(__file__).parent / "packet_filter"
 PORTS = [22, 8118, 16666, 29500] + list(range(60000, 60016))

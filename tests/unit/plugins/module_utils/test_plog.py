@@ -1,4 +1,4 @@
-"""module_utils._plog and training_job state=diagnose: each failed or stopped rank's log tail and its process's plog, in one call."""
+"""module_utils._job.plog and training_job state=diagnose: each failed or stopped rank's log tail and its process's plog, in one call."""
 
 from __future__ import annotations
 
@@ -7,10 +7,7 @@ import socket
 import time
 from typing import Any
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
-from ansible_collections.ascend.cluster.plugins.module_utils import _plog as plog
+from ansible_collections.ascend.cluster.plugins.module_utils._job import control, files, group, plog
 from tests.helpers.ansible_cli import run_module
 
 ERROR = "[ERROR] HCCL(%d,python3):2025-07-23-03:49:57.177.194 [hccl_socket_manager.cc:778] wait socket establish timeout, role[1] rank[12] timeout[120]"

@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_preflight as preflight
-from ansible_collections.ascend.cluster.plugins.module_utils import _npu_smi as n
-from ansible_collections.ascend.cluster.plugins.module_utils._hccn_facts import Gatherer
+from ansible_collections.ascend.cluster.plugins.module_utils._hccn.facts import Gatherer
+from ansible_collections.ascend.cluster.plugins.module_utils._job import preflight
+from ansible_collections.ascend.cluster.plugins.module_utils._npu import smi as n
 from tests.helpers.corpus import CORPUS
 from tests.unit.plugins.module_utils.hccn_fakes import HCCN, NPU_SMI, FakeModule, device_answers, info_list
 from tests.unit.plugins.module_utils.test_job_preflight import params

@@ -14,8 +14,8 @@ import os
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_preflight as preflight
-from ansible_collections.ascend.cluster.plugins.module_utils import _sw_versions as v
+from ansible_collections.ascend.cluster.plugins.module_utils._job import preflight
+from ansible_collections.ascend.cluster.plugins.module_utils._npu import versions as v
 from tests.unit.plugins.module_utils.hccn_fakes import NPU_SMI, FakeModule
 from tests.unit.plugins.module_utils.test_npu_smi import INFO_TABLE_A3
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils._hccn_config import ConfigError, Configurator, ip_waves
-from ansible_collections.ascend.cluster.plugins.module_utils._hccn_tool import HccnTool
+from ansible_collections.ascend.cluster.plugins.module_utils._hccn.config import ConfigError, Configurator, ip_waves
+from ansible_collections.ascend.cluster.plugins.module_utils._hccn.tool import HccnTool
 from tests.unit.plugins.module_utils.hccn_fakes import EXEC_FAILED, HCCN, FakeModule
 
 MASK = "255.255.255.0"

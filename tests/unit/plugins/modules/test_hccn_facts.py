@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils._hccn_facts import FactsError, Gatherer
+from ansible_collections.ascend.cluster.plugins.module_utils._hccn.facts import FactsError, Gatherer
 from tests.unit.plugins.module_utils.hccn_fakes import (
     EXEC_FAILED,
     HCCN,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _firewall as fw
+from ansible_collections.ascend.cluster.plugins.module_utils._host import firewall as fw
 
 OK = (0, "", "")
 INACTIVE = (0, "Status: inactive\n", "")

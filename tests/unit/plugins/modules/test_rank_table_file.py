@@ -1,4 +1,4 @@
-"""rank_table_file: the pure plan (module_utils/_text_file.py) and the module itself, run directly
+"""rank_table_file: the pure plan (module_utils/_host/text_file.py) and the module itself, run directly
 on a temp directory: directory created, atomic write with the mode, chmod only, check mode and diff,
 a second run changing nothing, and the refusals."""
 
@@ -12,7 +12,7 @@ import stat
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils._text_file import file_state, plan_text_file
+from ansible_collections.ascend.cluster.plugins.module_utils._host.text_file import file_state, plan_text_file
 from tests.helpers.ansible_cli import run_module
 
 
@@ -88,7 +88,7 @@ def test_bad_input_fails_naming_the_fix_and_writes_nothing(tmp_path, args, messa
 
 
 def test_apply_text_file_writes_then_changes_nothing_and_json_file_matches_reads_back(tmp_path):
-    from ansible_collections.ascend.cluster.plugins.module_utils._text_file import apply_text_file, json_file_matches
+    from ansible_collections.ascend.cluster.plugins.module_utils._host.text_file import apply_text_file, json_file_matches
 
     path = tmp_path / "etc" / "rank_table.json"
     assert not json_file_matches(str(path), TABLE)  # missing

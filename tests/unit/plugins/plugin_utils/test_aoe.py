@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ascend.cluster.plugins.filter.aoe_env_conflict import aoe_env_conflict
+from ansible_collections.ascend.cluster.plugins.filter.launch import aoe_env_conflict
 
 BANK = "/var/lib/ascend-cluster/tune_bank"
 
@@ -70,7 +70,7 @@ def test_bad_environment_is_named():
     ],
 )
 def test_one_rule_says_which_runs_read_and_which_manage_the_repository(aoe, use_library, reads, manages):
-    from ansible_collections.ascend.cluster.plugins.plugin_utils._aoe import manages_bank, reads_bank
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._launch.aoe import manages_bank, reads_bank
 
     assert reads_bank(aoe, use_library) is reads
     assert manages_bank(aoe, use_library) is manages

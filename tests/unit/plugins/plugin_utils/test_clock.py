@@ -1,10 +1,10 @@
-"""plugin_utils._clock: the NTP-style offset from several readings, and the warn / refuse decision."""
+"""plugin_utils._launch.clock: the NTP-style offset from several readings, and the warn / refuse decision."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.plugin_utils._clock import Offset, Sample, best_offset, describe, judge
+from ansible_collections.ascend.cluster.plugins.plugin_utils._launch.clock import Offset, Sample, best_offset, describe, judge
 
 T = 1_800_000_000.0  # any epoch time
 
@@ -108,7 +108,7 @@ def answers(*outputs):
     ids=["date", "python fallback"],
 )
 def test_measure_reads_the_clock_through_the_runner(outputs, samples, commands, status):
-    from ansible_collections.ascend.cluster.plugins.plugin_utils._clock import PYTHON, measure
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._launch.clock import PYTHON, measure
 
     run, calls = answers(*outputs)
     measured = measure(run, "h1", samples, 1.0, 30.0, False, python="/usr/bin/python3")
@@ -127,7 +127,7 @@ def test_measure_reads_the_clock_through_the_runner(outputs, samples, commands, 
     ids=["unreadable", "no samples"],
 )
 def test_measure_fails_naming_what_it_read(outputs, samples, message):
-    from ansible_collections.ascend.cluster.plugins.plugin_utils._clock import measure
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._launch.clock import measure
 
     run, _calls = answers(*outputs)
     measured = measure(run, "h1", samples, 1.0, 30.0, False)

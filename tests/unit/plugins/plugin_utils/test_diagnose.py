@@ -1,4 +1,4 @@
-"""plugin_utils._diagnose: the first Ascend error of a rank from real error texts, and the diagnosis of a job."""
+"""plugin_utils._launch.diagnosis: the first Ascend error of a rank from real error texts, and the diagnosis of a job."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _diagnose as dg
+from ansible_collections.ascend.cluster.plugins.plugin_utils._launch import diagnosis as dg
 from tests.helpers import corpus
 from tests.helpers.collection import REPO_ROOT
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ascend.cluster.plugins.filter.npu_env import npu_env
-from ansible_collections.ascend.cluster.plugins.filter.rank_table import rank_table
-from ansible_collections.ascend.cluster.plugins.filter.select_devices import select_devices
+from ansible_collections.ascend.cluster.plugins.filter.rank_table import npu_env, rank_table, select_devices
 
 SERVERS = [{"server_id": f"10.0.0.{s}", "devices": [{"device_id": d, "device_ip": f"192.168.{s}.{d}"} for d in range(8)]} for s in (1, 2)]
 IMPOSSIBLE = "np=13 is not possible with the available 910B devices"

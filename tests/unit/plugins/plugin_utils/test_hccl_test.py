@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _hccl_test as h
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
+from ansible_collections.ascend.cluster.plugins.plugin_utils._net import hccl_test as h
 from tests.helpers import corpus
 
 OUTPUTS = Path(__file__).parent / "hccl_test_outputs"

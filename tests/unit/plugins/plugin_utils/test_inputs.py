@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ascend.cluster.plugins.filter.input_problems import FilterModule, input_problems
+from ansible_collections.ascend.cluster.plugins.filter.common import FilterModule, input_problems
 from ansible_collections.ascend.cluster.plugins.plugin_utils import _inputs
 
 TRAIN = {

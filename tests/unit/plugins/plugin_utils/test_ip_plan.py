@@ -1,11 +1,11 @@
-"""plugin_utils._ip_plan directly: what the filters do not show (missing netaddr, server names)."""
+"""plugin_utils._net.ip_plan directly: what the filters do not show (missing netaddr, server names)."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _ip_plan
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
+from ansible_collections.ascend.cluster.plugins.plugin_utils._net import ip_plan as _ip_plan
 
 
 def test_missing_netaddr_gives_the_install_hint(monkeypatch):
@@ -15,7 +15,7 @@ def test_missing_netaddr_gives_the_install_hint(monkeypatch):
 
 
 def test_checking_a_plan_needs_no_netaddr(monkeypatch):
-    """The per-device rules are module_utils/_ip_check's (standard library), so a plan is checked without netaddr."""
+    """The per-device rules are module_utils/_hccn/ip_rules's (standard library), so a plan is checked without netaddr."""
     monkeypatch.setattr(_ip_plan, "netaddr", None)
     plan = {"s": [{"device_id": 0, "address": "198.18.0.10", "netmask": "24"}]}
     assert _ip_plan.validate_plan(plan) == {

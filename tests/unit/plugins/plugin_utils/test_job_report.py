@@ -7,10 +7,9 @@ import json
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ascend.cluster.plugins.filter.job_summary import job_summary
-from ansible_collections.ascend.cluster.plugins.filter.rank_rows import rank_rows
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _job_report as report
-from ansible_collections.ascend.cluster.plugins.plugin_utils._job_report import seconds
+from ansible_collections.ascend.cluster.plugins.filter.launch import job_summary, rank_rows
+from ansible_collections.ascend.cluster.plugins.plugin_utils._launch import report
+from ansible_collections.ascend.cluster.plugins.plugin_utils._launch.report import seconds
 
 
 def rank(rank_id, device_id, **extra):

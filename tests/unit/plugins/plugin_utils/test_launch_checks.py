@@ -7,9 +7,8 @@ from typing import Any
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.filter.aoe_refusal import aoe_refusal
-from ansible_collections.ascend.cluster.plugins.filter.preflight_verdict import preflight_verdict
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _launch_checks as checks
+from ansible_collections.ascend.cluster.plugins.filter.launch import aoe_refusal, preflight_verdict
+from ansible_collections.ascend.cluster.plugins.plugin_utils._launch import checks
 
 RANKS = [{"rank_id": 0, "device_id": 0}]
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.ascend.cluster.plugins.filter.mixed_versions import mixed_versions
-from ansible_collections.ascend.cluster.plugins.filter.preflight_verdict import preflight_verdict
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _launch_checks as checks
+from ansible_collections.ascend.cluster.plugins.filter.launch import mixed_versions, preflight_verdict
+from ansible_collections.ascend.cluster.plugins.plugin_utils._launch import checks
 
 
 def server(result: dict) -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.plugin_utils._local_guard import local_refusal
+from ansible_collections.ascend.cluster.plugins.plugin_utils._net.firewall_guard import local_refusal
 
 REFUSED = "h1 is reached with the local connection: the firewall role would change this machine's own firewall."
 

@@ -1,8 +1,8 @@
-"""plugin_utils._net_health's summary: the servers a run went on without are named, never hidden (issue 25 item 1)."""
+"""plugin_utils._net.net_health's summary: the servers a run went on without are named, never hidden (issue 25 item 1)."""
 
 from __future__ import annotations
 
-from ansible_collections.ascend.cluster.plugins.filter.net_health_report import net_health_report
+from ansible_collections.ascend.cluster.plugins.filter.net_health import net_health_report
 
 
 def host(name: str, index: int) -> dict:

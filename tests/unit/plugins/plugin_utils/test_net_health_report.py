@@ -1,4 +1,4 @@
-"""The net_health report logic (plugin_utils/_net_health.py): one row per device, one problem per
+"""The net_health report logic (plugin_utils/_net/net_health.py): one row per device, one problem per
 bad device with its hint, symptoms attributed to their cause, and the cluster-wide checks.
 
 Pure Python and fast: a unit test (the role's playbook tests are tests/integration/test_role_net_health.py).
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
-from ansible_collections.ascend.cluster.plugins.plugin_utils._net_health import (
+from ansible_collections.ascend.cluster.plugins.plugin_utils._net.net_health import (
     HINTS,
     health_report,
     netdetect_targets,
@@ -214,8 +214,8 @@ def test_the_stale_conf_hint_names_the_configured_file_and_the_stage_that_rewrit
 
 
 def test_the_report_needs_no_netaddr(monkeypatch) -> None:
-    """Its checks are module_utils/_ip_check's (standard library), the smp layout check included."""
-    from ansible_collections.ascend.cluster.plugins.plugin_utils import _ip_plan
+    """Its checks are module_utils/_hccn/ip_rules's (standard library), the smp layout check included."""
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._net import ip_plan as _ip_plan
 
     monkeypatch.setattr(_ip_plan, "netaddr", None)
     report = health_report(cluster([dev(0, netmask="24"), dev(1)]))

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ascend.cluster.plugins.filter.ping_mesh_targets import ping_mesh_targets
-from ansible_collections.ascend.cluster.plugins.plugin_utils._net_health import health_report
+from ansible_collections.ascend.cluster.plugins.filter.net_health import ping_mesh_targets
+from ansible_collections.ascend.cluster.plugins.plugin_utils._net.net_health import health_report
 from tests.helpers.devices import device_facts
 
 

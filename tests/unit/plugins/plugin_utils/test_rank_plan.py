@@ -7,14 +7,17 @@ from typing import Any
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ascend.cluster.plugins.filter.missing_device_ips import missing_device_ips
-from ansible_collections.ascend.cluster.plugins.filter.rank_layout import rank_layout
-from ansible_collections.ascend.cluster.plugins.filter.rank_plan import FilterModule, rank_plan
-from ansible_collections.ascend.cluster.plugins.filter.rank_table import rank_table
-from ansible_collections.ascend.cluster.plugins.filter.select_devices import select_devices
-from ansible_collections.ascend.cluster.plugins.filter.servers_from_facts import servers_from_facts
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _rank_plan
+from ansible_collections.ascend.cluster.plugins.filter.rank_table import (
+    FilterModule,
+    missing_device_ips,
+    rank_layout,
+    rank_plan,
+    rank_table,
+    select_devices,
+    servers_from_facts,
+)
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
+from ansible_collections.ascend.cluster.plugins.plugin_utils._rank import plan as _rank_plan
 
 
 def host(name: str, index: int, chip: str | None = "910B", devices: int = 8, ips: bool = True, **extra: Any) -> dict:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import netaddr
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils._chip import get_chip
-from ansible_collections.ascend.cluster.plugins.plugin_utils._chip_rules import check_hccs_layout, device_id_of, ring_index
+from ansible_collections.ascend.cluster.plugins.module_utils._npu.chip import get_chip
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
-from ansible_collections.ascend.cluster.plugins.plugin_utils._rank_table_model import (
+from ansible_collections.ascend.cluster.plugins.plugin_utils._rank.chip_rules import check_hccs_layout, device_id_of, ring_index
+from ansible_collections.ascend.cluster.plugins.plugin_utils._rank.model import (
     RankDevice,
     RankServer,
     check_cluster,
@@ -112,7 +112,7 @@ def test_device_id_of_rejects_non_ascii_digits(value):
 
 
 def test_without_netaddr_plain_ipv4_still_works_and_the_rest_says_what_to_install(monkeypatch):
-    from ansible_collections.ascend.cluster.plugins.plugin_utils import _rank_table_model
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._rank import model as _rank_table_model
 
     monkeypatch.setattr(_rank_table_model, "netaddr", None)
     assert is_ip_address("192.168.1.1")

@@ -1,11 +1,11 @@
-"""The restart policy (plugin_utils/_restart): what restarts, what ends the job and why, and how attempts are reported."""
+"""The restart policy (plugin_utils/_launch/restart): what restarts, what ends the job and why, and how attempts are reported."""
 
 from __future__ import annotations
 
 import time
 
-from ansible_collections.ascend.cluster.plugins.filter.restart_plan import restart_plan
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _restart as restart
+from ansible_collections.ascend.cluster.plugins.filter.launch import restart_plan
+from ansible_collections.ascend.cluster.plugins.plugin_utils._launch import restart
 
 
 def failed(rank=3, outcome="exit 1", last="step 4 loss 250", job="j", started=(100.0, 100.1), ended=(105.0, 104.0)) -> dict:

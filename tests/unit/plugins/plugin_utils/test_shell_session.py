@@ -9,9 +9,8 @@ import types
 import pytest
 from ansible.errors import AnsibleConnectionFailure
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _shell_session as shell_session
+from ansible_collections.ascend.cluster.plugins.module_utils._job import files, group
+from ansible_collections.ascend.cluster.plugins.plugin_utils._launch import shell_session
 
 
 @pytest.fixture

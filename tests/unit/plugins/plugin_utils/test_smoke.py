@@ -1,4 +1,4 @@
-"""The smoke summary (plugin_utils/_smoke.py; filters smoke_summary and smoke_report), table-driven."""
+"""The smoke summary (plugin_utils/_net/smoke.py; filters smoke_summary and smoke_report), table-driven."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ascend.cluster.plugins.filter.smoke_report import smoke_report
-from ansible_collections.ascend.cluster.plugins.filter.smoke_summary import smoke_summary
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _smoke
+from ansible_collections.ascend.cluster.plugins.filter.smoke import smoke_report, smoke_summary
+from ansible_collections.ascend.cluster.plugins.plugin_utils._net import smoke as _smoke
 
 CHECK_SCRIPT = Path(__file__).resolve().parents[4] / "roles" / "smoke_check" / "files" / "ascend_rank_check.py"
 
@@ -393,7 +392,7 @@ def test_report_with_the_collective_stage(tmp_path):
         smoke_report(*args, **common, collective={"floor": 1})
 
 
-# ---- the collective stage on real NPUs (CANN's hccl_test, plugin_utils/_hccl_test.py) -------------
+# ---- the collective stage on real NPUs (CANN's hccl_test, plugin_utils/_net/hccl_test.py) -------------
 
 GUIDE_EXAMPLE = (Path(__file__).parent / "hccl_test_outputs" / "guide_example_8npu.txt").read_text()
 RETCODE_7 = (Path(__file__).parent / "hccl_test_outputs" / "retcode7_init_hcclcomm.txt").read_text()

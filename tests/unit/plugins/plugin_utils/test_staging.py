@@ -1,4 +1,4 @@
-"""The launch's staging on the controller (plugin_utils/_staging): the anchor's rules, the workers' markers, and how a stop
+"""The launch's staging on the controller (plugin_utils/_launch/staging): the anchor's rules, the workers' markers, and how a stop
 while the job stages is accounted for server by server."""
 
 from __future__ import annotations
@@ -9,8 +9,7 @@ import time
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _staging as staging
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _watch as watch
+from ansible_collections.ascend.cluster.plugins.plugin_utils._launch import staging, watch
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.filter.mixed_versions import mixed_versions
+from ansible_collections.ascend.cluster.plugins.filter.launch import mixed_versions
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
 
 
@@ -47,6 +47,6 @@ def test_not_a_mapping_is_refused():
     with pytest.raises(Exception, match="versions must be a mapping of server to version, got list"):
         mixed_versions(["24.1.0"])
     with pytest.raises(ClusterSpecError):
-        from ansible_collections.ascend.cluster.plugins.plugin_utils._versions import mixed_versions as pure
+        from ansible_collections.ascend.cluster.plugins.plugin_utils._launch.versions import mixed_versions as pure
 
         pure("24.1.0")

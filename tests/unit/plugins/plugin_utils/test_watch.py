@@ -1,4 +1,4 @@
-"""What the controller's watch makes of the job's group view (plugins/plugin_utils/_watch): case by case."""
+"""What the controller's watch makes of the job's group view (plugins/plugin_utils/_launch/watch): case by case."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.plugin_utils import _watch as watch
+from ansible_collections.ascend.cluster.plugins.plugin_utils._launch import watch
 
 LOG = "/run/j/device_{}/train.log"
 T0 = 1_795_000_000.0
