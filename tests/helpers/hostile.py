@@ -238,7 +238,7 @@ class Insider:
         """Send ``body`` sealed as the next message; False when the coordinator has closed the connection."""
         self.seq += 1
         body = body.replace(b"\n", b" ")
-        mac = group._seal(self.key, "m", self.seq, body)  # pylint: disable=protected-access  # the attacker seals as a member does
+        mac = group.seal(self.key, "m", self.seq, body)  # pylint: disable=protected-access  # the attacker seals as a member does
         try:
             self.sock.sendall(b"%s %s\n" % (mac, body))
             return True

@@ -18,6 +18,7 @@ from typing import Any, Callable
 import pytest
 
 from ansible_collections.ascend.cluster.plugins.module_utils._job import files, group
+from ansible_collections.ascend.cluster.plugins.module_utils._job.group import coordinator as group_coordinator
 
 SECRET = "the-jobs-secret"
 # lost_after for these tests: short, yet a second above the group's least (two 0.5 s heartbeats), so that a heartbeat
@@ -166,7 +167,7 @@ def test_a_member_without_the_secret_is_refused_and_says_why(cluster):
 
 
 def test_a_connection_that_says_nothing_does_not_keep_members_out(cluster, monkeypatch):
-    monkeypatch.setattr(group, "HANDSHAKE_S", 0.3)
+    monkeypatch.setattr(group_coordinator, "HANDSHAKE_S", 0.3)
     c = cluster(["a"])
     silent = socket.create_connection(("127.0.0.1", c.port))
     try:

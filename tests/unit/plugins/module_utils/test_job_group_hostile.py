@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.ascend.cluster.plugins.module_utils._job import group
+from ansible_collections.ascend.cluster.plugins.module_utils._job.group import coordinator as group_coordinator
 from tests.helpers import hostile
 from tests.unit.plugins.module_utils.test_job_group import SECRET, Cluster
 
@@ -119,7 +120,7 @@ def test_connections_beyond_the_waiting_limit_close_the_oldest_and_members_still
     """Hundreds of connections that never join: the oldest go once MAX_UNJOINED wait (the files stay bounded), and a
     member whose connection breaks joins again among them."""
     c, pump = job
-    monkeypatch.setattr(group, "MAX_UNJOINED", 20)
+    monkeypatch.setattr(group_coordinator, "MAX_UNJOINED", 20)
     idle = [socket.create_connection(("127.0.0.1", c.port)) for _n in range(60)]
     try:
         time.sleep(0.5)
