@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._launch import diagnosis as dg
+from ansible_collections.ascend.cluster.plugins.plugin_utils._launch import rank_error
 from tests.helpers import corpus
 from tests.helpers.collection import REPO_ROOT
 
@@ -100,25 +101,25 @@ CASES: list[tuple[Any, ...]] = [
 
 @pytest.mark.parametrize("log, plog, code, when, inferred, peers", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_first_error_of_real_texts(log: list, plog: list, code: str, when: str | None, inferred: bool, peers: list) -> None:
-    found = dg.first_error(log, plog)
+    found = rank_error.first_error(log, plog)
     assert found is not None
     assert (found["code"], found["time"], found["inferred"]) == (code, when, inferred)
     assert [(p["rank"], p["ip"], p["port"]) for p in found["peers"]] == peers
 
 
 def test_summary_name_is_kept_with_the_block() -> None:
-    found = dg.first_error([EI0006_PID, "Communication_Error_Get_Socket(EI0006)"], [])
+    found = rank_error.first_error([EI0006_PID, "Communication_Error_Get_Socket(EI0006)"], [])
     assert found and found["summary"] == "Communication_Error_Get_Socket" and found["clock"] == "18:07:20"
 
 
 @pytest.mark.parametrize("log, plog", [([], []), (["loss 0.1", "RuntimeError: out of memory"], ["[INFO] HCCL(1,p):bad"]), (None, None)])
 def test_no_error_is_none(log: list | None, plog: list | None) -> None:
-    assert dg.first_error(log or [], plog) is None
+    assert rank_error.first_error(log or [], plog) is None
 
 
 def test_standin_cut_link_names_the_peer_ip_port_and_rank() -> None:
     log, plog = _standin(_cut_link())
-    found = dg.first_error(log, plog)
+    found = rank_error.first_error(log, plog)
     assert found is not None
     assert found["code"] == "EI0006" and not found["inferred"] and found["message"].startswith("Getting socket times out")
     assert [(p["rank"], p["ip"], p["port"]) for p in found["peers"]] == [(11, "198.19.3.2", 16666)]
@@ -137,13 +138,15 @@ def test_standin_cut_link_names_the_peer_ip_port_and_rank() -> None:
 )
 def test_standin_other_codes(error: Any, code: str, listen: dict | None) -> None:
     log, plog = _standin(error)
-    found = dg.first_error(log, plog)
+    found = rank_error.first_error(log, plog)
     assert found and found["code"] == code and not found["inferred"] and found["listen"] == listen
 
 
 def test_link_error_info_without_a_header_takes_local_then_remote() -> None:
     lines = ["LINK_ERROR_INFO:", "    0  198.19.3.1  16666  11  198.19.3.2  16666", "next"]
-    assert dg.link_error_info(lines) == [{"local_ip": "198.19.3.1", "remote_ip": "198.19.3.2", "remote_rank": None, "remote_port": None}]
+    assert rank_error.link_error_info(lines) == [
+        {"local_ip": "198.19.3.1", "remote_ip": "198.19.3.2", "remote_rank": None, "remote_port": None}
+    ]
 
 
 def _finding(rank: int, server: str, device: int, error: dict | None, state: str = "failed", ended: float = 10.0) -> dict:
@@ -164,19 +167,19 @@ def test_cut_link_is_named_first_with_its_host_and_nic() -> None:
     log, plog = _standin(_cut_link())
     live = _live()
     live["devices"]["h2"][3]["link"] = "DOWN"
-    rank3 = _finding(3, "h1", 3, dg.first_error(log, plog))
+    rank3 = _finding(3, "h1", 3, rank_error.first_error(log, plog))
     stopped = _finding(5, "h1", 5, None, state="stopped")
     out = dg.diagnose([stopped, rank3], live)
     assert out["line"] == "EI0006 on rank 3 from %s: h2 eth3 link DOWN - check the optics/cable" % hs.cann_time(1_800_000_000.25)[11:19]
     [row] = out["rows"]
-    assert row["first_rank"] == "rank 3 (h1 device 3)" and row["likely_causes"][1] == dg.CODES["EI0006"]["causes"][0]
+    assert row["first_rank"] == "rank 3 (h1 device 3)" and row["likely_causes"][1] == rank_error.CODES["EI0006"]["causes"][0]
     assert out["involved"] == [["h1", 3], ["h2", 3]]
 
 
 def test_a_real_ei0006_plog_names_its_peers_device_not_the_waiting_rank_itself() -> None:
     # vllm-ascend#9447's plog: rank 0 (10.20.0.2) waits for rank 29 (10.20.0.31); the wait line's rank[0] is rank 0 itself.
     [entry] = [e for e in corpus.index("logs") if e["file"] == "plog_ei0006_link_error_info_a3_vllm_ascend_9447.log"]
-    error = dg.first_error([], corpus.text("logs", entry).splitlines())
+    error = rank_error.first_error([], corpus.text("logs", entry).splitlines())
     live = _live()
     live["devices"]["h1"][0]["device_ip"] = "10.20.0.2"
     live["devices"]["h2"][5]["device_ip"] = "10.20.0.31"
@@ -190,7 +193,7 @@ def test_a_real_ei0006_plog_names_its_peers_device_not_the_waiting_rank_itself()
 
 
 def test_every_rank_of_a_server_in_one_row_with_a_range() -> None:
-    error = dg.first_error([EI0006_PID], [])
+    error = rank_error.first_error([EI0006_PID], [])
     out = dg.diagnose([_finding(r, "h2", r - 8, error) for r in range(8, 16)], _live())
     assert out["rows"][0]["ranks"] == "8-15"
     assert out["line"].startswith(
@@ -210,29 +213,29 @@ def test_every_rank_of_a_server_in_one_row_with_a_range() -> None:
     ],
 )
 def test_live_evidence_comes_first(change: dict, expected: str) -> None:
-    error = dg.first_error([EI0006_PID], [])
+    error = rank_error.first_error([EI0006_PID], [])
     out = dg.diagnose([_finding(3, "h1", 3, error)], _live(**change))
     assert out["rows"][0]["likely_causes"][0].startswith(expected), out
     assert expected in out["line"]
 
 
 def test_net_health_init_without_a_netdetect_address_is_no_evidence() -> None:
-    error = dg.first_error([EI0006_PID], [])
+    error = rank_error.first_error([EI0006_PID], [])
     out = dg.diagnose([_finding(3, "h1", 3, error)], _live(devices={"h1": {3: {"net_health": "Init", "netdetect": ""}}}))
-    assert out["evidence"] == [] and out["rows"][0]["likely_causes"] == dg.CODES["EI0006"]["causes"]
+    assert out["evidence"] == [] and out["rows"][0]["likely_causes"] == rank_error.CODES["EI0006"]["causes"]
 
 
 def test_tls_switch_that_differs_between_the_devices_involved() -> None:
     log, plog = _standin(_cut_link())
     live = _live()
     live["devices"]["h2"][3]["tls_switch"] = True
-    out = dg.diagnose([_finding(3, "h1", 3, dg.first_error(log, plog))], live)
+    out = dg.diagnose([_finding(3, "h1", 3, rank_error.first_error(log, plog))], live)
     assert out["rows"][0]["seen_live"] == ["TLS switch differs: h1 device 3 off, h2 device 3 on - set the same TLS switch on every device"]
 
 
 def test_first_failing_rank_by_time_and_silent_ranks_get_their_own_row() -> None:
-    late = dg.first_error(["EJ0001: [PID: 9] 2025-04-08-18:09:00.000.000 Maybe the last training process is running"], [])
-    early = dg.first_error([EI0006_OLD], [])
+    late = rank_error.first_error(["EJ0001: [PID: 9] 2025-04-08-18:09:00.000.000 Maybe the last training process is running"], [])
+    early = rank_error.first_error([EI0006_OLD], [])
     silent = dict(_finding(7, "h1", 7, None), cause="killed by SIGKILL (signal 9)")
     out = dg.diagnose([_finding(1, "h1", 1, late), _finding(2, "h1", 2, early), silent], _live(leftovers={"h1": ["process 1 holds NPU 1"]}))
     assert [r["code"] for r in out["rows"]] == ["EI0006", "EJ0001", None]
@@ -246,7 +249,7 @@ def test_first_failing_rank_by_time_and_silent_ranks_get_their_own_row() -> None
 def _ei0006(rank: int, server: str, cann: str, ended: float, offset: float) -> dict:
     """Rank ``rank`` of ``server`` failed with EI0006 at ``cann`` (its log's time) and ended at ``ended``, both in its
     server's clock, which is ``offset`` s ahead of the controller's (recorded in its state.json)."""
-    error = dg.first_error([f"EI0006: [PID: 7] {cann} Getting socket times out."], [])
+    error = rank_error.first_error([f"EI0006: [PID: 7] {cann} Getting socket times out."], [])
     return dict(_finding(rank, server, 3, error, ended=ended), clock_offset=offset)
 
 
@@ -332,9 +335,9 @@ def test_a_stalled_rank_whose_log_ends_with_its_runners_note_is_told_once() -> N
 
 
 def test_inferred_and_unknown_codes_say_so() -> None:
-    inferred = dg.diagnose([_finding(0, "h1", 0, dg.first_error([], [PLOG_WAIT]))], _live())
+    inferred = dg.diagnose([_finding(0, "h1", 0, rank_error.first_error([], [PLOG_WAIT]))], _live())
     assert inferred["rows"][0]["inferred"] and "(cause inferred" in inferred["line"]
-    unknown = dg.diagnose([_finding(0, "h1", 0, dg.first_error(["EZ9999: 2025-04-08-18:07:20.444.436 x"], []))], _live())
+    unknown = dg.diagnose([_finding(0, "h1", 0, rank_error.first_error(["EZ9999: 2025-04-08-18:07:20.444.436 x"], []))], _live())
     assert "EZ9999" in unknown["line"] and "not in the reference's list" in unknown["line"] and "(cause inferred)" in unknown["line"]
 
 
@@ -386,7 +389,7 @@ def test_from_hostvars_reads_each_servers_registered_results() -> None:
     assert out["rows"][0]["likely_causes"][:3] == [
         "h2 eth3 link DOWN - check the optics/cable",
         "h2: locked by x - ascend.cluster.stop, or kill it",
-        dg.CODES["EI0006"]["causes"][0],
+        rank_error.CODES["EI0006"]["causes"][0],
     ]  # a port in use is evidence for EI0019, not EI0006
     assert "h1: TCP port 16666 is listened on by pid 9 (nc) - stop it, or move the job's ports" in out["evidence"]
     assert out["table"][0].split() == ["CODE", "RANKS", "FROM", "FIRST_RANK", "MEANING", "LIKELY_CAUSES"]
@@ -431,7 +434,7 @@ def test_a_raw_iptables_drop_rule_is_named_first_for_ei0006_not_the_cabling() ->
 
 
 def test_a_port_in_use_says_which_of_the_jobs_ports_it_is() -> None:
-    error = dg.first_error([hs.error_block(hs.listen_error("198.19.3.1", 60003, "the port is in use"), 7, 1_800_000_000.0)[0]], [])
+    error = rank_error.first_error([hs.error_block(hs.listen_error("198.19.3.1", 60003, "the port is in use"), 7, 1_800_000_000.0)[0]], [])
     assert error is not None
     hostvars = {
         "h1": {
@@ -454,7 +457,7 @@ def _address_error(ip: str) -> dict:
     # the stand-in binds the table's device IP: an IP this host does not have fails with EADDRNOTAVAIL's text
     error = hs.listen_error(ip, 16666, "Cannot assign requested address (is %s this host's device IP?)" % ip)
     log, plog = _standin(error)
-    found = dg.first_error(log, plog)
+    found = rank_error.first_error(log, plog)
     assert found is not None
     return found
 
@@ -468,7 +471,7 @@ def test_an_ei0019_that_cannot_assign_the_address_is_a_wrong_device_ip_with_the_
         "rebuild the table from the devices (the rank_table playbook; train.yml rebuilds it)"
     )
     row = out["rows"][0]
-    assert row["meaning"] == dg.ADDRESS["meaning"] and row["variant"] == "address"
+    assert row["meaning"] == rank_error.ADDRESS["meaning"] and row["variant"] == "address"
     assert row["likely_causes"][0] == wrong and "in use" not in out["line"]
     assert out["line"].endswith(": " + wrong), out["line"]
 
@@ -483,12 +486,12 @@ def test_an_address_error_on_the_devices_own_ip_or_without_a_live_read_says_so()
 
 
 def test_a_port_in_use_stays_a_port_in_use_and_gets_its_own_row_beside_a_wrong_ip() -> None:
-    busy = dg.first_error(*_standin(hs.listen_error("198.19.4.1", 16666, "the port is in use")))
+    busy = rank_error.first_error(*_standin(hs.listen_error("198.19.4.1", 16666, "the port is in use")))
     assert busy is not None and busy["variant"] is None
     out = dg.diagnose([_finding(3, "h1", 3, _address_error("198.19.3.9")), _finding(4, "h1", 4, busy)], _live())
     assert [(r["code"], r["variant"], r["meaning"]) for r in out["rows"]] == [
-        ("EI0019", "address", dg.ADDRESS["meaning"]),
-        ("EI0019", None, dg.CODES["EI0019"]["meaning"]),
+        ("EI0019", "address", rank_error.ADDRESS["meaning"]),
+        ("EI0019", None, rank_error.CODES["EI0019"]["meaning"]),
     ]
 
 
@@ -500,6 +503,6 @@ CORPUS_KEYS = ("code", "time", "inferred", "summary", "listen", "local_ip", "pee
 @pytest.mark.parametrize("entry, raw", corpus.samples("logs"))
 def test_every_real_log_gives_its_first_error(entry: dict, raw: str) -> None:
     lines = raw.splitlines()
-    found = dg.first_error([], lines) if entry["kind"] == "plog" else dg.first_error(lines, [])
+    found = rank_error.first_error([], lines) if entry["kind"] == "plog" else rank_error.first_error(lines, [])
     assert found is not None
     assert {key: found[key] for key in CORPUS_KEYS} == entry["expect"]
