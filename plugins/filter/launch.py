@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The launch_training role's filters: the launch's refusals and verdicts, its layout, restarts, reports and diagnosis.
 
-Filters ``ascend.cluster.launch_layout``, ``ascend.cluster.aoe_refusal``, ``ascend.cluster.aoe_env_conflict``, ``ascend.cluster.preflight_verdict``, ``ascend.cluster.mixed_versions``, ``ascend.cluster.restart_plan``, ``ascend.cluster.rank_rows``, ``ascend.cluster.job_summary``, ``ascend.cluster.stop_summary``, ``ascend.cluster.diagnosis``; each documented in the YAML file of its name beside this one."""
+Filters ``ascend.cluster.launch_layout``, ``ascend.cluster.aoe_refusal``, ``ascend.cluster.preflight_verdict``, ``ascend.cluster.restart_plan``, ``ascend.cluster.rank_rows``, ``ascend.cluster.job_summary``, ``ascend.cluster.stop_summary``, ``ascend.cluster.diagnosis``; each documented in the YAML file of its name beside this one."""
 
 from __future__ import annotations
 
@@ -30,16 +30,6 @@ def aoe_refusal(
     return _aoe_refusal(hosts, hostvars, aoe=aoe, use_library=use_library, aoe_mode=aoe_mode, launcher=launcher)
 
 
-@filter_errors("aoe_env_conflict")
-def aoe_env_conflict(
-    env: Any, bank_dir: str, aoe: bool = False, aoe_mode: int = 4, use_library: Any = None, server: str = "this server"
-) -> str:
-    # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
-    from ansible_collections.ascend.cluster.plugins.plugin_utils._launch.aoe import aoe_env_conflict as _aoe_env_conflict
-
-    return _aoe_env_conflict(env, bank_dir, aoe, aoe_mode, use_library, server)
-
-
 @filter_errors("preflight_verdict")
 def preflight_verdict(
     hosts: Any,
@@ -60,14 +50,6 @@ def preflight_verdict(
     for warning in verdict["warnings"]:  # each on its own line, naming its server
         Display().warning(warning)
     return verdict
-
-
-@filter_errors("mixed_versions")
-def mixed_versions(versions: Any, what: str = "npu-smi (driver) version", key: str = "npu_smi_version") -> str:
-    # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
-    from ansible_collections.ascend.cluster.plugins.plugin_utils._launch.versions import mixed_versions as _mixed_versions
-
-    return _mixed_versions(versions, what=what, key=key)
 
 
 @filter_errors("restart_plan")
@@ -184,9 +166,7 @@ class FilterModule:
         return {
             "launch_layout": launch_layout,
             "aoe_refusal": aoe_refusal,
-            "aoe_env_conflict": aoe_env_conflict,
             "preflight_verdict": preflight_verdict,
-            "mixed_versions": mixed_versions,
             "restart_plan": restart_plan,
             "rank_rows": rank_rows,
             "job_summary": job_summary,

@@ -2,21 +2,13 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The net_health role's filters: netdetect targets, the ping mesh, the cluster's link and health table.
 
-Filters ``ascend.cluster.net_health_targets``, ``ascend.cluster.net_health_targets_by_host``, ``ascend.cluster.ping_mesh_targets``, ``ascend.cluster.net_health_report``; each documented in the YAML file of its name beside this one."""
+Filters ``ascend.cluster.net_health_targets_by_host``, ``ascend.cluster.ping_mesh_targets``, ``ascend.cluster.net_health_report``; each documented in the YAML file of its name beside this one."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError, filter_errors
-
-
-@filter_errors("net_health_targets")
-def net_health_targets(devices: Any, mode: str, peer_devices: Any = ()) -> list:
-    # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
-    from ansible_collections.ascend.cluster.plugins.plugin_utils._net.net_health import netdetect_targets
-
-    return netdetect_targets(devices, mode, peer_devices)
 
 
 @filter_errors("net_health_targets_by_host")
@@ -64,7 +56,6 @@ def net_health_report(
 class FilterModule:
     def filters(self) -> dict:
         return {
-            "net_health_targets": net_health_targets,
             "net_health_targets_by_host": net_health_targets_by_host,
             "ping_mesh_targets": ping_mesh_targets,
             "net_health_report": net_health_report,

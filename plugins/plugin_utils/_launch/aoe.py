@@ -38,7 +38,14 @@ def manages_bank(aoe: Any, use_library: Any) -> bool:
     return bool(aoe) or reads_bank(aoe, use_library)
 
 
-def aoe_env_conflict(env: Mapping[str, Any], bank_dir: str, aoe: bool, aoe_mode: int, use_library: bool | None, server: str) -> str:
+def aoe_env_conflict(
+    env: Mapping[str, Any],
+    bank_dir: str,
+    aoe: bool = False,
+    aoe_mode: int = 4,
+    use_library: bool | None = None,
+    server: str = "this server",
+) -> str:
     """Why ``env`` (the job's environment) conflicts with the role's AOE values, or '' when it does not."""
     if not isinstance(env, Mapping):
         raise ClusterSpecError(f"the job's environment must be a mapping of variables, got {env!r}")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ascend.cluster.plugins.filter.launch import aoe_env_conflict
+from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
+from ansible_collections.ascend.cluster.plugins.plugin_utils._launch.aoe import aoe_env_conflict
 
 BANK = "/var/lib/ascend-cluster/tune_bank"
 
@@ -55,7 +55,7 @@ def test_conflicts(env, kwargs, conflict):
 
 
 def test_bad_environment_is_named():
-    with pytest.raises(AnsibleFilterError, match="aoe_env_conflict: the job's environment must be a mapping"):
+    with pytest.raises(ClusterSpecError, match="the job's environment must be a mapping"):
         aoe_env_conflict(["TUNE_BANK_PATH=/x"], BANK)
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.ascend.cluster.plugins.filter.launch import mixed_versions, preflight_verdict
+from ansible_collections.ascend.cluster.plugins.filter.launch import preflight_verdict
 from ansible_collections.ascend.cluster.plugins.plugin_utils._launch import checks
+from ansible_collections.ascend.cluster.plugins.plugin_utils._launch.versions import mixed_versions
 
 
 def server(result: dict) -> dict:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.filter.launch import mixed_versions
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
+from ansible_collections.ascend.cluster.plugins.plugin_utils._launch.versions import mixed_versions
 
 
 @pytest.mark.parametrize(
@@ -44,9 +44,7 @@ def test_mixed_versions(versions, expected):
 
 
 def test_not_a_mapping_is_refused():
-    with pytest.raises(Exception, match="versions must be a mapping of server to version, got list"):
+    with pytest.raises(ClusterSpecError, match="versions must be a mapping of server to version, got list"):
         mixed_versions(["24.1.0"])
     with pytest.raises(ClusterSpecError):
-        from ansible_collections.ascend.cluster.plugins.plugin_utils._launch.versions import mixed_versions as pure
-
-        pure("24.1.0")
+        mixed_versions("24.1.0")
