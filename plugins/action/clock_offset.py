@@ -27,10 +27,6 @@ ARGUMENT_SPEC = {
 class ActionModule(Action):
     """Controller-only ``ascend.cluster.clock_offset``; see the module docstring."""
 
-    TRANSFERS_FILES = False
-    _requires_connection = True
-    _supports_check_mode = True
-
     ARGUMENT_SPEC = ARGUMENT_SPEC
 
     def act(self, args: dict, own: dict, task_vars: dict) -> dict:

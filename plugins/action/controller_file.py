@@ -52,9 +52,7 @@ def controller_file(args: dict, check_mode: bool) -> dict:
 class ActionModule(Action):
     """Controller-only ``ascend.cluster.controller_file``: no connection, the file written by this worker."""
 
-    TRANSFERS_FILES = False
     _requires_connection = False
-    _supports_check_mode = True
 
     ARGUMENT_SPEC = ARGUMENT_SPEC
 

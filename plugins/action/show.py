@@ -58,9 +58,7 @@ def lines_of(msg: Any) -> list[str]:
 class ActionModule(Action):
     """Controller-only ``ascend.cluster.show``; see the module docstring."""
 
-    TRANSFERS_FILES = False
     _requires_connection = False
-    _supports_check_mode = True
 
     ARGUMENT_SPEC = ARGUMENT_SPEC
 

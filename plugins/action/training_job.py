@@ -63,8 +63,6 @@ def merged(result: dict, module_result: dict) -> dict:
 class ActionModule(Action):
     """Controller half of ``ascend.cluster.training_job``."""
 
-    TRANSFERS_FILES = False
-    _requires_connection = True
     # the pre-flight's clock is read here (the module never sees these options)
     OWN = tuple(CLOCK_OPTIONS)
     # staged and gate: an operator's Ctrl-C releases the job's runners (plugin_utils/_launch/staging)

@@ -130,9 +130,6 @@ class Denied(Exception):
 class ActionModule(Action):
     """Follow one job's group; see the module docstring."""
 
-    TRANSFERS_FILES = False
-    _requires_connection = True
-
     def _shell(self, command: str) -> str:
         """One shell command on the coordinator's server over the task's connection; its stdout."""
         return self._low_level_execute_command(command, sudoable=True).get("stdout", "")

@@ -40,10 +40,10 @@ def text_table(rows, columns, headers=None, ok_column=None, ok_values=("OK",), m
         raise AnsibleFilterError(f"text_table: {exc}") from exc
 
 
+# Every filter of this file, registered under its function's name (the name its YAML documentation has).
+FILTERS = (input_problems, tool_paths, text_table)
+
+
 class FilterModule:
     def filters(self) -> dict:
-        return {
-            "input_problems": input_problems,
-            "tool_paths": tool_paths,
-            "text_table": text_table,
-        }
+        return {function.__name__: function for function in FILTERS}

@@ -46,10 +46,10 @@ def device_ip_settled(entries: Any, facts: Any, hccn_conf: str | None = None) ->
     return plan_settled(entries, facts, hccn_conf=hccn_conf or None)
 
 
+# Every filter of this file, registered under its function's name (the name its YAML documentation has).
+FILTERS = (device_ip_plan, validate_ip_plan, device_ip_settled)
+
+
 class FilterModule:
     def filters(self) -> dict:
-        return {
-            "device_ip_plan": device_ip_plan,
-            "validate_ip_plan": validate_ip_plan,
-            "device_ip_settled": device_ip_settled,
-        }
+        return {function.__name__: function for function in FILTERS}

@@ -28,8 +28,10 @@ def firewall_rows(hosts: Any, result_var: str = "_ascend_firewall_result") -> li
     return rows
 
 
+# Every filter of this file, registered under its function's name (the name its YAML documentation has).
+FILTERS = (firewall_rows,)
+
+
 class FilterModule:
     def filters(self) -> dict:
-        return {
-            "firewall_rows": firewall_rows,
-        }
+        return {function.__name__: function for function in FILTERS}

@@ -161,15 +161,10 @@ def diagnosis(
     return with_group_problem(found, list(servers), hostvars, job)
 
 
+# Every filter of this file, registered under its function's name (the name its YAML documentation has).
+FILTERS = (launch_layout, aoe_refusal, preflight_verdict, restart_plan, rank_rows, job_summary, stop_summary, diagnosis)
+
+
 class FilterModule:
     def filters(self) -> dict:
-        return {
-            "launch_layout": launch_layout,
-            "aoe_refusal": aoe_refusal,
-            "preflight_verdict": preflight_verdict,
-            "restart_plan": restart_plan,
-            "rank_rows": rank_rows,
-            "job_summary": job_summary,
-            "stop_summary": stop_summary,
-            "diagnosis": diagnosis,
-        }
+        return {function.__name__: function for function in FILTERS}

@@ -149,18 +149,22 @@ def missing_superpod_ids(servers: Any, version: Any = None, chip: str | None = N
     return _missing_superpod_ids(servers, version=version, chip=chip)
 
 
+# Every filter of this file, registered under its function's name (the name its YAML documentation has).
+FILTERS = (
+    rank_table,
+    validate_rank_table,
+    rank_plan,
+    select_devices,
+    device_range,
+    npu_env,
+    servers_from_facts,
+    rank_entries,
+    rank_layout,
+    missing_device_ips,
+    missing_superpod_ids,
+)
+
+
 class FilterModule:
     def filters(self) -> dict:
-        return {
-            "rank_table": rank_table,
-            "validate_rank_table": validate_rank_table,
-            "rank_plan": rank_plan,
-            "select_devices": select_devices,
-            "device_range": device_range,
-            "npu_env": npu_env,
-            "servers_from_facts": servers_from_facts,
-            "rank_entries": rank_entries,
-            "rank_layout": rank_layout,
-            "missing_device_ips": missing_device_ips,
-            "missing_superpod_ids": missing_superpod_ids,
-        }
+        return {function.__name__: function for function in FILTERS}

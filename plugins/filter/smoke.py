@@ -51,12 +51,10 @@ def smoke_summary(ranks: Any, health: Any = None, stages: Any = (), launched: bo
     return _smoke_summary(ranks, health=health, stages=stages, launched=launched)
 
 
+# Every filter of this file, registered under its function's name (the name its YAML documentation has).
+FILTERS = (smoke_collective_mode, hccl_test_binaries, hccl_test_plan, smoke_report, smoke_summary)
+
+
 class FilterModule:
     def filters(self) -> dict:
-        return {
-            "smoke_collective_mode": smoke_collective_mode,
-            "hccl_test_binaries": hccl_test_binaries,
-            "hccl_test_plan": hccl_test_plan,
-            "smoke_report": smoke_report,
-            "smoke_summary": smoke_summary,
-        }
+        return {function.__name__: function for function in FILTERS}

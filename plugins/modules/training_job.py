@@ -263,7 +263,7 @@ group_cause:
   type: dict
 group_health:
   description:
-    - V(status) and V(diagnose) - what this server's job files say of the job's group (C(_job_group.health)).
+    - V(status) and V(diagnose) - what this server's job files say of the job's group (C(module_utils/_job/group/view.py health)).
     - C(coordinator) - the status in C(group.json) on the coordinator's server (V(crashed) when its loop ended by an
       error), null elsewhere; C(member) - this server's member's state (V(lost) when it lost the coordinator); C(problem)
       - one sentence naming the coordinator's crash (its error and log), its silence (C(group.json) not rewritten

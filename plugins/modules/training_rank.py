@@ -40,16 +40,7 @@ extends_documentation_fragment:
   - ascend.cluster.jobs
   - ascend.cluster.jobs.lock_dir
   - ascend.cluster.rank
-attributes:
-  check_mode:
-    support: none
-    description: Starts a process, which cannot be simulated.
-  diff_mode:
-    support: none
-    description: No diff.
-  idempotent:
-    support: none
-    description: Every call runs the command.
+  - ascend.cluster.attributes.runs_command
 """
 
 EXAMPLES = r"""

@@ -219,23 +219,14 @@ options:
       - The action (on the controller) passes it as it is only to the coordinator's server (O(group.coordinator)); every
         other server is given only its own key, derived from it (HMAC-SHA256 over the job id and O(group.host)), with
         which it can join the group as itself and as no other server. Called without the action, give a server other than
-        the coordinator's that key (C(_job_group.member_key)).
+        the coordinator's that key (C(module_utils/_job/group/protocol.py member_key)).
     type: str
 extends_documentation_fragment:
   - ascend.cluster.tools
   - ascend.cluster.jobs
   - ascend.cluster.jobs.lock_dir
   - ascend.cluster.rank
-attributes:
-  check_mode:
-    support: none
-    description: Starts processes, which cannot be simulated.
-  diff_mode:
-    support: none
-    description: No diff.
-  idempotent:
-    support: none
-    description: Every call runs the command.
+  - ascend.cluster.attributes.runs_command
 """
 
 EXAMPLES = r"""

@@ -128,10 +128,15 @@ def python_tree(source: Source) -> ast.AST:
     return ast.parse(source.read_text())
 
 
+def registered(path: Path) -> list[str]:
+    """The functions a filter file registers (its ``FILTERS``; each under its own name)."""
+    found = re.search(r"^FILTERS = \(([^)]*)\)", path.read_text(), re.M)
+    return [name.strip() for name in found.group(1).split(",") if name.strip()] if found else []
+
+
 def filter_functions(path: Path) -> list[FilterFunction]:
     """The filters a filter file registers, each by the function that answers to it."""
-    pairs = re.findall(r"['\"](\w+)['\"]\s*:\s*(\w+)", path.read_text().partition("def filters")[2])
-    return [FilterFunction(path, function) for _name, function in pairs]
+    return [FilterFunction(path, function) for function in registered(path)]
 
 
 def python_messages(source: Source) -> Iterator[str]:
@@ -184,8 +189,8 @@ def plugin_files() -> dict[str, list[Source]]:
         for path in (PLUGINS / kind).glob("*.py"):
             found.setdefault(path.stem, []).append(path)
     for path in (PLUGINS / "filter").glob("*.py"):
-        for name, function in re.findall(r"['\"](\w+)['\"]\s*:\s*(\w+)", path.read_text().partition("def filters")[2]):
-            found.setdefault(name, []).append(FilterFunction(path, function))
+        for function in registered(path):
+            found.setdefault(function, []).append(FilterFunction(path, function))
     return found
 
 

@@ -34,7 +34,7 @@ from ansible_collections.ascend.cluster.plugins.module_utils._job.procs import p
 from ansible_collections.ascend.cluster.plugins.module_utils._npu import smi as npu_smi
 from ansible_collections.ascend.cluster.plugins.module_utils._npu import versions as sw_versions
 
-# device_<id>.lock (_job_files.lock_path), and the text a rank's runner writes into it (job <id> rank <n> ...)
+# device_<id>.lock (_job/files.py lock_path), and the text a rank's runner writes into it (job <id> rank <n> ...)
 _LOCK_NAME = re.compile(r"^device_(\d+)\.lock$")
 _LOCK_HOLDER = re.compile(r"^job (\S+) rank ")
 

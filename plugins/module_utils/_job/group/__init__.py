@@ -51,65 +51,57 @@ Runs on target hosts: Python 3.8+, stdlib only.
 
 from __future__ import annotations
 
-from ansible_collections.ascend.cluster.plugins.module_utils._job.group.channel import Channel, listen, wait_for  # noqa: F401
-from ansible_collections.ascend.cluster.plugins.module_utils._job.group.coordinator import Coordinator  # noqa: F401
-from ansible_collections.ascend.cluster.plugins.module_utils._job.group.member import Member  # noqa: F401
-from ansible_collections.ascend.cluster.plugins.module_utils._job.group.protocol import (  # noqa: F401
-    ACCEPT_AT_ONCE,
-    CHALLENGE,
-    CRASH_FLUSH_S,
+from ansible_collections.ascend.cluster.plugins.module_utils._job.group.channel import listen
+from ansible_collections.ascend.cluster.plugins.module_utils._job.group.coordinator import Coordinator
+from ansible_collections.ascend.cluster.plugins.module_utils._job.group.member import Member
+from ansible_collections.ascend.cluster.plugins.module_utils._job.group.protocol import (
     CRASHED,
     CUT_OFF,
     DONE,
-    DONE_FLUSH_S,
     ENDED,
-    ERROR_CHARS,
     FAILED,
-    FIELD_CHARS,
     FORMING,
-    HANDSHAKE_S,
     HEARTBEAT_S,
-    JOIN,
     LOST_AFTER_S,
-    MAX_LINE,
-    MAX_UNJOINED,
     MAX_UNJOINED_BYTES,
     MIN_LOST_AFTER_S,
-    NONCE,
-    READ_CHUNK,
-    RECONNECT_S,
     RUNNING,
-    SEALED,
-    STATE_CHARS,
-    STOPPED,
     STOPPING,
-    WRITE_EVERY_S,
-    BadMessage,
     GroupError,
-    Side,
-    challenge_line,
-    dump,
     join_line,
     member_key,
-    new_secret,
-    own_key,
-    own_rank,
-    parse_body,
     read_challenge,
-    read_join,
     seal,
     session_key,
-    valid_failure,
-    valid_int,
-    valid_pairs,
-    valid_text,
-    valid_time,
 )
-from ansible_collections.ascend.cluster.plugins.module_utils._job.group.view import (  # noqa: F401
-    GATE_WAIT_S,
-    gate_answer,
-    gate_wait_command,
-    health,
-    not_started,
-    wait_gate,
-)
+from ansible_collections.ascend.cluster.plugins.module_utils._job.group.view import gate_answer, gate_wait_command, health, wait_gate
+
+# What the group's users take from it (``group.X``): its states, timings, keys, the two sides, the gate's wait.
+__all__ = [
+    "CRASHED",
+    "CUT_OFF",
+    "DONE",
+    "ENDED",
+    "FAILED",
+    "FORMING",
+    "HEARTBEAT_S",
+    "LOST_AFTER_S",
+    "MAX_UNJOINED_BYTES",
+    "MIN_LOST_AFTER_S",
+    "RUNNING",
+    "STOPPING",
+    "Coordinator",
+    "GroupError",
+    "Member",
+    "annotations",
+    "gate_answer",
+    "gate_wait_command",
+    "health",
+    "join_line",
+    "listen",
+    "member_key",
+    "read_challenge",
+    "seal",
+    "session_key",
+    "wait_gate",
+]
