@@ -23,6 +23,7 @@ from typing import Any, Callable
 from hypothesis import strategies as st
 
 from .collection import install_import_path
+from .procs import fork_quietly
 
 install_import_path()  # the benchmarks import these helpers too, without pytest's conftest
 
@@ -111,7 +112,7 @@ def elsewhere(call: Callable[[], Any]) -> Any:
     """``call()`` in a forked process of its own, as an attacker on the machine runs (not a thread of the test's
     process, which would share the coordinator's interpreter lock); its result (JSON)."""
     read_end, write_end = os.pipe()
-    pid = os.fork()
+    pid = fork_quietly()
     if pid == 0:  # pragma: no cover - the child
         code = 1
         try:

@@ -101,3 +101,14 @@ def finish(procs: list[subprocess.Popen], timeout: float = 60) -> list[tuple[int
                 proc.kill()
                 proc.wait()
     return out
+
+
+def fork_quietly() -> int:
+    """``os.fork()`` in a test process that runs threads (a coordinator's, hypothesis'): Python 3.12+ warns that the
+    child may deadlock on a lock another thread held. The tests' children run one call (a socket's bytes, a file read as
+    another user) and leave with ``os._exit``, taking no lock the other threads hold, so the warning is expected here."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"This process \(pid=\d+\) is multi-threaded", category=DeprecationWarning)
+        return os.fork()

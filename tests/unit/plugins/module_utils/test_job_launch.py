@@ -15,6 +15,7 @@ from ansible_collections.ascend.cluster.plugins.module_utils._job.env import ran
 from ansible_collections.ascend.cluster.plugins.module_utils._job.preflight import find_busy, lock_holder
 from ansible_collections.ascend.cluster.plugins.module_utils._job.runner import DeviceBusy, command_argv, take_device_lock
 from ansible_collections.ascend.cluster.plugins.module_utils._npu.smi import NpuSmiParseError, parse_info_table, parse_npu_processes
+from tests.helpers.procs import fork_quietly
 from tests.helpers.ranks import rank_entry
 from tests.unit.plugins.module_utils.hccn_fakes import INFO_TABLE_910B
 
@@ -320,7 +321,7 @@ def as_someone_else(work: Any) -> str:
 
     nobody = pwd.getpwnam("nobody")
     read_end, write_end = os.pipe()
-    pid = os.fork()
+    pid = fork_quietly()
     if pid == 0:  # pragma: no cover - the child
         code = 1
         try:

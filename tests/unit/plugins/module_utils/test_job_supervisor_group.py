@@ -179,6 +179,9 @@ def test_a_taken_group_port_fails_the_coordinators_stage_before_any_rank_starts(
     time.sleep(0.1)
 
 
+# The supervisor forks its daemon; on a server the module runs single-threaded, here the test's process has the
+# coordinator's thread of an earlier test (Python 3.12+ warns of that fork).
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded, use of fork:DeprecationWarning")
 def test_a_coordinator_that_crashes_says_so_in_group_json_and_leaves_its_traceback_in_the_job_directory(tmp_path, monkeypatch):
     """The coordinator's daemon, forked as the supervisor forks it: a crash of its loop is written to group.json as
     ``crashed`` with the error, and its stderr - the traceback - goes to coordinator.log in the job's directory (it went to
