@@ -14,6 +14,8 @@ import socket
 import time
 from pathlib import Path
 
+import pytest
+
 from ansible_collections.ascend.cluster.plugins.module_utils._job import control, files, group
 from ansible_collections.ascend.cluster.plugins.plugin_utils._launch import watch
 from tests.helpers.ansible_cli import run_module
