@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -103,12 +104,16 @@ def finish(procs: list[subprocess.Popen], timeout: float = 60) -> list[tuple[int
     return out
 
 
+_FORKING = threading.Lock()
+
+
 def fork_quietly() -> int:
     """``os.fork()`` in a test process that runs threads (a coordinator's, hypothesis'): Python 3.12+ warns that the
     child may deadlock on a lock another thread held. The tests' children run one call (a socket's bytes, a file read as
     another user) and leave with ``os._exit``, taking no lock the other threads hold, so the warning is expected here."""
     import warnings
 
-    with warnings.catch_warnings():
+    # catch_warnings swaps the process's filters: threads that fork at once (the parallel senders) take turns
+    with _FORKING, warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"This process \(pid=\d+\) is multi-threaded", category=DeprecationWarning)
         return os.fork()
