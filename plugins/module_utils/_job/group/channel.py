@@ -152,7 +152,10 @@ class Channel:
 
 
 def wait_for(channel: Channel, timeout: float, write: bool = False) -> tuple:
-    """Wait up to ``timeout`` for ``channel``: ``(readable, writable)``; writable is asked for only with ``write``."""
+    """Wait up to ``timeout`` for ``channel``: ``(readable, writable)``; writable is asked for only with ``write``. A
+    closed channel is neither (its descriptor is gone)."""
+    if channel.closed:
+        return False, False
     poller = select.poll()
     poller.register(channel.sock, select.POLLIN | (select.POLLOUT if write else 0))
     try:

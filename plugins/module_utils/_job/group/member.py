@@ -121,6 +121,11 @@ class Member(Side):
                 self._judge(self.clock())
                 return
         channel = self.channel
+        if channel.closed:  # since the last turn: a send that failed (a heartbeat, another thread's states or abort)
+            self.channel = None
+            self.next_attempt = now + RECONNECT_S
+            self._judge(now)
+            return
         readable, writable = wait_for(channel, timeout, write=bool(channel.outbuf))
         if writable:
             channel.flush()

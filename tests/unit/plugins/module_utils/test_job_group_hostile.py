@@ -191,3 +191,19 @@ def test_generated_frames_from_outside_and_from_a_joined_server_leave_the_job_un
     assert frames["outside"] >= 60 and frames["inside"] >= 40, frames
     view = json.loads((c.dir / "group.json").read_text())
     assert view["refused_connections"] > 0 and view["status"] == group.FORMING, view
+
+
+def test_a_member_whose_send_broke_its_connection_polls_on_and_joins_again(job):
+    """A heartbeat (or another thread's states or abort) whose send fails closes the member's connection between two
+    turns of its loop: the next turn took the closed socket for a live one and raised ValueError (fd -1), which ended
+    the member's loop - its supervisor would lose the group on a link flap. It now connects again."""
+    c, pump = job
+    pump.stop()  # this test turns the member's loop itself
+    member = c.members["b"]
+    assert member.channel is not None
+    member.channel.close("a send failed")  # what a failed send leaves behind
+    member.poll(0.01)  # raised ValueError: file descriptor cannot be a negative integer (-1)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not (member.state == "joined" and member.channel is not None and not member.channel.closed):
+        member.poll(0.05)
+    assert member.state == "joined" and member.channel is not None and not member.channel.closed, (member.state, member.error)
