@@ -216,7 +216,7 @@ def prepare_cases(
                 cases.append(case(f"prepare.{stage}", host, PASSED))
         if failed_at is None and host not in still:
             failed_at = "an earlier task (see the play's output)"
-        own = [p for p in problems if p.startswith(f"{host} device ") or p.startswith(f"{host}: ")]
+        own = [p for p in problems if p.startswith((f"{host} device ", f"{host}: "))]
         if failed_at:
             cases.append(case("prepare.net_health", host, SKIPPED, f"not run: the server failed at {failed_at}"))
         elif report is None:
