@@ -82,7 +82,7 @@ def scrub_env(text: str) -> tuple[str, list]:
     their names (a line without ``=`` is kept as it is)."""
     out, names = [], []
     for line in text.splitlines(True):
-        key, sep, value = line.partition("=")
+        key, sep, _value = line.partition("=")
         if sep and key and secret_name(key):
             names.append(key)
             out.append("%s=%s%s" % (key, SCRUBBED, "\n" if line.endswith("\n") else ""))

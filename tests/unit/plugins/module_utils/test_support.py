@@ -165,7 +165,7 @@ def _members(archive: str) -> dict:
 def test_a_servers_part_holds_the_job_scrubbed_the_tools_the_window_and_a_manifest_of_it(tmp_path):
     _job_record, jobs = _job(tmp_path)
     tools = _tools(tmp_path)
-    out = support.collect(_params(jobs, tmp_path), which=lambda name: tools.get(name))
+    out = support.collect(_params(jobs, tmp_path), which=tools.get)
     assert out["job_id"] == "j" and oct(os.stat(out["archive"]).st_mode & 0o777) == "0o600"
     got = _members(out["archive"])
     # the job's secret never; its record and group view
@@ -208,7 +208,7 @@ def test_a_servers_part_holds_the_job_scrubbed_the_tools_the_window_and_a_manife
 def test_the_cap_cuts_the_logs_to_their_tails_and_lists_what_it_dropped(tmp_path):
     _job_record, jobs = _job(tmp_path)
     tools = _tools(tmp_path)
-    out = support.collect(_params(jobs, tmp_path, max_bytes=30000, msnpureport=False), which=lambda name: tools.get(name))
+    out = support.collect(_params(jobs, tmp_path, max_bytes=30000, msnpureport=False), which=tools.get)
     manifest = out["manifest"]
     got = _members(out["archive"])
     assert manifest["bytes"] <= 30000 and sum(len(d) for n, d in got.items() if n != "manifest.json") == manifest["bytes"]
