@@ -29,12 +29,12 @@ options:
     required: true
   parts:
     description:
-      - Each server's registered M(ascend.cluster.support_files) result, C({host: result}) - unreachable and failed ones
-        too: they are named in the manifest with why.
+      - "Each server's registered M(ascend.cluster.support_files) result, C({host: result}) - unreachable and failed ones
+        too; they are named in the manifest with why."
     type: dict
     required: true
   fetched:
-    description: Each server's registered C(ansible.builtin.fetch) result of its archive, C({host: result}).
+    description: "Each server's registered C(ansible.builtin.fetch) result of its archive, C({host: result})."
     type: dict
     default: {}
   parts_dir:
@@ -42,23 +42,23 @@ options:
     type: path
     required: true
   controller_files:
-    description: Files of the controller to add, C({name in the bundle: path}); a missing one is left out.
+    description: "Files of the controller to add, C({name in the bundle: path}); a missing one is left out."
     type: dict
     default: {}
   mode:
     description: The bundle's mode.
     type: raw
     default: "0600"
-extends_documentation_fragment:
-  - ascend.cluster.attributes
 attributes:
   check_mode:
     support: none
+    description: Writes the bundle.
   diff_mode:
     support: none
+    description: No diff.
   idempotent:
     support: none
-    details: Each call writes the bundle anew.
+    description: Each call writes the bundle anew.
 """
 
 EXAMPLES = r"""

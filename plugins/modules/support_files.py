@@ -69,15 +69,16 @@ options:
 extends_documentation_fragment:
   - ascend.cluster.tools
   - ascend.cluster.jobs
-  - ascend.cluster.attributes
 attributes:
   check_mode:
     support: none
+    description: Runs the tools and writes the archive.
   diff_mode:
     support: none
+    description: No diff.
   idempotent:
     support: none
-    details: Each call writes a new archive.
+    description: Each call writes a new archive.
 """
 
 EXAMPLES = r"""
@@ -100,7 +101,7 @@ job_id:
 manifest:
   description:
     - C(collected) (C({path, source, bytes}), with C(truncated) and C(original_bytes) for a log cut to its tail, C(scrubbed)
-      for an C(env.log)), C(failed) (C({what, why})), C(dropped) (C({path, source, bytes, why})), C(scrubbed) (C(<file>: <name>)),
+      for an C(env.log)), C(failed) (C({what, why})), C(dropped) (C({path, source, bytes, why})), C(scrubbed) (C(<file> - <name>) pairs as text),
       C(max_bytes), C(bytes), C(window) (C({start, end}) in the server's clock), C(never) (the files never collected).
   returned: success
   type: dict
