@@ -42,6 +42,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.ascend.cluster.plugins.action.training_rank import ActionModule as TrainingRankAction
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as job_group
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
 from ansible_collections.ascend.cluster.plugins.module_utils._job_launcher import PER_DEVICE, check_layout
 from ansible_collections.ascend.cluster.plugins.plugin_utils import _interrupt as interrupt
@@ -72,8 +73,9 @@ class ActionModule(TrainingRankAction):
         try:
             record = boolean(own.get("record", False))
             stage_timeout = float(own.get("stage_timeout") or 0)
+            own_key(args)
         except (TypeError, ValueError) as exc:
-            return dict(failed=True, msg=f"record / stage_timeout: {exc}")
+            return dict(failed=True, msg=f"record / stage_timeout / group: {exc}")
         return self._staged_together(tmp, task_vars, args, own, record, stage_timeout)
 
     def _staged_together(self, tmp: Any, task_vars: dict, args: dict, own: dict, record: bool, stage_timeout: float) -> dict:
@@ -194,3 +196,12 @@ class ActionModule(TrainingRankAction):
         if staged.get("failed"):
             result.update(failed=True, msg=staged.get("msg"))
         return result
+
+
+def own_key(args: dict) -> None:
+    """The job's secret stays on the coordinator's server: every other server is given only its own key, derived here
+    (``_job_group.member_key``), so that it can join as itself and as no other server (docs/security.md)."""
+    group, secret = args.get("group"), args.get("group_secret")
+    if not isinstance(group, dict) or not secret or boolean(group.get("coordinator", False)):
+        return
+    args["group_secret"] = job_group.member_key(str(secret), str(args.get("job_id")), str(group.get("host")))

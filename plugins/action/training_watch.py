@@ -19,6 +19,10 @@ copy of the view) is ``module_utils/_job_files``'s, which owns their protocol.
 - When the coordinator's server stops answering the controller (two reads in a row get no answer within
   ``probe_timeout``, or fail to connect): the watch ends saying so; every member stops its ranks on its own when it
   loses the coordinator, and the role then asks each server what is left.
+- When the coordinator is gone while its server answers - ``group.json`` says it crashed, the member on its server
+  lost it, or ``group.json`` is not rewritten for ``lost_after`` and a heartbeat (``_watch.coordinator_gone``) - the watch
+  ends within about ``lost_after`` + 1 s naming it (its server, when, the error), blaming no server; the role then asks
+  every server, the coordinator's too, for its ranks' real states.
 - A Ctrl-C or SIGTERM to ``ansible-playbook``: the job's stop is written on the coordinator's server (the job's abort
   file there: its supervisor passes it to the group), and the watch waits for the group to confirm every rank
   stopped; or, with ``detach_on_interrupt`` (or a second Ctrl-C within ``interrupt_window``), the job is left running
@@ -122,6 +126,10 @@ class NotRecorded(Exception):
     """The job is not recorded in this job directory on the coordinator's server."""
 
 
+class Denied(Exception):
+    """The job's group view is on the coordinator's server, but the user the watch runs as may not read it."""
+
+
 class ActionModule(ActionBase):
     """Follow one job's group; see the module docstring."""
 
@@ -134,7 +142,8 @@ class ActionModule(ActionBase):
 
     def _read(self, remote_job_dir: str, timeout: float) -> str | None:
         """The text of the coordinator's group.json ('' when there is none yet); None when the read got no answer
-        within ``timeout`` or did not run through; :class:`NotRecorded` when the job is not recorded there."""
+        within ``timeout`` or did not run through; :class:`NotRecorded` when the job is not recorded there,
+        :class:`Denied` when this user may not read it. The member view on that server is kept in ``_member``."""
         prober = self.__dict__.setdefault("_prober", Prober())
         stdout = prober.ask(partial(self._session_shell, prober, files.read_command(remote_job_dir)), timeout)
         if stdout is MISSED:
@@ -142,6 +151,10 @@ class ActionModule(ActionBase):
         ran, text = files.parse_read(str(stdout))
         if ran and text is None:
             raise NotRecorded(remote_job_dir)
+        if ran and files.read_denied(str(stdout)):
+            raise Denied(remote_job_dir)
+        if ran:
+            self.__dict__["_member"] = watch.parse_member(files.parse_member(str(stdout)))
         return text if ran else None
 
     def _session_shell(self, prober: Prober, command: str) -> str:
@@ -204,6 +217,7 @@ class ActionModule(ActionBase):
         misses = watch.Misses()
         view: dict | None = None
         end_within = opts["grace"] + opts["lost_after"] + END_SLACK_S
+        updated, fresh_at = None, time.time()  # the group view's last ``updated`` and when the watch first saw it
         while True:
             sent = time.time()
             try:
@@ -211,12 +225,21 @@ class ActionModule(ActionBase):
             except NotRecorded:
                 msg = f"job {job_id} is not recorded under {opts['job_root']} on {host}: check job_id, and the job_root of that server"
                 return {"failed": True, "changed": False, "group": True, "job_id": job_id, "msg": msg, "ranks": [], "lost_hosts": []}
+            except Denied:
+                msg = (
+                    f"permission denied: job {job_id}'s group view in {remote_job_dir} on {host} cannot be read by the user the "
+                    "watch runs as: run the play as the user that launched the job, or with become"
+                )
+                return {"failed": True, "changed": False, "group": True, "job_id": job_id, "msg": msg, "ranks": [], "lost_hosts": []}
             misses = watch.count_miss(misses, text is not None, sent)
             if text:
                 read = watch.parse_group(text)
                 if read is not None and (view is None or read.get("status") != view.get("status")):
                     self._record(opts, read)  # the controller's copy follows the group's status (and says the watch runs)
                 view = read or view
+                if read is not None and read.get("updated") != updated:
+                    updated, fresh_at = read.get("updated"), sent
+            stale_for = sent - fresh_at if isinstance(updated, (int, float)) else 0.0  # a view without one says nothing
             if watch.ended(view) and not last_progress:  # a job that ended before the watch's first look: said once all the same
                 display.display(watch.progress_line(job_id, view or {}, time.strftime("%H:%M:%S")))
             if watch.ended(view):
@@ -224,6 +247,12 @@ class ActionModule(ActionBase):
                 return watch.verdict(job_id, view or {})
             if misses.in_a_row >= watch.LOST_AFTER:
                 return watch.unreachable(job_id, host, misses.since, view)
+            if text:  # answered now: is the coordinator itself still there?
+                lost_after = float((view or {}).get("lost_after") or opts["lost_after"])
+                gone = watch.coordinator_gone(view, self.__dict__.get("_member"), stale_for, lost_after)
+                if gone is not None:
+                    self._record(opts, dict(view or {}, coordinator_gone=gone))
+                    return watch.coordinator_lost(job_id, host, gone, view)
             now = time.time()
             if view is None and now - began > NO_VIEW_S:
                 msg = f"job {job_id} has no group on {host} ({files.GROUP_FILE} in {remote_job_dir} was never written): was it launched?"

@@ -22,9 +22,11 @@ def diagnosis(
 ) -> dict:
     # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
     from ansible_collections.ascend.cluster.plugins.plugin_utils._diagnose import from_hostvars
+    from ansible_collections.ascend.cluster.plugins.plugin_utils._job_report import with_group_problem
 
     names = {"job": job, "npu": npu, "clock": clock, "firewall": firewall}
-    return from_hostvars(list(servers), hostvars, names, float(connect_timeout), group_view)
+    found = from_hostvars(list(servers), hostvars, names, float(connect_timeout), group_view)
+    return with_group_problem(found, list(servers), hostvars, job)
 
 
 class FilterModule:

@@ -81,9 +81,16 @@ def load_job(job_root: str, job_id: str) -> dict:
     """The record of the job ``job_id`` names on this server (:func:`resolve_job_id`)."""
     resolved = resolve_job_id(job_root, job_id)
     if not resolved:
+        why = files.denied(os.path.join(job_root, files.LATEST_FILE)) or files.denied(job_root)
+        if why is not None:
+            raise JobError("%s: run it as that user, or as root (become, -b)" % why)
         raise JobError("no training job recorded under %s on this host (nothing launched here yet)" % job_root)
-    job = files.read_json(os.path.join(files.job_dir(job_root, resolved), files.JOB_FILE))
+    path = os.path.join(files.job_dir(job_root, resolved), files.JOB_FILE)
+    job = files.read_json(path)
     if not isinstance(job, dict):
+        why = files.denied(path)
+        if why is not None:  # recorded, but not for this user's eyes: said so, never "not recorded"
+            raise JobError("%s: run it as that user, or as root (become, -b)" % why)
         raise JobError(
             "job %s is not recorded under %s on this host; known jobs: %s"
             % (resolved, job_root, ", ".join(files.list_jobs(job_root)) or "none")
@@ -334,16 +341,22 @@ def record_with_table(
         if check_mode and steps:
             digest = hashlib.sha256((table_text or "").encode("utf-8")).hexdigest()
         else:
-            if not text_file.json_file_matches(table_path, table_text or ""):
+            # read once: the bytes checked are the bytes whose digest is recorded (a second read could see a file swapped
+            # in between, which the runners would then take for the launch's own)
+            try:
+                with open(table_path, "rb") as handle:
+                    found = handle.read()
+            except FileNotFoundError:
+                found = b""
+            except OSError as exc:
+                raise JobError("cannot read %s back: %s" % (table_path, exc)) from exc
+            if not text_file.json_matches(found, table_text or ""):
                 raise RankTableMismatch(
                     "%s is not the job's rank table (it changed after the launch wrote it): nothing was started; check what else "
                     "writes the job's run directory, then launch again" % table_path,
                     steps,
                 )
-            try:
-                digest = files.sha256_file(table_path)
-            except OSError as exc:
-                raise JobError("cannot read %s back: %s" % (table_path, exc)) from exc
+            digest = hashlib.sha256(found).hexdigest()
         table.update(rank_table_path=table_path, rank_table_sha256=digest)
         record.update(table)
         record.pop("rank_table_steps")

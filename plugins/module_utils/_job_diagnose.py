@@ -13,6 +13,7 @@ from typing import Any
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_env as job_env
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_preflight as preflight
 from ansible_collections.ascend.cluster.plugins.module_utils import _listen_ports as listen_ports
 from ansible_collections.ascend.cluster.plugins.module_utils import _packet_filter as packet_filter
@@ -23,7 +24,8 @@ from ansible_collections.ascend.cluster.plugins.module_utils._torch_error import
 def diagnose(module: Any, p: dict, job: dict) -> dict:
     """``training_job state=diagnose`` (``p``: its parameters), read-only: the ranks, the log tail and plog lines of each
     failed or stopped one, the devices' holders, the job's ports in use and the packet filter's rules against them, the
-    group's cause; ``module`` runs npu-smi and is warned when it cannot be read."""
+    group's cause and its health here (``_job_group.health``: a crashed or lost coordinator); ``module`` runs npu-smi and
+    is warned when it cannot be read."""
     ranks = control.rank_states(p["job_root"], job)
     ports: dict = {}
     for rank in ranks:
@@ -62,4 +64,5 @@ def diagnose(module: Any, p: dict, job: dict) -> dict:
         job_ports=dict((str(port), ports[port]) for port in sorted(ports)),
         packet_filter=packet_filter.read(sorted(ports)),
         group_cause=view.get("cause") if isinstance(view, dict) else None,
+        group_health=group.health(files.job_dir(p["job_root"], job["job_id"])),
     )

@@ -22,6 +22,8 @@ On each server, under ``<job_root>/<job_id>/`` (the job's directory):
   at most every 0.2 s), read by the controller's watch (:func:`read_command`) and the gate's wait;
 - ``member.json``: each server's member's view of the group; ``supervisor.json``: the detached supervisor's result
   (both :func:`write_json`).
+- ``coordinator.log``: the coordinator's stderr on its server (:func:`open_coordinator_log`, appended, mode 0600): a
+  crash's traceback (``group.json`` says ``crashed`` and names this file).
 
 - ``<job_root>/latest``: the id of the newest job whose gate opened, written with the gate (renamed into place). A job
   refused or interrupted while staging never becomes ``latest``; status, stop and diagnose default to it, or to a newer
@@ -64,6 +66,7 @@ import hashlib
 import json
 import os
 import posixpath
+import pwd
 import re
 import tempfile
 from shlex import quote
@@ -84,7 +87,8 @@ TRAIN_LOG = "train.log"
 ERROR_FILE = "error.json"  # the training's own, in its rank directory: torch's @record writes it (TORCHELASTIC_ERROR_FILE)
 GROUP_FILE = "group.json"  # the coordinator's view, on its server, in the job's directory (the controller reads it)
 MEMBER_FILE = "member.json"  # each member's own view, in the job's directory on its server
-SECRET_FILE = "group.key"  # the job's secret, mode 0600, in the job's directory on every server
+SECRET_FILE = "group.key"  # the job's secret (elsewhere than the coordinator's server: that member's key), mode 0600
+COORDINATOR_LOG = "coordinator.log"  # the coordinator's stderr, in the job's directory on its server
 # The detached supervisor's result (training_ranks with detach): {"started": 1, "finished": 0} while it runs,
 # then the module's result, as Ansible's async wrapper writes its results file (training_results reads either).
 SUPERVISOR_FILE = "supervisor.json"
@@ -110,6 +114,8 @@ _GATE_END = "ascend-gate-ok"
 _ABORT_END = "ascend-abort-ok"
 READ_END = "ascend-group-read"
 NO_JOB = "ascend-no-job"
+MEMBER_MARK = "ascend-member-view"  # what read_command prints between group.json and member.json
+DENIED = "ascend-read-denied"  # read_command: the job's files are there, but this user may not read them
 
 
 def job_dir(job_root: str, job_id: str) -> str:
@@ -159,6 +165,37 @@ def read_json(path: str, default: Any = None) -> Any:
             return json.load(handle)
     except (OSError, ValueError):
         return default
+
+
+def denied(path: str) -> str | None:
+    """Why this process may not read ``path`` when the reason is a permission (``permission denied: <path> cannot be
+    read by user <u> (it belongs to <owner>, mode 0600)``), else None (readable, or missing). For status, stop and
+    diagnose, which must not take a job another user's files record for a job that is not there."""
+    try:
+        if os.path.isdir(path):
+            os.listdir(path)
+        else:
+            with open(path, "rb"):
+                pass
+        return None
+    except PermissionError:
+        pass
+    except OSError:
+        return None
+    me = _user(os.geteuid())
+    try:
+        info = os.stat(path)
+        whose = "it belongs to %s, mode %04o" % (_user(info.st_uid), info.st_mode & 0o7777)
+    except OSError:
+        whose = "its directory may not be searched"
+    return "permission denied: %s cannot be read by user %s (%s)" % (path, me, whose)
+
+
+def _user(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return "uid %d" % uid
 
 
 def read_latest(job_root: str) -> str | None:
@@ -330,20 +367,48 @@ def write_secret(job_dir_path: str, secret: str) -> str:
 
 
 def read_command(job_dir_path: str) -> str:
-    """One POSIX shell command that prints the coordinator's ``group.json`` (the controller's watch), and says when the
-    job is not recorded in ``job_dir_path`` at all; see :func:`parse_read`."""
-    return "test -f %s || echo %s; cat %s 2>/dev/null; echo; echo %s" % (
-        quote(posixpath.join(job_dir_path, JOB_FILE)),
-        NO_JOB,
-        quote(posixpath.join(job_dir_path, GROUP_FILE)),
-        READ_END,
+    """One POSIX shell command that prints the coordinator's ``group.json`` (the controller's watch) and, after
+    :data:`MEMBER_MARK`, that server's ``member.json``; it says when the job is not recorded in ``job_dir_path`` at all,
+    and when its group view is there but this user may not read it. See :func:`parse_read`, :func:`parse_member` and
+    :func:`read_denied`."""
+    group = quote(posixpath.join(job_dir_path, GROUP_FILE))
+    return (
+        "test -f %s || echo %s; { test ! -e %s || test -r %s || echo %s; }; cat %s 2>/dev/null; echo; echo %s; cat %s 2>/dev/null; echo; echo %s"
+        % (
+            quote(posixpath.join(job_dir_path, JOB_FILE)),
+            NO_JOB,
+            group,
+            group,
+            DENIED,
+            group,
+            MEMBER_MARK,
+            quote(posixpath.join(job_dir_path, MEMBER_FILE)),
+            READ_END,
+        )
     )
 
 
 def parse_read(stdout: str) -> tuple:
-    """``(ran, text)``: whether :func:`read_command` ran through, and the file's text ('' when there is none yet, None
-    when the job is not recorded there)."""
+    """``(ran, text)``: whether :func:`read_command` ran through, and the group view's text ('' when there is none yet,
+    None when the job is not recorded there)."""
     head, sep, _tail = stdout.rpartition(READ_END)
     if NO_JOB in head.splitlines()[:1]:
         return bool(sep), None
-    return bool(sep), head.strip()
+    group = head.rpartition(MEMBER_MARK)[0] if MEMBER_MARK in head else head
+    return bool(sep), "\n".join(line for line in group.strip().splitlines() if line != DENIED).strip()
+
+
+def parse_member(stdout: str) -> str:
+    """The text of ``member.json`` that :func:`read_command` printed ('' when none)."""
+    head = stdout.rpartition(READ_END)[0]
+    return head.rpartition(MEMBER_MARK)[2].strip() if MEMBER_MARK in head else ""
+
+
+def read_denied(stdout: str) -> bool:
+    """Whether :func:`read_command` found the group view there but unreadable for the user it ran as."""
+    return DENIED in stdout.rpartition(MEMBER_MARK)[0].splitlines()
+
+
+def open_coordinator_log(job_dir_path: str) -> int:
+    """The coordinator's stderr: ``coordinator.log`` in the job's directory, opened to append (mode 0600); its fd."""
+    return os.open(os.path.join(job_dir_path, COORDINATOR_LOG), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)

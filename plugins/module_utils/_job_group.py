@@ -11,22 +11,36 @@ decision once every member has joined.
 The protocol (this module is its only owner):
 
 - **Transport.** TCP to ``<coordinator address>:<port>`` on the management network (the coordinator binds that one
-  address, nothing else). Each message is one line: ``<mac> <json>``; a line longer than :data:`MAX_LINE` ends the
-  connection.
-- **Joining** (mutual challenge-response with the job's secret, HMAC-SHA256, as ``multiprocessing.connection``
-  authenticates, and with per-message MACs after it): the coordinator sends ``- {"t": "challenge", "job", "nonce"}``
-  in the clear; the member answers ``join`` (``nonce``: its own, ``host``, ``server``, ``ranks``) sealed with the
-  session key ``HMAC(secret, "ascend-group|job|coordinator nonce|member nonce")``; the coordinator checks it and
+  address, nothing else). Each message is one line; a line longer than :data:`MAX_LINE` ends the connection.
+- **Keys.** The job's secret stays on the coordinator's server. Every other server holds only its own key,
+  :func:`member_key` ``HMAC(secret, "ascend-group-member|job|host")``, which the controller derives for it (the
+  ``training_ranks`` action): a server's key lets it join as itself and as nobody else.
+- **Joining** (mutual challenge-response, HMAC-SHA256, as ``multiprocessing.connection`` authenticates, and with
+  per-message MACs after it): the coordinator sends ``challenge <its nonce> <job id, hex>`` in the clear; the member
+  answers ``<mac> <its host, hex> <its nonce> <json: server, ranks, pid>``, the MAC made with the session key
+  :func:`session_key` ``HMAC(member key, "ascend-group|job|coordinator nonce|member nonce")`` over everything after
+  it; the coordinator derives that member's key from the secret, checks the MAC and only then reads the JSON; it
   answers ``welcome`` sealed with the same key, which proves to the member that the coordinator holds the secret too.
-  Every later message is sealed with the session key over its direction and sequence number, so a message can be
-  neither forged, nor replayed, nor moved to another connection without the secret. A connection that does not
-  complete this within :data:`HANDSHAKE_S` or sends one bad MAC is closed; it never becomes a member.
+  Every later message is ``<mac> <json>``, sealed with the session key over its direction and sequence number, so a
+  message can be neither forged, nor replayed, nor moved to another connection without the key. Nothing before the
+  MAC check is parsed as JSON: the lines before it have fixed shapes, checked by regular expressions on bytes.
+- **What no input can do** (docs/security.md): a connection not yet joined may send at most
+  :data:`MAX_UNJOINED_BYTES` in all and has :data:`HANDSHAKE_S` to join; every read takes at most
+  :data:`READ_CHUNK` bytes from one connection before the loop serves the others and its heartbeats; the line length
+  is checked on every read; at most :data:`MAX_UNJOINED` connections wait to join (the oldest is closed for a new
+  one). A line that is not the job's closes its connection (``refused_connections``); any other error while one
+  connection's input is handled closes that connection alone and is counted (``connection_errors``).
 - **Member -> coordinator**: ``hb`` (every :data:`HEARTBEAT_S`; carries ``states``, the member's rank states when they
   changed, and ``line``, the last log line of its first rank), ``abort`` (``reason``: the first line of the server's
   abort file, ``failure``: the failure record when a rank failed there), ``done`` (``ranks``: every local rank's final
   state; the member leaves).
 - **Coordinator -> member**: ``welcome``, ``hb``, ``gate`` (``start_at`` in the controller's clock), ``stop``
   (``reason``: the line the member records in its abort file before it stops its ranks).
+- **Its own liveness.** The coordinator rewrites ``group.json`` every heartbeat round (``updated``, in its server's
+  clock); an exception that ends its loop is caught, told to every member as a stop, and written there as status
+  :data:`CRASHED` with the error (its stderr goes to ``coordinator.log`` in the job's directory). When two or more
+  joined members fall silent at once, or its own loop did not run for half the loss window, the coordinator takes the
+  silence for its own fault (``cause.coordinator``) and blames no server (their state :data:`CUT_OFF`).
 
 A member that hears nothing from the coordinator for ``lost_after`` seconds stops its ranks (the coordinator's server
 died, or this one was cut off); the coordinator stops the group when a joined member is silent that long. A
@@ -43,15 +57,18 @@ import hmac
 import json
 import os
 import posixpath
+import re
 import secrets
 import select
 import selectors
 import socket
 import time
+import traceback
 from shlex import quote
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils._job_control import fail_fast
+from ansible_collections.ascend.cluster.plugins.module_utils._job_procs import pid_alive
 
 HEARTBEAT_S = 0.5  # how often each side speaks when it has nothing else to say
 LOST_AFTER_S = 3.0  # default silence after which the other side is lost (docs/launch.md: detection <= 5 s)
@@ -61,15 +78,29 @@ MIN_LOST_AFTER_S = 2 * HEARTBEAT_S
 HANDSHAKE_S = 5.0  # a connection that has not joined by then is closed
 RECONNECT_S = 0.2  # between attempts to reach the coordinator
 MAX_LINE = 8 << 20  # bytes; a done message of 16 ranks with their log tails is ~50 KB
+# bytes a connection may send before it has joined (the join line: ~300 bytes, with a host name of 255 and 64 ranks
+# ~1.5 KB); more, and it is closed before the loop holds a byte of it longer
+MAX_UNJOINED_BYTES = 4096
+MAX_UNJOINED = 256  # connections waiting to join at once; a new one closes the oldest (a flood cannot exhaust the files)
+READ_CHUNK = 65536  # bytes read from one connection per turn of the loop: no peer holds it longer than one read
+ACCEPT_AT_ONCE = 64  # connections accepted per turn of the loop
 WRITE_EVERY_S = 0.2  # the coordinator's group.json at most this often while nothing important changes
 DONE_FLUSH_S = 2.0  # how long a leaving member tries to deliver its done message
-
+CRASH_FLUSH_S = 1.0  # how long a crashing coordinator tries to tell its members
+ERROR_CHARS = 300  # the most of an error's text the coordinator keeps of its own (a crash, a connection's error)
+FIELD_CHARS = 4000  # the most of a member's text field it keeps (an abort's reason, a failure's error, a log line)
+STATE_CHARS = 32  # the most of a rank's state a member may report
 
 # group.json "status"
 FORMING = "forming"  # members joining, the gate not opened yet
 RUNNING = "running"  # the gate opened
 STOPPING = "stopping"  # a stop was sent to every member; waiting for them to finish
 ENDED = "ended"  # every member left or was lost: the file holds every rank's final state
+CRASHED = "crashed"  # the coordinator's loop ended by an exception (``error``); it writes nothing more
+
+# a member's state in group.json: waiting, joined, done (it left), lost (silent: its server is blamed), missing (never
+# joined), and CUT_OFF: silent together with every other member - the coordinator lost them all, no server is blamed
+CUT_OFF = "cut_off"
 
 # group.json "outcome" once ended
 DONE = "done"
@@ -86,7 +117,7 @@ def gate_wait_command(job_dir: str, wait: float) -> str:
     ``job_dir``."""
     group_file = posixpath.join(job_dir, files.GROUP_FILE)
     rounds = max(1, int(wait / GATE_WAIT_S))
-    answered = "|".join('"status": "%s"' % s for s in (RUNNING, STOPPING, ENDED))
+    answered = "|".join('"status": "%s"' % s for s in (RUNNING, STOPPING, ENDED, CRASHED))
     return (
         "test -f %s || { echo %s; exit 3; }; "
         % (quote(posixpath.join(job_dir, files.JOB_FILE)), quote("no job recorded in %s on this host" % job_dir))
@@ -102,7 +133,7 @@ def wait_gate(job_dir: str, wait: float) -> dict | None:
     deadline = time.time() + wait
     while True:
         view = files.read_json(os.path.join(job_dir, files.GROUP_FILE))
-        if (isinstance(view, dict) and view.get("status") in (RUNNING, STOPPING, ENDED)) or time.time() > deadline:
+        if (isinstance(view, dict) and view.get("status") in (RUNNING, STOPPING, ENDED, CRASHED)) or time.time() > deadline:
             return view if isinstance(view, dict) else None
         time.sleep(GATE_WAIT_S)
 
@@ -138,6 +169,54 @@ def gate_answer(view: dict | None, wait: float) -> dict:
     return {"failed": True, "msg": msg, "missing": cause.get("missing") or [], "group": view}
 
 
+def _clock(when: object) -> str:
+    if isinstance(when, (int, float)) and not isinstance(when, bool):
+        return time.strftime("%H:%M:%S", time.localtime(float(when)))
+    return "?"
+
+
+def health(job_dir: str, now: float | None = None) -> dict:
+    """What this server's files say of the job's group (``status`` and ``diagnose``): ``{"coordinator": group.json's
+    status here (on the coordinator's server) or None, "member": this server's member's state or None, "problem": one
+    sentence naming the coordinator's crash or loss, or None}``. Read only; the times are this server's clock."""
+    now = time.time() if now is None else now
+    view = files.read_json(os.path.join(job_dir, files.GROUP_FILE))
+    member = files.read_json(os.path.join(job_dir, files.MEMBER_FILE))
+    view = view if isinstance(view, dict) else None
+    member = member if isinstance(member, dict) else None
+    problem = None
+    if view is not None:
+        status, cause = view.get("status"), view.get("cause")
+        lost_after = float(view.get("lost_after") or LOST_AFTER_S)
+        updated = view.get("updated")
+        if status == CRASHED:
+            problem = "the job's coordinator at %s crashed at %s: %s (its log: %s)" % (
+                view.get("endpoint"),
+                _clock(view.get("crashed_at")),
+                view.get("error"),
+                view.get("log"),
+            )
+        elif isinstance(cause, dict) and "coordinator" in cause:
+            problem = str(cause.get("error"))
+        elif status != ENDED and isinstance(updated, (int, float)) and now - updated > lost_after + 1:
+            pid = view.get("pid")
+            alive = isinstance(pid, int) and pid_alive(pid)
+            problem = "the job's coordinator at %s has not rewritten its group.json since %s (%.0f s ago; its process %s %s)" % (
+                view.get("endpoint"),
+                _clock(updated),
+                now - updated,
+                pid,
+                "still runs: stalled?" if alive else "is gone",
+            )
+    if problem is None and member is not None and member.get("state") == "lost":
+        problem = "%s (at %s)" % (member.get("error") or "lost the job's coordinator", _clock(member.get("updated")))
+    return {
+        "coordinator": view.get("status") if view is not None else None,
+        "member": member.get("state") if member is not None else None,
+        "problem": problem,
+    }
+
+
 class GroupError(Exception):
     """The group cannot be set up (the address cannot be bound, the secret is unusable); the message says what to do."""
 
@@ -151,14 +230,82 @@ def new_secret() -> str:
     return secrets.token_urlsafe(32)
 
 
-def _mac(key: bytes, text: str) -> str:
-    return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
+def member_key(secret: str, job_id: str, host: str) -> str:
+    """The key of the member ``host`` of the job ``job_id``: what its server holds instead of the job's secret (hex)."""
+    text = "ascend-group-member|%s|%s" % (job_id, host)
+    return hmac.new(secret.encode("utf-8"), text.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
-def session_key(secret: str, job_id: str, coordinator_nonce: str, member_nonce: str) -> bytes:
-    """The key that seals every message of one connection, from both sides' nonces."""
+def own_key(cfg: dict) -> str:
+    """The key a member joins with: derived from the job's secret on the coordinator's server (``coordinator``), the
+    server's own key (what ``group_secret`` is there) elsewhere."""
+    if cfg.get("coordinator"):
+        return member_key(str(cfg["secret"]), str(cfg["job_id"]), str(cfg["host"]))
+    return str(cfg["secret"])
+
+
+def session_key(key: str, job_id: str, coordinator_nonce: str, member_nonce: str) -> bytes:
+    """The key that seals every message of one connection, from the member's key and both sides' nonces."""
     text = "ascend-group|%s|%s|%s" % (job_id, coordinator_nonce, member_nonce)
-    return hmac.new(secret.encode("utf-8"), text.encode("utf-8"), hashlib.sha256).digest()
+    return hmac.new(key.encode("utf-8"), text.encode("utf-8"), hashlib.sha256).digest()
+
+
+def _seal(key: bytes, direction: str, seq: int, body: bytes) -> bytes:
+    """The MAC of one sealed line (lowercase hex, as bytes)."""
+    return hmac.new(key, b"%s|%d|%s" % (direction.encode("ascii"), seq, body), hashlib.sha256).hexdigest().encode("ascii")
+
+
+# The shapes of the lines, checked on the raw bytes before anything else is made of them.
+_NONCE = rb"[0-9a-f]{32}"
+_CHALLENGE = re.compile(rb"challenge (" + _NONCE + rb") ((?:[0-9a-f]{2}){1,1024})")
+_JOIN = re.compile(rb"([0-9a-f]{64}) ((?:[0-9a-f]{2}){1,1024}) (" + _NONCE + rb") (\{.*\})", re.S)
+_SEALED = re.compile(rb"([0-9a-f]{64}) (\{.*\})", re.S)
+
+
+def challenge_line(nonce: str, job_id: str) -> bytes:
+    return b"challenge %s %s\n" % (nonce.encode("ascii"), job_id.encode("utf-8").hex().encode("ascii"))
+
+
+def read_challenge(line: bytes, job_id: str) -> str:
+    """The coordinator's nonce from its challenge line, which must name ``job_id``; BadMessage else."""
+    found = _CHALLENGE.fullmatch(line)
+    if found is None or found.group(2) != job_id.encode("utf-8").hex().encode("ascii"):
+        raise BadMessage("not this job's challenge")
+    return found.group(1).decode("ascii")
+
+
+def join_line(key: str, job_id: str, coordinator_nonce: str, host: str, nonce: str, body: dict) -> bytes:
+    """The member's join: ``<mac> <host, hex> <nonce> <json>``, the MAC over all after it with the session key."""
+    rest = b"%s %s %s" % (host.encode("utf-8").hex().encode("ascii"), nonce.encode("ascii"), _json(body))
+    return b"%s %s\n" % (_seal(session_key(key, job_id, coordinator_nonce, nonce), "m", 1, rest), rest)
+
+
+def read_join(line: bytes) -> tuple:
+    """``(mac, host, nonce, rest, body)`` of a join line's shape (nothing checked but the shape); BadMessage else."""
+    found = _JOIN.fullmatch(line)
+    if found is None:
+        raise BadMessage("not a join")
+    try:
+        host = bytes.fromhex(found.group(2).decode("ascii")).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        raise BadMessage("not a host name") from None
+    rest = line[65:]
+    return found.group(1), host, found.group(3).decode("ascii"), rest, found.group(4)
+
+
+def _json(message: dict) -> bytes:
+    return json.dumps(message, separators=(",", ":"), sort_keys=True).encode("utf-8")
+
+
+def parse_body(body: bytes) -> dict:
+    """The message in an authenticated line's JSON; BadMessage when it is not one (however deep or odd)."""
+    try:
+        message = json.loads(body.decode("utf-8"))
+    except (ValueError, RecursionError):
+        raise BadMessage("not JSON") from None
+    if not isinstance(message, dict) or not isinstance(message.get("t"), str):
+        raise BadMessage("not a message")
+    return message
 
 
 def listen(address: str, port: int) -> socket.socket:
@@ -186,7 +333,8 @@ def listen(address: str, port: int) -> socket.socket:
 
 
 class Channel:
-    """One connection's lines: non-blocking reads and writes, sealing and checking every message."""
+    """One connection's lines: non-blocking reads (bounded: see the module docstring) and writes, sealing and checking
+    every message once the connection has its key."""
 
     def __init__(self, sock: socket.socket, sends: str) -> None:
         sock.setblocking(False)
@@ -196,25 +344,30 @@ class Channel:
         self.key: bytes | None = None
         self.seq_out = 0
         self.seq_in = 0
-        self.inbuf = b""
+        self.inbuf = bytearray()  # the line being received (no newline in it)
+        self.received = 0  # bytes received in all
         self.outbuf = b""
         self.closed = False
+        self.why = ""  # why this side closed it, when it did for what it received
 
     def fileno(self) -> int:
         return self.sock.fileno()
 
     def send(self, message: dict) -> None:
-        """Queue ``message`` (sealed once the key is known, else in the clear) and write what the socket takes now."""
+        """Queue ``message`` sealed (the key must be known) and write what the socket takes now."""
         if self.closed:
             return
-        body = json.dumps(message, separators=(",", ":"), sort_keys=True)
+        body = _json(message)
         if self.key is None:
-            mac = "-"
-        else:
-            self.seq_out += 1
-            mac = _mac(self.key, "%s|%d|%s" % (self.sends, self.seq_out, body))
-        self.outbuf += ("%s %s\n" % (mac, body)).encode("utf-8")
-        self.flush()
+            raise GroupError("a message before the connection has its key")
+        self.seq_out += 1
+        self.send_raw(b"%s %s\n" % (_seal(self.key, self.sends, self.seq_out, body), body))
+
+    def send_raw(self, line: bytes) -> None:
+        """Queue one line as it is (the handshake's) and write what the socket takes now."""
+        if not self.closed:
+            self.outbuf += line
+            self.flush()
 
     def flush(self) -> None:
         while self.outbuf and not self.closed:
@@ -228,68 +381,57 @@ class Channel:
             self.outbuf = self.outbuf[sent:]
 
     def lines(self) -> list:
-        """The complete lines received so far (raw); the channel is closed at EOF, an error or an over-long line."""
-        got = []
-        while not self.closed:
-            try:
-                data = self.sock.recv(65536)
-            except (BlockingIOError, InterruptedError):
-                break
-            except OSError:
-                self.close()
-                break
-            if not data:
-                self.close()
-                break
+        """The lines completed by one read of at most :data:`READ_CHUNK` bytes (raw, without their newline); the channel
+        is closed at EOF, an error, a line longer than :data:`MAX_LINE`, or more than :data:`MAX_UNJOINED_BYTES` before
+        the connection has its key."""
+        if self.closed:
+            return []
+        try:
+            data = self.sock.recv(READ_CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return []
+        except OSError:
+            self.close()
+            return []
+        if not data:
+            self.close()
+            return []
+        self.received += len(data)
+        if self.key is None and self.received > MAX_UNJOINED_BYTES:
+            self.close("%d bytes before joining" % self.received)
+            return []
+        if b"\n" not in data:
             self.inbuf += data
-            if len(self.inbuf) > MAX_LINE and b"\n" not in self.inbuf:
-                self.close()
-                break
-        while b"\n" in self.inbuf:
-            line, self.inbuf = self.inbuf.split(b"\n", 1)
-            got.append(line)
+            got: list = []
+        else:
+            parts = data.split(b"\n")
+            got = [bytes(self.inbuf) + parts[0]] + parts[1:-1]
+            self.inbuf = bytearray(parts[-1])
+        if len(self.inbuf) > MAX_LINE or any(len(line) > MAX_LINE for line in got):
+            self.close("a line longer than %d bytes" % MAX_LINE)
+            return []
         return got
 
     def open(self, line: bytes) -> dict:
         """The message in ``line``, checked against the session key and the next sequence number; BadMessage else."""
-        mac, body = split_line(line)
         if self.key is None:
             raise BadMessage("a sealed message before the handshake")
-        expected = _mac(self.key, "%s|%d|%s" % (self.hears, self.seq_in + 1, body))
-        if not hmac.compare_digest(mac, expected):
+        found = _SEALED.fullmatch(line)
+        if found is None:
+            raise BadMessage("not a sealed message")
+        if not hmac.compare_digest(found.group(1), _seal(self.key, self.hears, self.seq_in + 1, found.group(2))):
             raise BadMessage("bad MAC")
         self.seq_in += 1
-        return parse_body(body)
+        return parse_body(found.group(2))
 
-    def close(self) -> None:
+    def close(self, why: str = "") -> None:
         if not self.closed:
             self.closed = True
+            self.why = self.why or why
             try:
                 self.sock.close()
             except OSError:
                 pass
-
-
-def split_line(line: bytes) -> tuple:
-    """``(mac, body)`` of a raw line; BadMessage when it has no such shape."""
-    try:
-        text = line.decode("utf-8")
-    except UnicodeDecodeError:
-        raise BadMessage("not UTF-8") from None
-    mac, _sep, body = text.partition(" ")
-    if not body:
-        raise BadMessage("no message")
-    return mac, body
-
-
-def parse_body(body: str) -> dict:
-    try:
-        message = json.loads(body)
-    except ValueError:
-        raise BadMessage("not JSON") from None
-    if not isinstance(message, dict) or not isinstance(message.get("t"), str):
-        raise BadMessage("not a message")
-    return message
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -350,10 +492,17 @@ class Coordinator(_Side):
         self.margin = float(cfg["gate_margin"]) if cfg.get("gate_margin") is not None else 0.5
         self.rank0_line = ""
         self.fail_fast = fail_fast(cfg)
-        self.refused = 0  # connections closed for a bad handshake or MAC
+        self.refused = 0  # connections closed for a bad handshake or MAC, or before they joined
+        self.errors = 0  # connections closed for an error while their input was handled (``connection_errors``)
+        self.last_error = ""  # the last such error, for group.json
+        self.keys: dict = {}  # host -> its member key
+        self.crash: dict | None = None  # {"error", "at", "log"} once the loop ended by an exception
         self.dirty = True
         self.last_write = 0.0
         self.last_hb = 0.0
+        self.last_tick = self.started  # when the loop last looked at the members (a longer gap: it did not run)
+        self.stalled = 0.0  # the longest the loop did not run (over half of lost_after), and when it ran again
+        self.stalled_at: float | None = None
         self.selector = selectors.DefaultSelector()
         listener.setblocking(False)
         self.selector.register(listener, selectors.EVENT_READ, None)
@@ -361,13 +510,44 @@ class Coordinator(_Side):
     # -- the loop
 
     def run(self) -> dict:
-        """Serve until every member has left or was lost; the final group.json's content."""
+        """Serve until every member has left or was lost; the final group.json's content. An exception that ends the
+        loop is written to group.json (:meth:`crashed`), then raised."""
         try:
             while self.status != ENDED:
                 self.step(0.05)
+        except Exception as exc:
+            self.crashed(exc)
+            raise
         finally:
             self.close()
         return self.snapshot(final=True)
+
+    def crashed(self, exc: BaseException) -> None:
+        """The loop ended by ``exc``: every member is told to stop (it would lose this coordinator ``lost_after`` later
+        anyway) and group.json says :data:`CRASHED`, with the error and where the coordinator's stderr went."""
+        error = "".join(traceback.format_exception_only(type(exc), exc)).strip()[-ERROR_CHARS:]
+        self.crash = {"error": error, "at": self.clock(), "log": os.path.join(self.job_dir, files.COORDINATOR_LOG)}
+        why = "the job's coordinator at %s crashed: %s" % (self.endpoint(), error)
+        if self.cause is None:
+            self.cause = {"host": None, "server": None, "rank_id": -1, "coordinator": self.cfg.get("host"), "error": why}
+        try:
+            if self.stop_reason is None:
+                self.stop_reason = "stopped by the job's group: %s" % why
+                self.stopped_at = self.clock()
+                for peer in list(self.by_host.values()):
+                    peer.channel.send({"t": "stop", "reason": self.stop_reason})
+            deadline = time.monotonic() + CRASH_FLUSH_S
+            while time.monotonic() < deadline and any(p.channel.outbuf and not p.channel.closed for p in self.by_host.values()):
+                time.sleep(0.01)
+                for peer in list(self.by_host.values()):
+                    peer.channel.flush()
+        except Exception:  # pylint: disable=broad-except  # telling the members is a courtesy: group.json must be written
+            pass
+        self.status = CRASHED
+        try:
+            self.write(self.clock())
+        except Exception:  # pylint: disable=broad-except  # nothing else can say it: the log has the traceback
+            pass
 
     def step(self, timeout: float) -> None:
         for key, events in self.selector.select(timeout):
@@ -395,20 +575,34 @@ class Coordinator(_Side):
         self.selector.close()
 
     def _accept(self) -> None:
-        while True:
+        """Accept up to :data:`ACCEPT_AT_ONCE` connections and challenge each; beyond :data:`MAX_UNJOINED` waiting to
+        join, the oldest is closed (refused)."""
+        for _turn in range(ACCEPT_AT_ONCE):
             try:
                 sock, _where = self.listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError:
+            except OSError:  # out of files, or the connection reset before it was taken: the oldest waiting one goes
+                self._evict()
                 return
+            waiting = [p for p in self.peers.values() if p.host is None]
+            if len(waiting) >= MAX_UNJOINED:
+                self._evict()
             channel = Channel(sock, "c")
             nonce = secrets.token_hex(16)
             peer = _Peer(channel, nonce, self.clock())
             self.peers[channel.fileno()] = peer
             self.selector.register(sock, selectors.EVENT_READ, peer)
-            channel.send({"t": "challenge", "job": self.job_id, "nonce": nonce})
+            channel.send_raw(challenge_line(nonce, self.job_id))
             self._watch_writes(peer)
+
+    def _evict(self) -> None:
+        """Close the connection that has waited longest to join (refused)."""
+        waiting = sorted((p for p in self.peers.values() if p.host is None), key=lambda p: p.opened)
+        if waiting:
+            self.refused += 1
+            self.dirty = True
+            self._drop(waiting[0])
 
     def _watch_writes(self, peer: _Peer) -> None:
         if peer.channel.closed:
@@ -436,32 +630,47 @@ class Coordinator(_Side):
             del self.by_host[peer.host]
 
     def _read(self, peer: _Peer) -> None:
-        for line in peer.channel.lines():
-            try:
+        """One read of ``peer``'s connection and the lines it completed; a line that is not the job's closes the
+        connection (counted as refused before it joined), and so does any error while it is handled (counted)."""
+        joined = peer.host is not None
+        try:
+            for line in peer.channel.lines():
                 if peer.host is None:
                     self._join(peer, line)
                 else:
                     self._hear(peer, peer.channel.open(line))
-            except BadMessage:
-                self.refused += int(peer.host is None)
-                peer.channel.close()
-                break
+                if peer.channel.closed:
+                    break
+        except BadMessage:
+            self.refused += int(not joined)
+            peer.channel.close()
+        except Exception as exc:  # pylint: disable=broad-except  # one connection's input never ends the loop
+            self.errors += 1
+            self.last_error = ("%s: %s" % (type(exc).__name__, exc))[:ERROR_CHARS]
+            peer.channel.close()
         if peer.channel.closed:
+            if not joined and peer.channel.why:  # over its bytes before joining, or an over-long line
+                self.refused += 1
+            self.dirty = True
             self._drop(peer)
 
+    def _key(self, host: str) -> str:
+        if host not in self.keys:
+            self.keys[host] = member_key(self.secret, self.job_id, host)
+        return self.keys[host]
+
     def _join(self, peer: _Peer, line: bytes) -> None:
-        mac, body = split_line(line)
-        message = parse_body(body)  # read before it is checked: its nonce makes the key it is checked with
-        if message.get("t") != "join" or not isinstance(message.get("nonce"), str) or not isinstance(message.get("host"), str):
-            raise BadMessage("not a join")
-        peer.channel.key = session_key(self.secret, self.job_id, peer.nonce, message["nonce"])
-        expected = _mac(peer.channel.key, "m|1|%s" % body)
-        if not hmac.compare_digest(mac, expected):
-            raise BadMessage("bad MAC")
-        peer.channel.seq_in = 1
-        host = message["host"]
+        """The first line of a connection: a member's join, checked before any of it is read as JSON - its shape, its
+        host one of the job's, its MAC with that host's key; then its JSON."""
+        mac, host, nonce, rest, body = read_join(line)
         if host not in self.members:
             raise BadMessage("not a member of this job")
+        key = session_key(self._key(host), self.job_id, peer.nonce, nonce)
+        if not hmac.compare_digest(mac, _seal(key, "m", 1, rest)):
+            raise BadMessage("bad MAC")
+        message = parse_body(body)
+        peer.channel.key = key
+        peer.channel.seq_in = 1
         old = self.by_host.get(host)
         if old is not None and old is not peer:  # the member connects again (its connection broke): the new one counts
             self._drop(old)
@@ -470,8 +679,8 @@ class Coordinator(_Side):
         member = self.members[host]
         now = self.clock()
         member.update(
-            server=str(message.get("server") or member["server"]),
-            pid=message.get("pid"),
+            server=str(message.get("server") or member["server"])[:255],
+            pid=message.get("pid") if isinstance(message.get("pid"), int) else None,
             heard=now,
             ranks=member["ranks"] or dict((str(r[0]), "pending") for r in _pairs(message.get("ranks"))),
             devices=dict((str(r[0]), r[1]) for r in _pairs(message.get("ranks"))),
@@ -490,18 +699,21 @@ class Coordinator(_Side):
         member = self.members[peer.host]
         member["heard"] = self.clock()
         kind = message["t"]
-        if isinstance(message.get("states"), dict):
-            member["ranks"].update((str(k), str(v)) for k, v in message["states"].items())
+        if isinstance(message.get("states"), dict):  # its own ranks' states only (a member's key is its server's alone)
+            member["ranks"].update(
+                (k, v) for k, v in message["states"].items() if k in member["ranks"] and isinstance(v, str) and len(v) <= STATE_CHARS
+            )
             self.dirty = True
         if isinstance(message.get("line"), str) and "0" in member["ranks"]:
             self.rank0_line = message["line"][-300:]
+            self.dirty = True
         if kind == "abort":
-            self._stop_for(member, str(message.get("reason") or "stopped"), message.get("failure"))
+            self._stop_for(member, str(message.get("reason") or "stopped")[:FIELD_CHARS], _failure(message.get("failure")))
         elif kind == "done":
             given = message.get("ranks")
-            ranks: list = given if isinstance(given, list) else []
+            ranks = [r for r in given if _own_rank(r, member)] if isinstance(given, list) else []
             member.update(state="done", final=ranks, left_at=self.clock())
-            member["ranks"] = dict((str(r.get("rank_id")), str(r.get("state"))) for r in ranks if isinstance(r, dict))
+            member["ranks"] = dict((str(r["rank_id"]), r["state"]) for r in ranks)
             self.dirty = True
             peer.channel.flush()
             self._drop(peer)
@@ -537,10 +749,9 @@ class Coordinator(_Side):
     def _tick(self, now: float) -> None:
         for peer in [p for p in self.peers.values() if p.host is None and now - p.opened > HANDSHAKE_S]:
             self.refused += 1
+            self.dirty = True
             self._drop(peer)
-        for member in self.members.values():
-            if member["state"] == "joined" and now - member.get("heard", now) > self.lost_after:
-                self._lose(member, member["heard"])
+        self._judge_silence(now)
         if self.gate_at is None and self.stop_reason is None:
             self._gate(now)
         if self.gate_at is None and self.stop_reason is None and now > self.join_deadline:
@@ -550,17 +761,47 @@ class Coordinator(_Side):
                 if member["state"] == "waiting":  # never joined, and the job is over: nothing of theirs to stop through the group
                     member["state"] = "missing"
                     self.dirty = True
-        if all(m["state"] in ("done", "lost", "missing") for m in self.members.values()):
+        if all(m["state"] in ("done", "lost", "missing", CUT_OFF) for m in self.members.values()):
             self.status = ENDED
             self.dirty = True
         if now - self.last_hb >= HEARTBEAT_S:
             self.last_hb = now
+            self.dirty = True  # group.json every round: its ``updated`` says the coordinator is alive
             for peer in list(self.by_host.values()):
                 if not peer.channel.outbuf:
                     peer.channel.send({"t": "hb"})
                 self._watch_writes(peer)
         if self.dirty and (now - self.last_write >= WRITE_EVERY_S or self.status in (STOPPING, ENDED)):
             self.write(now)
+
+    def _judge_silence(self, now: float) -> None:
+        """Lose the joined members silent for ``lost_after`` - unless the silence is the coordinator's own. Its loop did
+        not run for half that time (it was stalled: it heard nothing, whatever the members said): every member gets a
+        new window from then, and one silent since is cut off (it lost the coordinator during the stall). Or, with two
+        or more members, every one of them has missed two heartbeats by the time the first is lost: they fell silent
+        together - the coordinator's process, server or network. Then no server is blamed (:meth:`_cut_off`)."""
+        gap, self.last_tick = now - self.last_tick, now
+        joined = [m for m in self.members.values() if m["state"] == "joined"]
+        if gap > self.lost_after / 2:
+            self.stalled, self.stalled_at = gap, now
+            for member in joined:
+                member["heard"] = max(member.get("heard", now), now)
+            return
+        silent = [m for m in joined if now - m.get("heard", now) > self.lost_after]
+        if not silent:
+            return
+        # the others missed two heartbeats too by the time the first is lost: they fell silent with it (a healthy member
+        # is heard every heartbeat, a busy one within two)
+        together = [m for m in joined if now - m.get("heard", now) > 2 * HEARTBEAT_S]
+        if len(joined) > 1 and len(together) == len(joined):
+            self._cut_off(joined, now)
+            return
+        since_stall = [m for m in silent if self.stalled_at is not None and m["heard"] <= self.stalled_at]
+        if since_stall:
+            self._cut_off(since_stall, now)
+        for member in silent:
+            if member not in since_stall:
+                self._lose(member, member["heard"])
 
     def _refuse_start(self, why: str) -> None:
         """The job cannot start: stop every member that joined (their runners wait at the gate), naming what kept the
@@ -570,6 +811,33 @@ class Coordinator(_Side):
         if shut:
             why = "%s: the job's group at %s: %s" % (why, self.endpoint(), "; ".join(shut))
         self._stop_for(None, why, cause={"host": None, "server": None, "rank_id": -1, "error": why, "missing": missing})
+
+    def _cut_off(self, members: list, now: float) -> None:
+        """``members`` fell silent through the coordinator's fault (:meth:`_judge_silence`): each is :data:`CUT_OFF` (not
+        lost: no server is blamed, and a restart leaves none out); the job stops with the coordinator as its cause."""
+        since = max(m["heard"] for m in members)
+        for member in members:
+            member.update(state=CUT_OFF, lost_at=now)
+            peer = self.by_host.get(member["host"])
+            if peer is not None:
+                self._drop(peer)
+        self.dirty = True
+        if self.stop_reason is None:
+            servers = ", ".join(sorted(str(m["server"]) for m in members))
+            if self.stalled_at is not None and since <= self.stalled_at:
+                why = "the job's coordinator at %s did not run for %.1f s (stalled), and %s lost it" % (
+                    self.endpoint(),
+                    self.stalled,
+                    servers,
+                )
+            else:
+                why = "the job's coordinator at %s heard none of %s for %g s, all at once: its own process, server or network" % (
+                    self.endpoint(),
+                    servers,
+                    self.lost_after,
+                )
+            cause = {"host": None, "server": None, "rank_id": -1, "coordinator": self.cfg.get("host"), "since": since, "error": why}
+            self._stop_for(None, why, cause=cause)
 
     def _lose(self, member: dict, since: float) -> None:
         member.update(state="lost", lost_at=self.clock())
@@ -624,12 +892,18 @@ class Coordinator(_Side):
             "counts": counts,
             "rank0_line": self.rank0_line,
             "refused_connections": self.refused,
+            "connection_errors": self.errors,
+            "last_connection_error": self.last_error,
+            "host": self.cfg.get("host"),
+            "lost_after": self.lost_after,
             "updated": self.clock(),
             "members": dict((h, self._member_view(m, status)) for h, m in sorted(self.members.items())),
         }
         if ranks is not None:
             data["outcome"] = self.outcome()
             data["ranks"] = ranks
+        if self.crash is not None:
+            data.update(status=CRASHED, error=self.crash["error"], crashed_at=self.crash["at"], log=self.crash["log"])
         return data
 
     @staticmethod
@@ -661,7 +935,7 @@ class Coordinator(_Side):
                 ranks.extend(dict(r, host=member["host"], server=member["server"]) for r in final if isinstance(r, dict))
                 continue
             for rank, state in sorted(member["ranks"].items(), key=lambda item: int(item[0])):
-                lost = member["state"] in ("lost", "missing") and state not in ("done", "failed", "stopped")
+                lost = member["state"] in ("lost", "missing", CUT_OFF) and state not in ("done", "failed", "stopped")
                 ranks.append(
                     {
                         "rank_id": int(rank),
@@ -674,9 +948,13 @@ class Coordinator(_Side):
         return sorted(ranks, key=lambda r: int(r.get("rank_id", 0)))
 
     def write(self, now: float) -> None:
-        files.write_json(os.path.join(self.job_dir, files.GROUP_FILE), self.snapshot(final=self.status == ENDED))
+        """group.json now; a write that fails (a full disk) is tried again next round, and never ends the loop."""
         self.dirty = False
         self.last_write = now
+        try:
+            files.write_json(os.path.join(self.job_dir, files.GROUP_FILE), self.snapshot(final=self.status == ENDED))
+        except OSError:
+            self.dirty = True
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -686,7 +964,8 @@ class Coordinator(_Side):
 class Member(_Side):
     """This server's side of the group, driven by its supervisor's loop (:meth:`poll`).
 
-    ``cfg``: ``job_id``, ``secret``, ``address``, ``port`` (the coordinator's), ``host``, ``server`` (this server's
+    ``cfg``: ``job_id``, ``secret`` (the job's on the coordinator's server, with ``coordinator`` true; elsewhere this
+    server's own key, :func:`member_key`), ``address``, ``port`` (the coordinator's), ``host``, ``server`` (this server's
     inventory name and address), ``lost_after``, ``join_timeout``, ``clock_offset``. ``job_dir``: the job's directory
     here; ``ranks``: this server's ranks (``rank_id``, ``device_id``). ``on_gate(start_at)`` opens the gate here
     (``start_at`` in this server's clock), ``on_stop(reason)`` stops the local ranks.
@@ -695,6 +974,7 @@ class Member(_Side):
     def __init__(self, cfg: dict, job_dir: str, ranks: list, on_gate, on_stop, clock=time.time) -> None:
         super().__init__(cfg, job_dir, clock)
         self.ranks = [[int(r["rank_id"]), int(r["device_id"])] for r in ranks]  # what the coordinator is told at joining
+        self.key = own_key(cfg)
         self.on_gate = on_gate
         self.on_stop = on_stop
         self.channel: Channel | None = None
@@ -776,13 +1056,19 @@ class Member(_Side):
         if writable:
             channel.flush()
         if readable:
-            for line in channel.lines():
-                try:
+            try:
+                for line in channel.lines():
                     self._hear(line)
-                except BadMessage as exc:
-                    self.error = "the coordinator at %s sent a message that is not the job's: %s" % (self.endpoint(), exc)
-                    channel.close()
-                    break
+            except BadMessage as exc:
+                self.error = "the coordinator at %s sent a message that is not the job's: %s" % (self.endpoint(), exc)
+                channel.close()
+            except Exception as exc:  # pylint: disable=broad-except  # what the connection brought never ends the loop
+                self.error = "the coordinator at %s sent what this server could not take: %s: %s" % (
+                    self.endpoint(),
+                    type(exc).__name__,
+                    str(exc)[:ERROR_CHARS],
+                )
+                channel.close()
         now = self.clock()
         if channel.closed:
             if self.state == "joining" and channel.key is not None and not self.error:
@@ -839,27 +1125,12 @@ class Member(_Side):
         if channel is None:
             return
         if channel.key is None:
-            mac, body = split_line(line)
-            message = parse_body(body)
-            if (
-                mac != "-"
-                or message.get("t") != "challenge"
-                or message.get("job") != self.job_id
-                or not isinstance(message.get("nonce"), str)
-            ):
-                raise BadMessage("not this job's challenge")
+            coordinator_nonce = read_challenge(line, self.job_id)
             self.nonce = secrets.token_hex(16)
-            channel.key = session_key(self.secret, self.job_id, message["nonce"], self.nonce)
-            channel.send(
-                {
-                    "t": "join",
-                    "nonce": self.nonce,
-                    "host": self.cfg["host"],
-                    "server": self.cfg.get("server") or self.cfg["host"],
-                    "ranks": self.ranks,
-                    "pid": os.getpid(),
-                }
-            )
+            channel.key = session_key(self.key, self.job_id, coordinator_nonce, self.nonce)
+            body = {"server": self.cfg.get("server") or self.cfg["host"], "ranks": self.ranks, "pid": os.getpid(), "t": "join"}
+            channel.send_raw(join_line(self.key, self.job_id, coordinator_nonce, str(self.cfg["host"]), self.nonce, body))
+            channel.seq_out = 1
             self.last_sent = self.clock()
             return
         message = channel.open(line)
@@ -888,6 +1159,47 @@ class Member(_Side):
             self.line = ""
         self.channel.send(message)
         self.last_sent = self.clock()
+
+
+def _int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _text(value: object) -> str | None:
+    return str(value)[:FIELD_CHARS] if value is not None else None
+
+
+def _time(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _own_rank(rank: object, member: dict) -> bool:
+    """Whether ``rank`` (of a member's ``done``) is a final state of one of that member's own ranks."""
+    return (
+        isinstance(rank, dict)
+        and _int(rank.get("rank_id"))
+        and str(rank["rank_id"]) in member["ranks"]
+        and isinstance(rank.get("state"), str)
+    )
+
+
+def _failure(value: object) -> dict | None:
+    """A member's failure record (``abort``), its fields of the types the watch and the report read; None when none."""
+    if not isinstance(value, dict):
+        return None
+    tail = value.get("tail")
+    fields = {
+        "rank_id": value["rank_id"] if _int(value.get("rank_id")) else -1,
+        "device_id": value["device_id"] if _int(value.get("device_id")) else -1,
+        "rc": value["rc"] if _int(value.get("rc")) else None,
+        "error": _text(value.get("error")),
+        "log": _text(value.get("log")),
+        "tail": [str(line)[:FIELD_CHARS] for line in tail[-100:]] if isinstance(tail, list) else [],
+        "ended": _time(value.get("ended")),
+        "lost": [r for r in value["lost"] if _int(r)] if isinstance(value.get("lost"), list) else [],  # ranks lost with their runner
+        "since": _time(value.get("since")),
+    }
+    return dict((k, v) for k, v in fields.items() if k in value or k == "rank_id")
 
 
 def _pairs(value: object) -> list:

@@ -145,7 +145,8 @@ class Supervisor:
 
     def start_coordinator(self) -> None:
         """Fork the job's coordinator as a daemon of its own session (nobody's child: it outlives this process if
-        this one is killed, and then finds this server's member silent), then close this process's copy of its socket."""
+        this one is killed, and then finds this server's member silent), then close this process's copy of its socket.
+        Its stderr goes to ``coordinator.log`` in the job's directory (``_job_files.open_coordinator_log``)."""
         listener, self.listener = self.listener, None
         if listener is None:
             return
@@ -166,11 +167,17 @@ class Supervisor:
                     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
                         signal.signal(signum, signal.SIG_DFL)
                     null = os.open(os.devnull, os.O_RDWR)
-                    for fd in (0, 1, 2):
+                    for fd in (0, 1):
                         os.dup2(null, fd)
                     os.close(null)
-                    group.Coordinator(cfg, self.job_dir, listener).run()
-                    code = 0
+                    log = files.open_coordinator_log(self.job_dir)  # its stderr: a crash's traceback is kept
+                    os.dup2(log, 2)
+                    os.close(log)
+                    try:
+                        group.Coordinator(cfg, self.job_dir, listener).run()  # a crash is in group.json too
+                        code = 0
+                    except Exception:  # pylint: disable=broad-except
+                        os.write(2, traceback.format_exc().encode("utf-8", "replace"))  # fd 2 itself: the log
             finally:
                 os._exit(code)
         listener.close()

@@ -89,9 +89,13 @@ def apply_text_file(path: str, text: str, mode: int, check_mode: bool = False, d
 def json_file_matches(path: str, text: str) -> bool:
     """Whether ``path`` holds the JSON document ``text`` holds (read back from disk; False when missing or not JSON)."""
     found = read_text(path)
-    if found is None:
-        return False
+    return found is not None and json_matches(found.encode("utf-8"), text)
+
+
+def json_matches(found: bytes, text: str) -> bool:
+    """Whether the bytes ``found`` (a file's, as read) hold the JSON document ``text`` holds (False when not UTF-8 JSON).
+    A caller that keeps a digest of the file takes it of these same bytes: a second read could see another file."""
     try:
-        return bool(json.loads(found) == json.loads(text))
-    except ValueError:
+        return bool(json.loads(found.decode("utf-8")) == json.loads(text))
+    except ValueError:  # UnicodeDecodeError is one
         return False

@@ -362,6 +362,17 @@ group_cause:
       elsewhere, or when the group named none.
   returned: with diagnose
   type: dict
+group_health:
+  description:
+    - V(status) and V(diagnose) - what this server's job files say of the job's group (C(_job_group.health)).
+    - C(coordinator) - the status in C(group.json) on the coordinator's server (V(crashed) when its loop ended by an
+      error), null elsewhere; C(member) - this server's member's state (V(lost) when it lost the coordinator); C(problem)
+      - one sentence naming the coordinator's crash (its error and log), its silence (C(group.json) not rewritten
+      for O(ascend.cluster.training_ranks#module:group.lost_after) + 1 s) or its loss, with the time in this server's
+      clock; null when none.
+  returned: with status and diagnose
+  type: dict
+  sample: {"coordinator": "crashed", "member": "lost", "problem": "the job's coordinator at 10.0.0.1:29700 crashed at 12:03:04: ..."}
 busy:
   description: What holds the devices (V(preflight)); what holds the job's devices now (V(diagnose)).
   returned: with preflight and diagnose
@@ -679,11 +690,12 @@ def main() -> None:
             if not module.check_mode:
                 control.open_gate(p["job_root"], job, p["start_at"])
             module.exit_json(changed=True, job_id=job["job_id"], start_at=p["start_at"])
-        module.exit_json(
-            **control.poll(
-                p["job_root"], job, p["grace"], state == "poll", p["fail_fast"], p["tail_lines"], p["tail_failed"], module.check_mode
-            )
+        found = control.poll(
+            p["job_root"], job, p["grace"], state == "poll", p["fail_fast"], p["tail_lines"], p["tail_failed"], module.check_mode
         )
+        if state == "status":  # the job's group as this server's files show it: a crashed or lost coordinator is named
+            found["group_health"] = group.health(files.job_dir(p["job_root"], job["job_id"]))
+        module.exit_json(**found)
     except control.JobError as exc:
         module.fail_json(msg=str(exc))
 

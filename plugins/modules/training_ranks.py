@@ -218,8 +218,11 @@ options:
         default: 0.0
   group_secret:
     description:
-      - The job's secret (every member must hold it to join); written to C(<job_root>/<job_id>/group.key), mode 0600.
-        Never logged or returned.
+      - The job's secret; written to C(<job_root>/<job_id>/group.key), mode 0600. Never logged or returned.
+      - The action (on the controller) passes it as it is only to the coordinator's server (O(group.coordinator)); every
+        other server is given only its own key, derived from it (HMAC-SHA256 over the job id and O(group.host)), with
+        which it can join the group as itself and as no other server. Called without the action, give a server other than
+        the coordinator's that key (C(_job_group.member_key)).
     type: str
 extends_documentation_fragment:
   - ascend.cluster.tools

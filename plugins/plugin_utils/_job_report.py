@@ -153,6 +153,38 @@ def _job_fail_fast(hosts: Sequence[str], hostvars: Mapping[str, Any], result: st
     return fail_fast(None)
 
 
+def group_problem(hosts: Sequence[str], hostvars: Mapping[str, Any], result: str) -> str | None:
+    """The job's group's problem as the servers' ``result`` show it (``group_health``, ``training_job`` status and
+    diagnose): the coordinator's server's own (a crash, its silence, a stall), else the servers that lost the
+    coordinator, the first one's words; None when none says one."""
+    coordinator, members = None, []
+    for host in hosts:
+        registered = hostvars[host].get(result) if host in hostvars else None
+        health = registered.get("group_health") if isinstance(registered, Mapping) else None
+        if not isinstance(health, Mapping) or not health.get("problem"):
+            continue
+        if health.get("coordinator") is not None and coordinator is None:
+            coordinator = str(health["problem"])
+        elif health.get("member") == "lost":
+            members.append((str(host), str(health["problem"])))
+    if coordinator is not None:
+        return coordinator
+    if not members:
+        return None
+    (first, said), others = members[0], [h for h, _p in members[1:]]
+    return f"{first} {said}" + (f" (so did {', '.join(others)})" if others else "")
+
+
+def with_group_problem(diagnosis: dict[str, Any], hosts: Sequence[str], hostvars: Mapping[str, Any], result: str) -> dict[str, Any]:
+    """The diagnosis (``plugin_utils/_diagnose.from_hostvars``) with ``group_problem`` (:func:`group_problem` over the
+    servers' ``training_job state=diagnose`` results) and, when there is one, its line led by it."""
+    problem = group_problem(hosts, hostvars, result)
+    out = dict(diagnosis, group_problem=problem)
+    if problem:
+        out["line"] = f"{problem}; {diagnosis.get('line')}"
+    return out
+
+
 def _line(
     kind: str, job_id: str, ranks: list[dict[str, Any]], failure: dict | None, duration: float | None, job_fail_fast: bool = True
 ) -> str:
@@ -205,8 +237,9 @@ def job_summary(
     ``failure`` and ``message``: the job's first failure and its message when the caller knows them (the watch of the
     whole job), else they are read from the registered results.
 
-    ``{schema, kind, job_id, ok, line, fail_fast, duration_s, counts, failure, message, ranks, table}``
-    (``fail_fast``: the job's, from the watch's result):
+    ``{schema, kind, job_id, ok, line, group_problem, fail_fast, duration_s, counts, failure, message, ranks, table}``
+    (``fail_fast``: the job's, from the watch's result; ``group_problem``: a crashed or lost coordinator the servers'
+    results name, :func:`group_problem`, also added to the line):
     ``line`` the one line to print last; ``message`` the first failure's full message (its log
     tail), '' when none; ``table`` the rank table with the failed ranks first and, unless
     ``all_rows``, only ``ok_rows`` of the OK ones.
@@ -252,6 +285,7 @@ def job_summary(
         max_ok=None if all_rows else int(ok_rows),
         more_hint=MORE_HINT,
     )
+    problem = group_problem(hosts, hostvars, result)
     brief = None
     if failure is not None:
         brief = {k: failure.get(k) for k in ("rank_id", "server", "device_id", "rc", "error", "stopped_by") if k in failure}
@@ -262,7 +296,8 @@ def job_summary(
         "kind": kind,
         "job_id": job_id,
         "ok": ok,
-        "line": _line(kind, job_id, ranks, failure, duration, job_fail_fast),
+        "line": _line(kind, job_id, ranks, failure, duration, job_fail_fast) + (f"; {problem}" if problem else ""),
+        "group_problem": problem,
         "fail_fast": job_fail_fast,
         "duration_s": duration,
         "counts": dict(sorted(Counter(str(r["state"]) for r in ranks).items())),

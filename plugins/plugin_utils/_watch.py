@@ -14,7 +14,9 @@ A *failure* record, as the report (``_job_report``) reads it, is one of:
   ``{"server", "host", "rank_id": -1, "stopped_by", "ranks"}``;
 - a server's ranks were lost: ``{"server", "host", "rank_id": -1, "lost": [rank ids], "since", "error"}`` - the server
   stopped answering at ``since``, or (``since`` None) its runners died without recording an exit (``error`` says how);
-- the job could not start or be watched: ``{"rank_id": -1, "error"}`` (with ``missing``: servers that never joined).
+- the job could not start or be watched: ``{"rank_id": -1, "error"}`` (with ``missing``: servers that never joined);
+- the job's coordinator crashed, was lost, or lost every member at once: ``{"rank_id": -1, "coordinator": its host,
+  "since", "error"}`` - no server is blamed (:func:`coordinator_gone`, and the group's own ``cause.coordinator``).
 """
 
 from __future__ import annotations
@@ -43,6 +45,68 @@ def count_miss(misses: Misses, answered: bool, sent_at: float) -> Misses:
     if answered:
         return Misses()
     return Misses(misses.in_a_row + 1, misses.since if misses.in_a_row else sent_at)
+
+
+def parse_member(text: str) -> dict | None:
+    """The member's view on the coordinator's server (``member.json``), None when missing or not one."""
+    try:
+        data = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("state"), str) else None
+
+
+def _clock(when: Any) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(float(when))) if isinstance(when, (int, float)) and not isinstance(when, bool) else "?"
+
+
+def coordinator_gone(view: dict | None, member: dict | None, stale_for: float, lost_after: float) -> dict | None:
+    """Whether the job's coordinator is gone while its server still answers: ``{"how", "since", "error"}``, else None.
+
+    - ``crashed``: ``group.json`` says so (the coordinator caught its own end; ``error``, and ``log`` where its stderr went);
+    - ``lost``: the member on its server lost it (no word for ``lost_after``; its ``member.json``), and ``group.json`` is
+      not being rewritten (``stale_for``: the controller's seconds since the watch last saw its ``updated`` change);
+    - ``silent``: ``group.json`` not rewritten for ``lost_after`` and a heartbeat (the coordinator rewrites it every
+      heartbeat round), whatever the member says (its supervisor may be gone too).
+    """
+    if not view or view.get("status") == group.ENDED:
+        return None
+    if view.get("status") == group.CRASHED:
+        return {"how": "crashed", "since": view.get("crashed_at"), "error": str(view.get("error") or "?"), "log": view.get("log")}
+    if member and member.get("state") == "lost" and stale_for > 2 * group.HEARTBEAT_S:
+        return {"how": "lost", "since": member.get("updated"), "error": str(member.get("error") or "no word from it")}
+    if stale_for > lost_after + group.HEARTBEAT_S:
+        return {"how": "silent", "since": view.get("updated"), "error": f"its group.json was not rewritten for {stale_for:.1f} s"}
+    return None
+
+
+def coordinator_lost(job_id: str, host: str, gone: dict, view: dict | None) -> dict[str, Any]:
+    """The watch's result when the job's coordinator is gone but its server answers (:func:`coordinator_gone`): every
+    member stops its ranks when it loses the coordinator; the play then asks every server (its server too: it is not
+    lost) for its ranks' real states. No server is blamed (``lost_hosts`` empty): a restart leaves none out."""
+    endpoint = (view or {}).get("endpoint") or "?"
+    what = {"crashed": "crashed", "lost": "was lost", "silent": "went silent"}[gone["how"]]
+    error = f"the job's coordinator on {host} ({endpoint}) {what} at {_clock(gone.get('since'))}: {gone['error']}"
+    if gone.get("log"):
+        error += f" (its log: {gone['log']})"
+    msg = f"{error}; every server stops its ranks when it loses the coordinator: each server's ranks follow, as it reports them"
+    return _without_coordinator(job_id, {"rank_id": -1, "coordinator": host, "since": gone.get("since"), "error": error}, msg, [], [])
+
+
+def _without_coordinator(job_id: str, failure: dict, msg: str, lost_hosts: list, ranks: list) -> dict[str, Any]:
+    """The watch's result when it ended without the coordinator's last word (``coordinator_lost``: the play asks every
+    server not in ``lost_hosts`` for its ranks)."""
+    return {
+        "group": True,
+        "job_id": job_id,
+        "failed": True,
+        "changed": False,
+        "coordinator_lost": True,
+        "lost_hosts": lost_hosts,
+        "ranks": ranks,
+        "first_failure": failure,
+        "msg": msg,
+    }
 
 
 def parse_group(text: str) -> dict | None:
@@ -177,6 +241,7 @@ def verdict(job_id: str, view: dict) -> dict[str, Any]:
     not confirm ended)."""
     ranks = sorted((dict(r) for r in view.get("ranks") or [] if isinstance(r, dict)), key=lambda r: int(r.get("rank_id", 0)))
     members = view.get("members") or {}
+    # a member cut off with every other (the coordinator's fault: group.CUT_OFF) is not lost: no server is blamed
     lost_hosts = sorted(h for h, m in members.items() if isinstance(m, dict) and m.get("state") in ("lost", "missing"))
     fail_fast = control.fail_fast(view)
     result: dict[str, Any] = {
@@ -190,6 +255,16 @@ def verdict(job_id: str, view: dict) -> dict[str, Any]:
     failure = failure_record(view.get("cause"), ranks)
     if failure is None and ranks and all(r.get("state") == "done" for r in ranks):
         return dict(result, changed=False, msg=f"{len(ranks)} ranks finished")
+    if failure is not None and "coordinator" in failure:  # the coordinator lost every member: it knows no end
+        return dict(
+            result,
+            failed=True,
+            changed=True,
+            coordinator_lost=True,
+            ranks=[],
+            first_failure=failure,
+            msg=f"{failure.get('error')}; each server's ranks follow, as it reports them",
+        )
     if failure is None:
         failure = {"rank_id": -1, "error": "the job's group ended without every rank finishing, and nobody recorded why"}
     left = unconfirmed(failure, ranks)
@@ -212,18 +287,7 @@ def unreachable(job_id: str, host: str, since: float | None, view: dict | None) 
         f"ranks when it loses the coordinator, but the watch could not confirm it: check with ascend.cluster.status"
     )
     ranks = sorted((dict(r) for r in (view or {}).get("ranks") or [] if isinstance(r, dict)), key=lambda r: int(r.get("rank_id", 0)))
-    failure = {"host": host, "server": host, "rank_id": -1, "error": error}
-    return {
-        "group": True,
-        "job_id": job_id,
-        "failed": True,
-        "changed": False,
-        "coordinator_lost": True,
-        "lost_hosts": [host],
-        "ranks": ranks,
-        "first_failure": failure,
-        "msg": error,
-    }
+    return _without_coordinator(job_id, {"host": host, "server": host, "rank_id": -1, "error": error}, error, [host], ranks)
 
 
 # rank states that say the rank was stopped (at the gate: aborted; running: stopped)

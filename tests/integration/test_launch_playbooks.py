@@ -331,6 +331,42 @@ def test_stop_of_a_watched_job_fails_the_watching_play_naming_the_stop(sim_clust
     assert not any(alive(s["pid"]) for s in states.values())
 
 
+def test_a_coordinator_killed_under_a_watched_train_is_named_and_status_says_so(sim_cluster, tmp_path):
+    """Issue 34: the job's coordinator (a daemon on server0, rank 0's server) killed -9 while the play watches. The
+    members stop their ranks when they lose it (3 s); the watch printed "ranks: running 16" for minutes. Now it names the
+    coordinator within about lost_after + 1 s, the play ends with every rank's real state (asked of each server, the
+    coordinator's too: it is not lost), blames no server, and status.yml names the coordinator's end."""
+    cluster = sim_cluster()
+    played = Played(tmp_path, launch_vars(cluster, np=16, ascend_train_env=LONG_RUN))
+    try:
+        wait_for(lambda: running(cluster, None, 16), 240, "16 ranks running")
+        job = next((cluster.root / "runs").iterdir()).name
+        view = json.loads((cluster.root / "server0" / "jobs" / job / "group.json").read_text())
+        os.kill(view["pid"], signal.SIGKILL)
+        killed = time.time()
+        played.proc.wait(timeout=120)
+    finally:
+        played.finish()
+    output = played.failed()
+    found = re.search(r"the job's coordinator on server0 \(127\.0\.1\.1:\d+\) (was lost|went silent) at [\d:]+: ", output)
+    assert found, output
+    # when the watch decided: the controller's copy of the view, written with why it ended
+    kept = cluster.root / "controller" / job / "group.json"
+    assert json.loads(kept.read_text())["coordinator_gone"]["how"] in ("lost", "silent")
+    named = kept.stat().st_mtime - killed
+    assert 0 < named < 3.0 + 3.0, named  # lost_after (3 s) + 1 s on a quiet machine; slack for a loaded one
+    summary = json.loads((cluster.root / "controller" / job / "summary.json").read_text())
+    assert summary["counts"] == {"stopped": 16} and summary["failure"]["rank_id"] == -1, summary
+    assert summary["line"].startswith(f"FAILED: train {job}: the job's coordinator on server0 "), summary["line"]
+    states = rank_states(cluster)
+    assert all(s["stopped_by"].startswith("lost the job's coordinator at 127.0.1.1:") for s in states.values()), states
+    assert not any(alive(s["pid"]) for s in states.values())
+    status = run_playbook(STATUS, SIM_INVENTORY, extra_vars=launch_vars(cluster))
+    assert status.rc == 0, status
+    assert f"status {job}: 16 stopped; the job's coordinator at 127.0.1.1:" in status.stdout, status.stdout
+    assert "has not rewritten its group.json since " in status.stdout and f"its process {view['pid']} is gone)" in status.stdout
+
+
 @pytest.mark.parametrize("training_too", [True, False], ids=["runners and training killed", "only the runners killed"])
 def test_a_server_whose_runners_are_killed_fails_the_job_naming_its_lost_ranks(sim_cluster, tmp_path, training_too):
     """Issue 12 item 2: server1's runners die by SIGKILL (a host going down takes them without a word).
@@ -383,13 +419,15 @@ def test_wait_false_status_leftover_kill_stale_and_stop(sim_cluster):
 
     # a second launch on the same devices is refused before anything starts, and nothing is written: the job's own
     # table is written after the pre-flight (np=8 packed would write another, one-server table)
-    running = snapshot(cluster, skip=("runs", "controller"))
+    # the running job's coordinator rewrites its group.json every heartbeat round (its liveness): that file apart
+    alive_view = f"server0/jobs/{first_job}/group.json"
+    running = {k: v for k, v in snapshot(cluster, skip=("runs", "controller")).items() if k != alive_view}
     jobs = sorted(p.name for p in (cluster.root / "runs").iterdir())
     second = run_playbook(TRAIN, SIM_INVENTORY, extra_vars=launch_vars(cluster, np=8, spread=False, ascend_job_id="second"))
     assert second.rc != 0
     assert "devices in use, nothing was started" in second.stdout, second
     assert not (cluster.root / "runs" / "second").exists()
-    assert snapshot(cluster, skip=("runs", "controller")) == running
+    assert {k: v for k, v in snapshot(cluster, skip=("runs", "controller")).items() if k != alive_view} == running
     # the running job's own table, which it reads, is the 16-rank one; the launches wrote no shared table
     assert json.loads((cluster.root / "runs" / first_job / "rank_table.json").read_text())["server_count"] == "2"
     assert not (cluster.root / "server0" / "etc" / "rank_table.json").exists()

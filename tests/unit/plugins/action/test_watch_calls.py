@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import types
 from functools import partial
 from typing import Any, cast
@@ -92,7 +93,10 @@ class LoopWatch(action.ActionModule):
 
     def _read(self, remote_job_dir, timeout):
         self.count += 1
-        return self.reads.pop(0) if len(self.reads) > 1 else self.reads[0]
+        read = self.reads.pop(0) if len(self.reads) > 1 else self.reads[0]
+        if isinstance(read, tuple):  # (group.json's text, the member view on that server)
+            read, self.__dict__["_member"] = read
+        return read() if callable(read) else read
 
 
 GUARD = cast(Any, types.SimpleNamespace(parent_gone=lambda: False))
@@ -198,3 +202,54 @@ def test_a_probe_still_waiting_when_the_watch_ends_its_session_leaves_the_prober
     watch._end_session()  # the watch returns: the waiting probe gets EOF, a connection failure, in its own thread
     assert prober.pending.wait(5.0) and prober.pending.value() is action.MISSED
     assert prober.session is None  # not NO_SESSION, not a closed session put back
+
+
+def guard_for(rounds: int) -> Any:
+    """A guard whose ansible-playbook "dies" after ``rounds`` rounds: a watch that never ends by itself ends there."""
+    seen = iter(range(rounds))
+    return cast(Any, types.SimpleNamespace(parent_gone=lambda: next(seen, None) is None))
+
+
+def test_a_coordinator_killed_while_its_server_answers_is_named_within_lost_after_and_a_heartbeat(tmp_path):
+    """Issue 34: the coordinator killed during a watched train - group.json stays as it was, ``running``; the watch printed
+    "ranks: running 16" for minutes. Now, once its ``updated`` has not moved for lost_after + a heartbeat, the watch ends
+    naming the coordinator (its server, when), blaming no server, for the play to read every server's real states."""
+    began = time.time()
+    loop = LoopWatch([text("running", updated=began, endpoint="10.0.0.1:29700")])
+    result = loop._watch(dict(OPTS, controller_dir=str(tmp_path)), guard_for(2000))
+    took = time.time() - began
+    assert result["failed"] and result["coordinator_lost"] and result["lost_hosts"] == [], result
+    assert 0.1 + 0.5 < took < 0.1 + 0.5 + 1.0, took
+    when = time.strftime("%H:%M:%S", time.localtime(began))
+    assert result["msg"].startswith(
+        f"the job's coordinator on h1 (10.0.0.1:29700) went silent at {when}: its group.json was not rewritten for "
+    )
+    assert result["first_failure"]["coordinator"] == "h1" and result["first_failure"]["rank_id"] == -1
+    kept = json.loads((tmp_path / "J" / "group.json").read_text())
+    assert kept["coordinator_gone"]["how"] == "silent"  # the controller's copy says why the watch ended
+
+
+def test_a_coordinator_that_crashed_or_that_its_servers_member_lost_is_named_at_once(tmp_path):
+    crashed = text("crashed", updated=1.0, crashed_at=1.0, endpoint="e:1", error="RuntimeError: x", log="/j/coordinator.log")
+    result = LoopWatch([text("running", updated=0.5), crashed])._watch(dict(OPTS, controller_dir=str(tmp_path)), guard_for(50))
+    assert result["coordinator_lost"] and result["lost_hosts"] == [], result
+    assert (
+        result["msg"].startswith("the job's coordinator on h1 (e:1) crashed at ")
+        and ": RuntimeError: x (its log: /j/coordinator.log); " in result["msg"]
+    )
+    lost = {"state": "lost", "error": "lost the job's coordinator at e:1: no word from it for 3 s", "updated": 2.0}
+    began = time.time()
+    result = LoopWatch([(text("running", updated=1.0, endpoint="e:1"), lost)])._watch(
+        dict(OPTS, controller_dir=str(tmp_path), lost_after=30.0), guard_for(2000)
+    )
+    assert result["coordinator_lost"] and " was lost at " in result["msg"] and "no word from it for 3 s" in result["msg"], result
+    assert time.time() - began < 2.0  # the member said so: not lost_after (30 s here) of silence first
+
+
+def test_a_coordinator_that_keeps_rewriting_its_view_is_followed_to_the_end(tmp_path):
+    """A healthy coordinator rewrites group.json every heartbeat round: however long the job, the watch follows it."""
+    ticks = iter(range(10**6))
+    ranks = [{"rank_id": 0, "state": "done", "host": "h1", "server": "a"}]
+    reads: list = [lambda: text("running", updated=float(next(ticks)))] * 80 + [text("ended", ranks=ranks, cause=None)]
+    result = LoopWatch(reads)._watch(dict(OPTS, controller_dir=str(tmp_path), poll_interval=0.02), guard_for(2000))
+    assert result["msg"] == "1 ranks finished" and "failed" not in result, result

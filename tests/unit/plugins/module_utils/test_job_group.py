@@ -29,18 +29,35 @@ LOST = 1.5
 class Cluster:
     """A coordinator (in a thread) and its members (polled by :meth:`drive`), with what each member was told."""
 
-    def __init__(self, tmp_path, hosts: list, join_timeout: float = 20.0, offset: float = 0.0) -> None:
+    def __init__(
+        self, tmp_path, hosts: list, join_timeout: float = 20.0, offset: float = 0.0, lost_after: float = LOST, clock=time.time
+    ) -> None:
         self.dir = tmp_path / "coordinator"
         self.dir.mkdir()
         self.listener = group.listen("127.0.0.1", 0)
         self.port = self.listener.getsockname()[1]
-        cfg = {"job_id": "J", "secret": SECRET, "hosts": hosts, "lost_after": LOST, "join_timeout": join_timeout, "clock_offset": offset}
-        self.coordinator = group.Coordinator(cfg, str(self.dir), self.listener)
-        self.thread = threading.Thread(target=self.coordinator.run, daemon=True)
+        self.lost_after = lost_after
+        cfg = {
+            "job_id": "J",
+            "secret": SECRET,
+            "hosts": hosts,
+            "lost_after": lost_after,
+            "join_timeout": join_timeout,
+            "clock_offset": offset,
+        }
+        self.coordinator = group.Coordinator(cfg, str(self.dir), self.listener, clock=clock)
+        self.crash: Exception | None = None  # what ended its loop, if anything did
+        self.thread = threading.Thread(target=self.serve, daemon=True)
         self.thread.start()
         self.tmp = tmp_path
         self.told: dict = {}
         self.members: dict = {}
+
+    def serve(self) -> None:
+        try:
+            self.coordinator.run()
+        except Exception as exc:  # pylint: disable=broad-except  # kept for the test (run() has written it to group.json)
+            self.crash = exc
 
     def member(self, host: str, ranks: list, secret: str = SECRET, offset: float = 0.0, join_timeout: float = 20.0) -> group.Member:
         directory = self.tmp / host
@@ -48,12 +65,12 @@ class Cluster:
         self.told[host] = []
         cfg = {
             "job_id": "J",
-            "secret": secret,
+            "secret": group.member_key(secret, "J", host),  # what the controller gives a server other than the coordinator's
             "address": "127.0.0.1",
             "port": self.port,
             "host": host,
             "server": f"10.0.0.{len(self.members) + 1}",
-            "lost_after": LOST,
+            "lost_after": self.lost_after,
             "join_timeout": join_timeout,
             "clock_offset": offset,
         }
@@ -314,3 +331,154 @@ def test_the_gate_wait_on_real_files(tmp_path):
     began = time.monotonic()
     out = subprocess.run(["sh", "-c", group.gate_wait_command(str(job), 0.3)], capture_output=True, text=True, check=False).stdout
     assert 0.25 < time.monotonic() - began < 3 and json.loads(files.parse_read(out)[1])["status"] == group.FORMING  # waited, then said
+
+
+# -- the group's own liveness (issue 34)
+
+
+def test_group_json_is_rewritten_every_heartbeat_round_with_progress_and_refusals(cluster):
+    """Its ``updated`` is a liveness signal: rewritten every round though nothing changed; rank 0's line and the refused
+    connections are current (they read "step 1" and 0 after 514 refusals before)."""
+    c = cluster(["a"])
+    c.member("a", [0])
+    c.drive(3, until=lambda: c.joined("a"))
+    first = c.view_once(lambda v: v["members"]["a"]["state"] == "joined")
+    later = c.view_once(lambda v: v["updated"] >= first["updated"] + group.HEARTBEAT_S)
+    assert later["updated"] >= first["updated"] + group.HEARTBEAT_S, (first["updated"], later["updated"])
+    c.members["a"].progress_line("step 7 loss 0.25")
+    c.drive(1.5 * group.HEARTBEAT_S)  # sent with the next heartbeat
+    for _n in range(3):
+        with socket.create_connection(("127.0.0.1", c.port)) as sock:
+            sock.sendall(b"not a join\n")
+            sock.settimeout(2)
+            while sock.recv(4096):
+                pass
+    view = c.view_once(lambda v: v["rank0_line"] == "step 7 loss 0.25" and v["refused_connections"] == 3)
+    assert (view["rank0_line"], view["refused_connections"]) == ("step 7 loss 0.25", 3), view
+
+
+def test_a_coordinator_crash_is_written_to_group_json_and_its_members_told_at_once(cluster):
+    """An exception that ends its loop: group.json says ``crashed`` with the error (it stayed ``running`` before), every
+    member is told to stop at once, and status / diagnose name it (``_job_group.health``)."""
+    c = cluster(["a", "b"])
+    c.member("a", [0])
+    c.member("b", [1])
+    c.drive(3, until=lambda: c.joined("a", "b"))
+
+    def broken(now: float) -> None:
+        raise RuntimeError("a bug in the coordinator")
+
+    c.coordinator._gate = broken  # its next round's look at the gate
+    took = c.drive(3, until=lambda: bool(c.told["a"] and c.told["b"]))
+    c.thread.join(3)
+    assert took < 1.0 and not c.thread.is_alive() and isinstance(c.crash, RuntimeError)
+    reason = c.told["a"][0][1]
+    assert reason.startswith("stopped by the job's group: the job's coordinator at 127.0.0.1:") and reason.endswith(
+        "crashed: RuntimeError: a bug in the coordinator"
+    ), reason
+    view = c.view()
+    assert view["status"] == group.CRASHED and view["error"] == "RuntimeError: a bug in the coordinator", view
+    assert view["log"] == str(c.dir / files.COORDINATOR_LOG) and view["cause"]["rank_id"] == -1
+    problem = group.health(str(c.dir))["problem"]
+    assert problem.startswith("the job's coordinator at 127.0.0.1:") and "crashed at " in problem, problem
+    assert problem.endswith(": RuntimeError: a bug in the coordinator (its log: %s)" % (c.dir / files.COORDINATOR_LOG)), problem
+
+
+def cut_off_verdict(c: Cluster) -> dict:
+    """The watch's verdict of the group once it ended (every member cut off), and what a restart would blame."""
+    c.thread.join(5)
+    final = c.view()
+    assert final["status"] == group.ENDED, final
+    return final
+
+
+def test_every_member_silent_at_once_is_the_coordinators_loss_not_a_servers(cluster):
+    """Every member falls silent together (the coordinator's network, or its process): no server is blamed - before, the
+    first one checked was "lost" and a restart with max_restarts would have left that healthy server out."""
+    from ansible_collections.ascend.cluster.plugins.plugin_utils import _restart as restart
+    from ansible_collections.ascend.cluster.plugins.plugin_utils import _watch as watch
+
+    c = cluster(["a", "b"])
+    c.member("a", [0, 1])
+    c.member("b", [2, 3])
+    c.drive(3, until=lambda: c.joined("a", "b"))
+    c.drive(LOST + 2, until=lambda: c.coordinator.stop_reason is not None, only=[])  # neither is heard any more
+    cause = c.coordinator.cause
+    assert cause is not None and cause["coordinator"] is None and cause["server"] is None and cause["rank_id"] == -1, cause
+    assert "heard none of 10.0.0.1, 10.0.0.2 for 1.5 s, all at once: its own process, server or network" in cause["error"]
+    assert [m["state"] for m in c.coordinator.members.values()] == [group.CUT_OFF, group.CUT_OFF]
+    found = watch.verdict("J", cut_off_verdict(c))
+    assert found["failed"] and found["coordinator_lost"] and found["lost_hosts"] == [], found
+    assert restart.at_fault(found, None) == []
+    summary = {"failure": found["first_failure"], "message": found["msg"]}
+    assert restart.decide(summary, found, None, [], 1)["why"] == "restart 1 of 1: on the same servers"
+
+
+def test_a_stalled_coordinator_blames_itself_and_no_server(cluster):
+    """Its loop held for longer than the loss window: both members lose it and stop; when it runs again it finds them
+    silent - the silence is its own (before: "server ... stopped answering", a healthy server blamed)."""
+    c = cluster(["a", "b"])
+    c.member("a", [0, 1])
+    c.member("b", [2, 3])
+    c.drive(3, until=lambda: c.joined("a", "b"))
+    step = c.coordinator.step
+    held: list = []
+
+    def stalled(timeout: float) -> None:
+        if not held:
+            held.append(time.monotonic())
+            time.sleep(LOST + 1.0)  # what a SIGSTOP, a swapped-out process or a hostile read did
+        step(timeout)
+
+    c.coordinator.step = stalled
+    c.drive(LOST + 1.5, until=lambda: bool(c.told["a"] and c.told["b"]))
+    assert all(told[0][1].startswith("lost the job's coordinator") for told in c.told.values()), c.told
+    c.drive(LOST + 2, until=lambda: c.coordinator.cause is not None, only=[])
+    cause = c.coordinator.cause
+    assert cause is not None and cause["server"] is None and "did not run for " in cause["error"], cause
+    assert "(stalled), and 10.0.0.1, 10.0.0.2 lost it" in cause["error"], cause
+    assert all(m["state"] == group.CUT_OFF for m in c.coordinator.members.values())
+
+
+def test_one_member_lost_during_the_coordinators_stall_is_cut_off_not_lost(tmp_path):
+    """A one-server job (one member): the coordinator's clock jumps past the loss window between two of its rounds (it
+    did not run) and its member is heard no more - cut off by the coordinator's stall, not lost."""
+    jump = [0.0]
+    c = Cluster(tmp_path, ["a"], clock=lambda: time.time() + jump[0])
+    try:
+        c.member("a", [0])
+        c.drive(3, until=lambda: c.joined("a"))
+        jump[0] = LOST + 1.0
+        c.drive(LOST + 2, until=lambda: c.coordinator.cause is not None, only=[])
+        cause = c.coordinator.cause
+        assert c.coordinator.members["a"]["state"] == group.CUT_OFF, c.coordinator.members
+        assert cause is not None and "did not run for " in cause["error"], cause
+    finally:
+        c.members["a"].close()
+        c.coordinator.status = group.ENDED
+        c.thread.join(5)
+
+
+def test_health_names_a_coordinator_that_stopped_rewriting_group_json_and_a_member_that_lost_it(tmp_path):
+    """status and diagnose on each server (``training_job``'s ``group_health``): the coordinator's server says when its
+    group.json was last rewritten and whether its process still runs; a member's server, that it lost the coordinator."""
+    job = tmp_path / "J"
+    job.mkdir()
+    now = time.time()
+    files.write_json(
+        str(job / files.GROUP_FILE), {"status": group.RUNNING, "endpoint": "10.0.0.1:29700", "updated": now - 10, "pid": 2**22 + 7}
+    )
+    found = group.health(str(job), now)
+    assert found["coordinator"] == group.RUNNING and found["member"] is None
+    assert found["problem"].startswith("the job's coordinator at 10.0.0.1:29700 has not rewritten its group.json since ")
+    assert found["problem"].endswith("(10 s ago; its process 4194311 is gone)"), found
+    files.write_json(str(job / files.GROUP_FILE), {"status": group.RUNNING, "endpoint": "10.0.0.1:29700", "updated": now - 1})
+    assert group.health(str(job), now)["problem"] is None  # rewritten a second ago: alive
+    os.unlink(job / files.GROUP_FILE)
+    error = "lost the job's coordinator at 10.0.0.1:29700: no word from it for 3.0 s"
+    files.write_json(str(job / files.MEMBER_FILE), {"state": "lost", "error": error, "updated": now})
+    assert group.health(str(job), now) == {
+        "coordinator": None,
+        "member": "lost",
+        "problem": "%s (at %s)" % (error, time.strftime("%H:%M:%S", time.localtime(now))),
+    }

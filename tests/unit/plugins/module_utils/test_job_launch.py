@@ -339,6 +339,75 @@ def test_unknown_job_says_what_is_known(tmp_path):
         control.load_job(str(tmp_path), "b")
 
 
+def as_someone_else(work: Any) -> str:
+    """``work()``'s result (text) as a user who may not read root's files: nobody, in a forked child, when this runs as
+    root; else this user, the files made unreadable to it by the caller (mode 000)."""
+    if os.geteuid() != 0:
+        return str(work())
+    import pwd
+
+    nobody = pwd.getpwnam("nobody")
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            os.setgroups([])
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+            os.write(write_end, str(work()).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end) as pipe:
+        said = pipe.read()
+    os.waitpid(pid, 0)
+    return said
+
+
+def test_a_job_this_user_may_not_read_is_said_so_by_stop_status_and_diagnose():
+    """Issue 34: stop.yml run by a user who cannot read the job's record said "job X is not recorded ... known jobs: X".
+    The record is there: stop, status and diagnose (each loads it with load_job) say permission denied, and whose it is."""
+    import shutil
+    import tempfile
+
+    root = tempfile.mkdtemp(prefix="ascend-perm-")  # under /tmp: reachable by another user, unlike pytest's tmp_path
+    try:
+        os.chmod(root, 0o755)
+        control.record_job(root, {"job_id": "j", "run_dir": "/x", "ranks": []})
+        files.write_latest(root, "j")
+        record = os.path.join(root, "j", files.JOB_FILE)
+        assert os.stat(record).st_mode & 0o777 == 0o600  # as the launch writes it
+        if os.geteuid() != 0:
+            os.chmod(record, 0)
+
+        def said(call: Any) -> Any:
+            def work() -> str:
+                try:
+                    call()
+                except control.JobError as exc:
+                    return str(exc)
+                return "read"
+
+            return work
+
+        calls = [
+            lambda: control.stop_jobs(root, "latest", 1.0, "stopped by a test"),  # stop.yml's call
+            lambda: control.load_job(root, "j"),  # status's and diagnose's
+            lambda: control.load_job(root, "latest"),
+        ]
+        for call in calls:
+            message = as_someone_else(said(call))
+            assert message.startswith(f"permission denied: {record} cannot be read by user "), message
+            assert "it belongs to " in message and message.endswith(": run it as that user, or as root (become, -b)"), message
+            assert "not recorded" not in message and "known jobs" not in message
+        with pytest.raises(control.JobError, match="known jobs: j"):  # a job that is not there is still said so
+            control.load_job(root, "k")
+    finally:
+        shutil.rmtree(root)
+
+
 def test_stop_with_nothing_recorded_is_a_no_op_and_status_says_why(tmp_path):
     from tests.helpers.ansible_cli import run_module
 

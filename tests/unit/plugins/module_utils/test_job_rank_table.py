@@ -12,6 +12,7 @@ import hashlib
 import json
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -149,3 +150,30 @@ def test_a_staging_failure_says_exactly_what_the_job_left_on_the_server(tmp_path
         f"diagnose, and the lock file of device 0 in {tmp_path}/locks; no shared rank table was written"
     )
     assert own == str(tmp_path / "run" / "rank_table.json")
+
+
+def test_the_recorded_digest_is_of_the_very_bytes_that_were_checked(tmp_path, monkeypatch):
+    """Issue 34: record_with_table checked the file it read back, then read it a second time for its sha256; a rewrite
+    landing between the two reads (2 ms after the launch wrote it) was recorded as the launch's own table, and the ranks
+    passed their check on it. Here every read of the table after the first finds it rewritten: the digest recorded is
+    the checked table's, so each runner would refuse the rewritten file."""
+    import builtins
+
+    own = files.job_table_path(str(tmp_path / "run"))
+    reads = []
+    real_open = builtins.open
+
+    def swapping_open(path: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if str(path) == own and "r" in mode and "+" not in mode:
+            reads.append(mode)
+            if len(reads) > 1:  # the hand on the server was quicker than the second read
+                tamper(own)
+        return real_open(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", swapping_open)
+    job = {"job_id": "j", "run_dir": str(tmp_path / "run"), "ranks": [{"rank_id": 0, "device_id": 0}]}
+    recorded = control.record_with_table(str(tmp_path / "jobs"), job, own, TABLE, True)
+    monkeypatch.undo()
+    assert recorded["rank_table_sha256"] == SHA, (recorded, reads)
+    assert control.load_job(str(tmp_path / "jobs"), "j")["rank_table_sha256"] == SHA
+    assert len(reads) == 1  # the table was read back once

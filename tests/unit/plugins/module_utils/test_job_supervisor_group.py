@@ -87,6 +87,8 @@ def launch(tmp_path, port: int, env: dict | None = None, lost_after: float = 1.5
         group_cfg.update(coordinator=server is a, hosts=["a", "b"] if server is a else [], lost_after=lost_after, gate_margin=0.3)
         group_cfg["clock_offset"] = (offsets or {}).get(server.name, 0.0)
         args = stage_args(tmp_path, server, group_cfg, rank_size=4, env=env or {}, **more)
+        if server is b:  # what the training_ranks action gives a server other than the coordinator's: its own key
+            args["group_secret"] = group.member_key(SECRET, "j", "b")
         results[server.name] = run_module("training_ranks", args, timeout=60)
         assert not results[server.name].get("failed"), results[server.name]
         assert SECRET not in json.dumps(results[server.name])  # never returned
@@ -112,7 +114,9 @@ def test_a_failure_on_one_server_stops_the_other_through_the_group(tmp_path):
     crash = b.raw(3)["ended"]
     assert all(srv.raw(r)["ended"] - crash < 1.0 for srv, r in ((a, 0), (a, 1), (b, 2))), "every rank ended within 1 s of the crash"
     assert a.raw(0)["stopped_by"] == "stopped by the job's group: rank 3 failed (rc=1) on 10.0.0.2"
-    assert os.stat(a.job_dir / files.SECRET_FILE).st_mode & 0o777 == 0o600 and (b.job_dir / files.SECRET_FILE).read_text() == SECRET
+    assert os.stat(a.job_dir / files.SECRET_FILE).st_mode & 0o777 == 0o600 and (a.job_dir / files.SECRET_FILE).read_text() == SECRET
+    # b holds its own key only, with which it can join as b and as no other server
+    assert (b.job_dir / files.SECRET_FILE).read_text() == group.member_key(SECRET, "j", "b") != SECRET
     assert json.loads((b.job_dir / files.MEMBER_FILE).read_text())["state"] == "left"
 
 
@@ -175,3 +179,32 @@ def test_a_taken_group_port_fails_the_coordinators_stage_before_any_rank_starts(
     assert result.get("failed") and f"cannot listen on 127.0.0.1 port {port} for the job's group" in result["msg"], result
     assert not (a.run / "device_0").exists()  # no runner was forked
     time.sleep(0.1)
+
+
+def test_a_coordinator_that_crashes_says_so_in_group_json_and_leaves_its_traceback_in_the_job_directory(tmp_path, monkeypatch):
+    """The coordinator's daemon, forked as the supervisor forks it: a crash of its loop is written to group.json as
+    ``crashed`` with the error, and its stderr - the traceback - goes to coordinator.log in the job's directory (it went to
+    /dev/null, and group.json stayed ``running``)."""
+
+    class Crashing(group.Coordinator):
+        def _tick(self, now: float) -> None:
+            raise RuntimeError("boom in the coordinator's round")
+
+    monkeypatch.setattr(group, "Coordinator", Crashing)  # the fork below runs this one
+    jobs = tmp_path / "jobs"
+    (jobs / "j").mkdir(parents=True)
+    cfg = {"address": "127.0.0.1", "port": 0, "host": "a", "coordinator": True, "hosts": ["a"], "secret": SECRET, "lost_after": 1.5}
+    params = {"job_id": "j", "job_root": str(jobs), "run_dir": str(tmp_path / "runs"), "ranks": [], "group": cfg, "gate_timeout": 60}
+    from ansible_collections.ascend.cluster.plugins.module_utils._job_supervisor import Supervisor
+
+    Supervisor(params, group.listen("127.0.0.1", 0)).start_coordinator()
+    log = jobs / "j" / files.COORDINATOR_LOG
+    wait_for(lambda: log.exists() and "RuntimeError: boom in the coordinator's round" in log.read_text(), 10, "the traceback in the log")
+    assert "Traceback (most recent call last)" in log.read_text() and os.stat(log).st_mode & 0o777 == 0o600
+    final = view_of(jobs / "j")
+    assert final["status"] == group.CRASHED and final["error"] == "RuntimeError: boom in the coordinator's round", final
+    assert final["log"] == str(log)
+
+
+def view_of(job_dir: Path) -> dict:
+    return json.loads((job_dir / files.GROUP_FILE).read_text())

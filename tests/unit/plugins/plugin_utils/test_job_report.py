@@ -281,3 +281,31 @@ def _stopped(job_id, stopped, killed=()):
 )
 def test_the_stop_line_counts_ranks_and_servers_per_job(results, check_mode, line):
     assert report.stop_summary(results, check_mode=check_mode) == line
+
+
+def test_status_and_the_diagnosis_name_the_coordinators_end_from_the_servers_group_health():
+    """Issue 34: status.yml said only "16 stopped" after the coordinator was killed. Each server's status result carries
+    group_health (_job_group.health): the coordinator's server's own words win; else the servers that lost it."""
+    lost = "lost the job's coordinator at 10.0.0.1:29700: no word from it for 3 s (at 12:03:07)"
+    silent = "the job's coordinator at 10.0.0.1:29700 has not rewritten its group.json since 12:03:04 (9 s ago; its process 7 is gone)"
+
+    def hostvars(h0: dict, h1: dict) -> dict:
+        ranks = {"server0": [rank(0, 0, state="stopped")], "server1": [rank(1, 0, state="stopped")]}
+        return {h: {"_s": {"job_id": "j1", "ranks": ranks[h], "group_health": g}} for h, g in (("server0", h0), ("server1", h1))}
+
+    both = hostvars(
+        {"coordinator": "running", "member": "lost", "problem": silent}, {"coordinator": None, "member": "lost", "problem": lost}
+    )
+    summary = job_summary(["server0", "server1"], both, "_s", kind="status")
+    assert summary["group_problem"] == silent and summary["line"] == f"status j1: 2 stopped; {silent}", summary["line"]
+    members = hostvars({"coordinator": None, "member": "lost", "problem": lost}, {"coordinator": None, "member": "lost", "problem": lost})
+    assert report.group_problem(["server0", "server1"], members, "_s") == f"server0 {lost} (so did server1)"
+    healthy = hostvars(
+        {"coordinator": "running", "member": "joined", "problem": None}, {"coordinator": None, "member": "joined", "problem": None}
+    )
+    assert job_summary(["server0", "server1"], healthy, "_s", kind="status")["line"] == "status j1: 2 stopped"
+    diagnosis = report.with_group_problem(
+        {"line": "no failed rank and no Ascend error code found: nothing to diagnose"}, ["server0", "server1"], both, "_s"
+    )
+    assert diagnosis["line"] == f"{silent}; no failed rank and no Ascend error code found: nothing to diagnose"
+    assert diagnosis["group_problem"] == silent
