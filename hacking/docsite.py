@@ -33,7 +33,7 @@ PREFIX = "ansible_collections.ascend.cluster.docsite."
 SECTIONS = (
     (
         "Guides",
-        ("launch", "smoke", "summaries", "when-it-fails", "support-bundle", "surveys", "inputs", "real-outputs"),
+        ("launch", "smoke", "summaries", "when-it-fails", "support-bundle", "surveys", "inputs", "security", "real-outputs"),
     ),
     ("Test tools and contributors", ("simulator", "testbed", "hccl-standin", "benchmarks", "contracts")),
 )
