@@ -170,9 +170,7 @@ def train_cases(
                 )
             )
         elif job_id:
-            cases.append(
-                case("train.launch", "job", SKIPPED, f"job {job_id} launched, not watched (wait=false): its ranks' outcome is not known")
-            )
+            cases.append(case("train.launch", "job", SKIPPED, f"job {job_id} launched and not watched: its ranks' outcome is not known"))
         else:
             cases.append(case("train.launch", "job", SKIPPED, "no job was launched"))
     return cases

@@ -17,6 +17,7 @@ import pytest
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
 from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
 from ansible_collections.ascend.cluster.plugins.module_utils import _support as support
+from ansible_collections.ascend.cluster.plugins.module_utils import _support_bundle as bundling
 
 
 @pytest.mark.parametrize(
@@ -251,9 +252,11 @@ def test_the_bundle_names_an_unreachable_server_keeps_the_others_and_refuses_nam
         "h4": {"failed": True, "msg": "job j is not recorded under /jobs on this host"},
     }
     fetched = {"h1": {"changed": True}, "h3": {"changed": True}}
-    servers = support.servers_from_results(parts, fetched, str(parts_dir))
+    servers = bundling.servers_from_results(parts, fetched, str(parts_dir))
     path = tmp_path / "out" / "support-j.tar.gz"
-    manifest = support.bundle(str(path), "j", servers, {"summary.json": str(tmp_path / "summary.json"), "absent.json": str(tmp_path / "x")})
+    manifest = bundling.bundle(
+        str(path), "j", servers, {"summary.json": str(tmp_path / "summary.json"), "absent.json": str(tmp_path / "x")}
+    )
     assert oct(path.stat().st_mode & 0o777) == "0o600" and not list(path.parent.glob(".bundle-*"))
     got = _members(str(path))
     assert json.loads(got["support-j/manifest.json"]) == manifest

@@ -89,7 +89,7 @@ def test_train_without_a_summary_says_what_is_known():
     assert only(remaining=["h1"]) == [
         Case("train.launch", "job", "failed", *["the run failed on h2 before a job was watched (the play's output says why)"] * 2)
     ]
-    assert only(remaining=["h1", "h2"], job_id="j1")[0].message.startswith("job j1 launched, not watched (wait=false)")
+    assert only(remaining=["h1", "h2"], job_id="j1")[0].message.startswith("job j1 launched and not watched")
     assert only(remaining=["h1", "h2"])[0] == Case("train.launch", "job", "skipped", "no job was launched", None)
 
 
