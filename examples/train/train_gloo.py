@@ -37,7 +37,8 @@ batches differ, so the weights differ too; the run says so in a ``note:`` line a
 ``ASCEND_RESTART_COUNT`` (set by the launch on every attempt, 0 on the first) or else
 ``TORCHELASTIC_RESTART_COUNT`` (torchrun's): printed as ``restart count N`` when set.
 
-Fault injection for tests: ``--fail-rank R --fail-step S`` makes rank R exit 1 at step S; with
+Fault injection for tests: ``--fail-rank R --fail-step S`` makes rank R exit 1 at step S (a ``RuntimeError`` written to
+``TORCHELASTIC_ERROR_FILE`` by torch's error handler first, as ``@record`` writes one); with
 ``--fail-once-file F`` only while F does not exist yet (the failing rank creates it), so the next
 attempt runs through.
 """
@@ -194,6 +195,18 @@ def agree_on_checkpoint(directory: str, rank: int) -> tuple[str, int, dict] | No
     return head["path"], step, state
 
 
+def record_failure(exc: Exception) -> None:
+    """What torch's ``@record`` does with an exception that leaves the script: its error handler writes it, with this
+    traceback, to ``TORCHELASTIC_ERROR_FILE`` (set by torchrun, and by the launch's pytorch preset) - here before the
+    ``os._exit`` that a crash under a live gloo group needs, which no decorator would see."""
+    from torch.distributed.elastic.multiprocessing.errors import get_error_handler
+
+    try:
+        raise exc
+    except Exception as raised:  # recorded, then the caller exits (os._exit)
+        get_error_handler().record_exception(raised)
+
+
 def fail_now(args: argparse.Namespace, rank: int, step: int) -> bool:
     """The injected fault: rank --fail-rank at --fail-step, once only with --fail-once-file."""
     if rank != args.fail_rank or step < args.fail_step:
@@ -241,6 +254,7 @@ def main(argv: list[str]) -> int:
     for step in range(done + 1, args.steps + 1):
         if fail_now(args, rank, step):
             print(f"rank {rank} failing on purpose at step {step}", flush=True)
+            record_failure(RuntimeError(f"rank {rank} failing on purpose at step {step}"))
             os._exit(1)  # at once, as a crash would: a normal exit under a live gloo group may abort (rc 134) instead
         x, y = batch(rank, step, args.batch)
         optimizer.zero_grad()

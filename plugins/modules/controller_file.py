@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: controller_file
 short_description: Write a small text file (or make a directory) on the controller, without a module run
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Runs on the controller, in the task's worker - no connection, no module sent to C(localhost). Writes O(content) to
     O(path) atomically (a temporary file beside it, renamed over it) with O(mode), making the missing directories

@@ -96,7 +96,7 @@ options:
       - Empty (the default), or anything unsure, and the module runs and decides.
     type: dict
     default: {}
-    version_added: 0.3.0
+    version_added: 0.2.0
 extends_documentation_fragment:
   - ascend.cluster.tools
   - ascend.cluster.hccn_calls

@@ -47,7 +47,7 @@ options:
         C(ascend_firewall_allow_local=true); the refusal names that role's variables.
     type: bool
     default: false
-    version_added: 0.3.0
+    version_added: 0.2.0
   backend:
     description: The firewall to manage; V(auto) picks it from C(/etc/os-release) (an unknown OS fails the task).
     type: str

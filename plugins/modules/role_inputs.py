@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: role_inputs
 short_description: Check the inputs of several of this collection's roles for every host, in one task
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Runs on the controller, once (use it with C(run_once)). Checks, for each host of O(hosts), the variables
     each role of O(roles) declares in its C(meta/argument_specs.yml) (entry point C(main)) - the same check Ansible

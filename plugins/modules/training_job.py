@@ -250,7 +250,9 @@ ranks:
       clock_offset - this server's clock offset against the controller's, by which C(started) and C(ended), in this
       server's clock, are read in the controller's).
     - With V(diagnose), a failed or stopped rank also has C(plog), C({pid, pids, files, lines}) - its processes' plog
-      files (C(pids) - the command's and those of its process tree) and their first O(plog_lines) ERROR and WARNING lines.
+      files (C(pids) - the command's and those of its process tree) and their first O(plog_lines) ERROR and WARNING lines,
+      and C(torch_error) when it wrote torch's C(@record) error file (C(error.json) in its directory, which
+      C(TORCHELASTIC_ERROR_FILE) names in the V(pytorch) preset) - C({exception, traceback, timestamp, error_code, path}).
   returned: with staged, poll, status, stop and diagnose
   type: list
   elements: dict

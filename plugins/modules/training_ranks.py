@@ -87,7 +87,10 @@ options:
     description: The launcher program (default the O(launcher) name, found on the server's PATH).
     type: str
   launcher_args:
-    description: Extra launcher options, put after the ones the module builds and before the training command.
+    description:
+      - Extra launcher options, put after the ones the module builds and before the training command.
+      - An option the module sets itself, or one that moves or renames the logs it copies (torchrun's C(--log-dir),
+        msrun's C(--worker_log_name), ...), is refused naming why (P(ascend.cluster.launcher_args_refusal#filter)).
     type: list
     elements: str
     default: []

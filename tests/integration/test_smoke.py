@@ -13,6 +13,7 @@ import pytest
 from ansible_collections.ascend.cluster.plugins.plugin_utils._net import smoke as _smoke
 from tests.helpers.ansible_cli import run_playbook
 from tests.helpers.collection import REPO_ROOT
+from tests.helpers.runs import read_env_log
 
 from .conftest import SIM_INVENTORY
 from .test_launch_playbooks import launch_vars, rank_states
@@ -74,6 +75,17 @@ def test_healthy_cluster_all_ranks_ok(sim_cluster, framework, np, checks, env):
     assert (job / "ascend_rank_check.py").read_bytes() == CHECK_SCRIPT.read_bytes()
     assert (job / "ascend_rank_check.py").stat().st_mode & 0o777 == 0o644
     assert f"{_smoke.VERDICT} " in (job / f"device_{np - 1}" / "train.log").read_text()
+    if framework == "pytorch":  # torchrun's worker environment, per device: server1 is the job's second server of two
+        env_log = read_env_log(job / f"device_{np - 1}" / "env.log")
+        assert {k: env_log[k] for k in ("GROUP_RANK", "GROUP_WORLD_SIZE", "LOCAL_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE")} == {
+            "GROUP_RANK": "1",
+            "GROUP_WORLD_SIZE": "2",
+            "LOCAL_WORLD_SIZE": str(np // 2),
+            "ROLE_RANK": str(np - 1),
+            "ROLE_WORLD_SIZE": str(np),
+        }
+        assert env_log["TORCHELASTIC_RUN_ID"] == job.name and env_log["TORCHELASTIC_MAX_RESTARTS"] == "0"
+        assert env_log["TORCHELASTIC_ERROR_FILE"] == str(job / f"device_{np - 1}" / "error.json")
     # summary.json has every row; the printed table the first four OK ones, then one line for the rest
     document = summary_document(cluster)
     assert (document["ok"], document["job_id"], document["check_mode"]) == (True, job.name, False)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.ascend.cluster.plugins.module_utils._torch_error import innermost_frame, read_error_file
 from tests.helpers.collection import REPO_ROOT
 from tests.helpers.procs import finish
 
@@ -72,8 +73,16 @@ def test_a_run_stopped_after_a_checkpoint_resumes_from_it_and_a_damaged_one_is_r
 
     ck, elsewhere, once = tmp_path / "ck", tmp_path / "rank1-ck", tmp_path / "failed-once"
     args = ["--checkpoint-dir", str(ck), "--checkpoint-every", "3", "--fail-rank", "1", "--fail-step", "8", "--fail-once-file", str(once)]
-    first = job(tmp_path, "attempt0", args, ("--checkpoint-dir", str(elsewhere)), ASCEND_RESTART_COUNT="0")
+    error_file = tmp_path / "error.json"  # what the launch's pytorch preset names TORCHELASTIC_ERROR_FILE (rank 0 never writes it)
+    first = job(
+        tmp_path, "attempt0", args, ("--checkpoint-dir", str(elsewhere)), ASCEND_RESTART_COUNT="0", TORCHELASTIC_ERROR_FILE=str(error_file)
+    )
     assert first[1][0] == 1 and "rank 1 failing on purpose at step 8\n" in first[1][1], first[1]
+    # torch's own error handler wrote the file; the diagnosis's reader takes the exception and the frame that raised it
+    recorded = read_error_file(str(error_file))
+    assert recorded is not None and recorded["exception"] == "RuntimeError: rank 1 failing on purpose at step 8", recorded
+    assert recorded["traceback"][0] == "Traceback (most recent call last):" and recorded["timestamp"] > 0
+    assert 'train_gloo.py", line ' in (innermost_frame(recorded["traceback"]) or ""), recorded
     assert first[0][0] != 0 and f"no checkpoint in {ck}: starting at step 0\n" in first[0][1] and "restart count 0\n" in first[0][1]
     assert f"checkpoint step 6 written to {ck / 'step_00000006.pt'}\n" in first[0][1]
     assert sorted(p.name for p in ck.iterdir()) == ["step_00000003.pt", "step_00000006.pt"] and not elsewhere.exists()

@@ -13,7 +13,7 @@ install_import_path()
 
 from ansible_collections.ascend.cluster.plugins.plugin_utils._inputs import inputs_markdown  # noqa: E402 - importable once installed
 
-PLAYBOOKS = ("train", "smoke", "rank_table", "prepare", "status", "stop", "diagnose")
+PLAYBOOKS = ("train", "smoke", "rank_table", "prepare", "status", "stop", "diagnose", "collect")
 SIM_PLAYBOOKS = ("sim_cluster",)  # controller only: no ascend_hosts
 DOC = REPO_ROOT / "docs" / "inputs.md"
 BEGIN = "<!-- BEGIN generated from each playbook's ascend_playbook_inputs (python -m tests.unit.test_inputs_doc) -->"

@@ -2,6 +2,19 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Per-rank environment from a framework preset (see ascend-reference section 4).
 
+The ``pytorch`` preset is what torchrun's elastic agent gives each worker (torch's
+``torch/distributed/elastic/agent/server/local_elastic_agent.py``, ``_start_workers``; docs/launch.md, *torchrun's
+environment*), so that a per-device rank looks torchelastic-launched to what checks for it (Lightning and accelerate
+read ``RANK``, ``GROUP_RANK``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``): ``LOCAL_WORLD_SIZE`` (the server's ranks),
+``GROUP_RANK`` / ``GROUP_WORLD_SIZE`` (the server's place among the job's servers - rank 0's server is 0, then by lowest
+rank, as a per-node launcher numbers its nodes - and their number), ``ROLE_NAME`` (torchrun's default role,
+``default``), ``ROLE_RANK`` / ``ROLE_WORLD_SIZE`` (one role: the global rank and the world size),
+``TORCHELASTIC_RUN_ID`` (the job's id; the launch role gives every attempt of a restarted job its first id),
+``TORCHELASTIC_MAX_RESTARTS`` / ``TORCHELASTIC_RESTART_COUNT`` (the job's restarts, 0 unless the launch role says
+otherwise) and ``TORCHELASTIC_ERROR_FILE`` (``<rank dir>/error.json``: torch's ``@record`` writes the rank's exception
+there; ``_torch_error`` reads it for the diagnosis). Not ``TORCHELASTIC_USE_AGENT_STORE``: there is no agent whose
+store the ranks could join, so rank 0 serves ``MASTER_PORT`` as without torchrun.
+
 Runs on target hosts: Python 3.8+, stdlib only.
 """
 
@@ -23,6 +36,16 @@ PRESETS = {
         "LOCAL_RANK",
         "HCCL_WHITELIST_DISABLE",
         "HCCL_IF_IP",
+        "LOCAL_WORLD_SIZE",
+        "GROUP_RANK",
+        "GROUP_WORLD_SIZE",
+        "ROLE_NAME",
+        "ROLE_RANK",
+        "ROLE_WORLD_SIZE",
+        "TORCHELASTIC_RUN_ID",
+        "TORCHELASTIC_MAX_RESTARTS",
+        "TORCHELASTIC_RESTART_COUNT",
+        "TORCHELASTIC_ERROR_FILE",
     ),
     "mindspore_legacy": ("MINDSPORE_HCCL_CONFIG_PATH", "RANK_ID", "RANK_SIZE", "DEVICE_ID", "DEVICE_NUM"),
 }
@@ -77,7 +100,9 @@ def rank_env(
     """The variables one rank gets.
 
     ``rank`` holds ``rank_id``, ``device_id``, ``rank_size``, ``local_rank``, ``local_count``,
-    ``rank_table_path``, ``master_addr``, ``master_port`` and ``host_ip``. ``tune_bank_path`` and
+    ``rank_table_path``, ``master_addr``, ``master_port`` and ``host_ip``, and for the ``pytorch`` preset may hold
+    ``group_rank`` (0), ``group_world_size`` (1), ``run_id`` ("none", torchrun's default ``--rdzv-id``) and
+    ``error_file`` (none: not exported, and torch only logs an exception). ``tune_bank_path`` and
     ``aoe_mode`` add ``TUNE_BANK_PATH`` / ``AOE_MODE`` (see :func:`aoe_env`). ``extra`` (the user's
     ``train_env`` and host-specific extra env) is applied last, so the operator can override any preset
     value - but not an AOE value the launcher sets (ValueError, see :func:`aoe_conflicts`).
@@ -102,8 +127,18 @@ def rank_env(
         "LOCAL_RANK": rank["local_rank"],
         "HCCL_WHITELIST_DISABLE": 1,
         "HCCL_IF_IP": rank["host_ip"],
+        "LOCAL_WORLD_SIZE": rank["local_count"],
+        "GROUP_RANK": rank.get("group_rank", 0),
+        "GROUP_WORLD_SIZE": rank.get("group_world_size", 1),
+        "ROLE_NAME": "default",
+        "ROLE_RANK": rank["rank_id"],
+        "ROLE_WORLD_SIZE": rank["rank_size"],
+        "TORCHELASTIC_RUN_ID": rank.get("run_id") or "none",
+        "TORCHELASTIC_MAX_RESTARTS": 0,
+        "TORCHELASTIC_RESTART_COUNT": 0,
+        "TORCHELASTIC_ERROR_FILE": rank.get("error_file") or None,
     }
-    env = dict((name, str(values[name])) for name in PRESETS[framework])
+    env = dict((name, str(values[name])) for name in PRESETS[framework] if values[name] is not None)
     env["HCCL_CONNECT_TIMEOUT"] = str(connect_timeout)
     env.update(aoe_env(tune_bank_path, aoe_mode))
     for name, value in (extra or {}).items():

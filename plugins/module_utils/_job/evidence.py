@@ -13,6 +13,15 @@ from typing import Any
 from ansible_collections.ascend.cluster.plugins.module_utils._host import listen_ports, packet_filter
 from ansible_collections.ascend.cluster.plugins.module_utils._job import control, files, group, plog, preflight
 from ansible_collections.ascend.cluster.plugins.module_utils._job import env as job_env
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_env as job_env
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
+from ansible_collections.ascend.cluster.plugins.module_utils import _job_preflight as preflight
+from ansible_collections.ascend.cluster.plugins.module_utils import _listen_ports as listen_ports
+from ansible_collections.ascend.cluster.plugins.module_utils import _packet_filter as packet_filter
+from ansible_collections.ascend.cluster.plugins.module_utils import _plog as plog
+from ansible_collections.ascend.cluster.plugins.module_utils._torch_error import read_error_file
 
 
 def diagnose(module: Any, p: dict, job: dict) -> dict:
@@ -32,6 +41,10 @@ def diagnose(module: Any, p: dict, job: dict) -> dict:
         if rank["state"] in ("failed", "stopped"):
             rank["tail"] = control.tail(rank["log"], p["tail_failed"])
             rank["plog"] = plog.rank_plog(rank["pid"], env, p["plog_dirs"], p["plog_lines"], state.get("pids"))
+            # the exception torch's @record wrote (TORCHELASTIC_ERROR_FILE, the pytorch preset), when the rank wrote one
+            torch_error = read_error_file(os.path.join(os.path.dirname(rank["log"]), files.ERROR_FILE))
+            if torch_error:
+                rank["torch_error"] = torch_error
     for port in p["ports"]:
         ports.setdefault(port, "given in ports")
     devices = sorted(set(r["device_id"] for r in ranks))

@@ -36,7 +36,9 @@ On each server, under ``<job_root>/<job_id>/`` (the job's directory):
   each of its server's ranks'): ``env.log`` (once, at staging), ``train.log`` (the command's output, appended),
   ``state.json`` (:func:`write_json` at every change of ``phase`` - one of :data:`PHASES` -: pids, start/end time in the
   server's clock and ``clock_offset``, that clock's offset against the controller's, exit code, and at the end
-  ``stopped_by``: the abort reason that existed when the rank ended, None if none did).
+  ``stopped_by``: the abort reason that existed when the rank ended, None if none did); and ``error.json``
+  (:data:`ERROR_FILE`), written by the training itself when it fails under torch's ``@record``
+  (``TORCHELASTIC_ERROR_FILE`` names it, pytorch preset), read by ``_torch_error`` for the diagnosis.
 - ``<lock_dir>/device_<id>.lock``: the per-device ``flock``, held by the rank's runner (and its command) for its life.
 
 On the controller: ``<controller_dir>/<job_id>/group.json``, the watch's copy of the group's view (:func:`write_json`).
@@ -82,6 +84,7 @@ LATEST_FILE = "latest"
 STATE_FILE = "state.json"
 ENV_LOG = "env.log"
 TRAIN_LOG = "train.log"
+ERROR_FILE = "error.json"  # the training's own, in its rank directory: torch's @record writes it (TORCHELASTIC_ERROR_FILE)
 GROUP_FILE = "group.json"  # the coordinator's view, on its server, in the job's directory (the controller reads it)
 MEMBER_FILE = "member.json"  # each member's own view, in the job's directory on its server
 SECRET_FILE = "group.key"  # the job's secret (elsewhere than the coordinator's server: that member's key), mode 0600

@@ -182,6 +182,14 @@ class RankRunner:
                 "host_ip",
             )
         )
+        # torchrun's per-worker values (the pytorch preset): this server's place among the job's servers, the job's id,
+        # where torch's @record writes the rank's exception (_job_env, _torch_error)
+        rank.update(
+            group_rank=p.get("node_rank") or 0,
+            group_world_size=p.get("nnodes") or 1,
+            run_id=p["job_id"],
+            error_file=os.path.join(self.dir, files.ERROR_FILE),
+        )
         env.update(rank_env(p["framework"], rank, p["connect_timeout"], p["env"], p.get("tune_bank_path"), p.get("aoe_mode")))
         return env
 

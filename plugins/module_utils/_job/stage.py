@@ -20,6 +20,11 @@ from ansible_collections.ascend.cluster.plugins.module_utils._job import control
 from ansible_collections.ascend.cluster.plugins.module_utils._job.command import resolve_launch
 from ansible_collections.ascend.cluster.plugins.module_utils._job.launcher import LAUNCHERS, PER_DEVICE, check_layout
 from ansible_collections.ascend.cluster.plugins.module_utils._job.supervisor import Supervisor, detach, summary
+from ansible_collections.ascend.cluster.plugins.module_utils._job_command import resolve_launch
+from ansible_collections.ascend.cluster.plugins.module_utils._job_launcher import LAUNCHERS, PER_DEVICE, check_layout
+from ansible_collections.ascend.cluster.plugins.module_utils._job_supervisor import Supervisor, detach, summary
+from ansible_collections.ascend.cluster.plugins.module_utils._launcher_args import refusals
+from ansible_collections.ascend.cluster.plugins.module_utils._text_file import write_text_atomic
 
 ARGS = options.spec(
     options.TOOL_PATHS,
@@ -88,6 +93,9 @@ def check(p: dict) -> None:
             check_layout(p["launcher"], p["ranks"], p["node_rank"])
         except ValueError as exc:
             raise StageFailed(str(exc)) from None
+        refused = refusals(p["launcher"], p["launcher_args"])
+        if refused:
+            raise StageFailed("; ".join(refused))
         if p["aoe_mode"] is not None:
             raise StageFailed("aoe_mode: an AOE tuning run is one process on rank 0; use launcher=per_device for it")
         if not 0 <= p["node_rank"] < p["nnodes"]:

@@ -19,6 +19,8 @@ from typing import Any
 from ansible_collections.ascend.cluster.plugins.module_utils._job.control import controller_time
 from ansible_collections.ascend.cluster.plugins.plugin_utils._launch.rank_error import CODES, KINDS, cann_clock, first_error, meaning
 from ansible_collections.ascend.cluster.plugins.plugin_utils._launch.watch import rank_ranges
+from ansible_collections.ascend.cluster.plugins.module_utils._job_control import controller_time
+from ansible_collections.ascend.cluster.plugins.module_utils._torch_error import describe as torch_error_line
 from ansible_collections.ascend.cluster.plugins.plugin_utils._text_table import text_table
 
 
@@ -251,6 +253,12 @@ def diagnose(findings: list, live: dict | None = None, connect_timeout: float = 
         first = silent[0]
         how = first.get("cause") or "exit code %s" % first.get("rc")
         last = first.get("last_line") or ""
+        # the exception torch's @record wrote says more than the console's last line
+        raised = torch_error_line(first.get("torch_error"))
+        # a last line that repeats the cause (a stalled rank's runner notes it in the log) adds nothing
+        cause = "%s; its log ends: %s" % (how, last) if last and how not in last else how
+        if raised:
+            cause, last = "%s: %s" % (how, raised), first["torch_error"]["exception"]
         # the row of the job's first failure first: this one, when that rank logged no code
         rows.insert(
             0 if ordered_all[0] is first else len(rows),
@@ -264,8 +272,7 @@ def diagnose(findings: list, live: dict | None = None, connect_timeout: float = 
                 "meaning": "no Ascend error code in the log or plog",
                 "message": last,
                 "peers": [],
-                # a last line that repeats the cause (a stalled rank's runner notes it in the log) adds nothing
-                "likely_causes": ["%s; its log ends: %s" % (how, last) if last and how not in last else how] + [e["text"] for e in seen],
+                "likely_causes": [cause] + [e["text"] for e in seen],
                 "seen_live": [e["text"] for e in seen],
                 "inferred": True,
             },
@@ -366,6 +373,7 @@ def from_hostvars(servers: list, hostvars: Any, names: dict, connect_timeout: fl
                     "last_line": tail[-1] if tail else "",
                     "plog_files": plog.get("files") or [],
                     "error": first_error(tail, plog.get("lines") or []),
+                    "torch_error": rank.get("torch_error") if isinstance(rank.get("torch_error"), dict) else None,
                 }
             )
         npu = _result(hostvars, server, names["npu"])
@@ -403,8 +411,11 @@ def from_hostvars(servers: list, hostvars: Any, names: dict, connect_timeout: fl
                 "rc": f["rc"],
                 "code": (f["error"] or {}).get("code"),
                 "time": (f["error"] or {}).get("time"),
-                "message": (f["error"] or {}).get("message") or f["last_line"],
+                "message": (f["error"] or {}).get("message") or (f["torch_error"] or {}).get("exception") or f["last_line"],
                 "plog_files": f["plog_files"],
+                # torch's @record error file: the exception and its traceback's last lines (None when the rank wrote none)
+                "exception": (f["torch_error"] or {}).get("exception"),
+                "traceback": (f["torch_error"] or {}).get("traceback") or [],
             }
             for f in sorted(findings, key=lambda f: f["rank_id"])
         ],

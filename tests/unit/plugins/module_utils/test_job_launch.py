@@ -54,6 +54,16 @@ RANK = rank_entry(11, "10.0.0.2")
                 "LOCAL_RANK": "3",
                 "HCCL_WHITELIST_DISABLE": "1",
                 "HCCL_IF_IP": "10.0.0.2",
+                # torchrun's worker environment (torch's local_elastic_agent._start_workers), one server, no restarts
+                "LOCAL_WORLD_SIZE": "8",
+                "GROUP_RANK": "0",
+                "GROUP_WORLD_SIZE": "1",
+                "ROLE_NAME": "default",
+                "ROLE_RANK": "11",
+                "ROLE_WORLD_SIZE": "16",
+                "TORCHELASTIC_RUN_ID": "none",
+                "TORCHELASTIC_MAX_RESTARTS": "0",
+                "TORCHELASTIC_RESTART_COUNT": "0",
             },
         ),
         (
@@ -71,6 +81,23 @@ RANK = rank_entry(11, "10.0.0.2")
 def test_rank_env_presets(framework, expected):
     expected = dict(expected, HCCL_CONNECT_TIMEOUT="300")
     assert rank_env(framework, RANK, 300) == expected
+
+
+def test_a_per_device_pytorch_rank_gets_its_servers_place_the_jobs_id_and_its_error_file():
+    rank = dict(RANK, group_rank=1, group_world_size=2, run_id="20261123T101500-1", error_file="/run/j/device_11/error.json")
+    env = rank_env("pytorch", rank, 120, {"TORCHELASTIC_MAX_RESTARTS": "2", "TORCHELASTIC_RESTART_COUNT": "1"})
+    assert {k: env[k] for k in ("GROUP_RANK", "GROUP_WORLD_SIZE", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_ERROR_FILE")} == {
+        "GROUP_RANK": "1",
+        "GROUP_WORLD_SIZE": "2",
+        "TORCHELASTIC_RUN_ID": "20261123T101500-1",
+        "TORCHELASTIC_ERROR_FILE": "/run/j/device_11/error.json",
+    }
+    # the launch role's restart values (its env) replace the module's defaults
+    assert (env["TORCHELASTIC_MAX_RESTARTS"], env["TORCHELASTIC_RESTART_COUNT"]) == ("2", "1")
+    # no agent store to join: rank 0 serves MASTER_PORT itself
+    assert "TORCHELASTIC_USE_AGENT_STORE" not in env
+    # the other presets get none of torchrun's variables
+    assert not [k for k in rank_env("mindspore", rank, 120) if k.startswith(("TORCHELASTIC_", "GROUP_", "ROLE_", "LOCAL_WORLD"))]
 
 
 def test_user_env_comes_last_and_overrides():

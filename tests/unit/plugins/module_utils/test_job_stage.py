@@ -92,6 +92,15 @@ def test_a_launcher_refuses_a_numbering_other_than_its_own():
     assert "torchrun numbers its workers by their order in ranks" in str(caught.value)
 
 
+def test_a_launcher_option_the_launch_relies_on_is_refused_by_the_module_too():
+    """A call of training_ranks of one's own gets the launch role's refusal (module_utils/_launcher_args)."""
+    ranks = [{"rank_id": 0, "device_id": 0, "local_index": 0, "local_count": 1}]
+    p = validated(ranks, launcher="msrun", launcher_args=["--worker_log_name=w_{ip}"])
+    with pytest.raises(stage.StageFailed, match="msrun --worker_log_name is refused: each rank's output is copied"):
+        stage.check(p)
+    stage.check(validated(ranks, launcher="msrun", launcher_args=["--cluster_time_out=900"]))
+
+
 @pytest.mark.parametrize("lost_after, refused", [(0.9, True), (1.0, False), (3.0, False)])
 def test_a_loss_quicker_than_two_heartbeats_is_refused(lost_after, refused):
     group = dict(address="127.0.0.1", port=29600, host="h1", coordinator=True, hosts=["h1"], lost_after=lost_after)

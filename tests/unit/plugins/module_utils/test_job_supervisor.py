@@ -77,7 +77,10 @@ def parent_of(pid):
 
 def test_one_runner_per_rank_each_in_its_own_session_with_its_own_files(tmp_path):
     ranks = [{"rank_id": 8, "device_id": 0}, {"rank_id": 9, "device_id": 1}, {"rank_id": 10, "device_id": 2}]
-    args = ranks_args(tmp_path, ranks, ["sh", "-c", "echo $RANK_ID $DEVICE_ID $LOCAL_RANK $WORLD_SIZE"], framework="pytorch")
+    env_line = "echo $RANK_ID $DEVICE_ID $LOCAL_RANK $WORLD_SIZE $GROUP_RANK $GROUP_WORLD_SIZE $LOCAL_WORLD_SIZE $TORCHELASTIC_RUN_ID"
+    args = ranks_args(
+        tmp_path, ranks, ["sh", "-c", env_line + "; echo $TORCHELASTIC_ERROR_FILE"], framework="pytorch", node_rank=1, nnodes=2
+    )
     thread, result = start(args)
     job, states = staged(tmp_path, 3)
     runners = [r["runner_pid"] for r in states]
@@ -95,7 +98,8 @@ def test_one_runner_per_rank_each_in_its_own_session_with_its_own_files(tmp_path
     assert [(s["rank_id"], s["phase"], s["rc"]) for s in result["ranks"]] == [(8, "exited", 0), (9, "exited", 0), (10, "exited", 0)]
     for index, rank in enumerate(ranks):
         rdir = tmp_path / "run" / f"device_{rank['rank_id']}"
-        assert (rdir / "train.log").read_text() == f"{rank['rank_id']} {rank['device_id']} {index} 16\n"
+        # torchrun's worker environment too: this server is the job's second of two, its error file is the rank's own
+        assert (rdir / "train.log").read_text() == f"{rank['rank_id']} {rank['device_id']} {index} 16 1 2 8 j\n{rdir / 'error.json'}\n"
         assert "LOCAL_RANK=%d\n" % index in (rdir / "env.log").read_text()
         state = json.loads((rdir / "state.json").read_text())
         assert state["started"] >= opened and state["pgid"] == state["pid"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import time
@@ -63,6 +64,11 @@ def test_training_job_diagnose_returns_failed_and_stopped_ranks_logs_and_plogs_a
     plogs = home / "ascend" / "log" / "debug" / "plog"
     plogs.mkdir(parents=True)
     (plogs / "plog-1001_1.log").write_text(ERROR % 1001 + "\n")
+    # rank 1 raised under torch's @record (its TORCHELASTIC_ERROR_FILE); rank 2's file is not torch's: not read
+    stack = 'Traceback (most recent call last):\n  File "/data/train.py", line 41, in main\n    step()\nValueError: NaN\n'
+    recorded = {"message": {"message": "ValueError: NaN", "extraInfo": {"py_callstack": stack, "timestamp": "1795436105"}}}
+    (run / "device_1" / files.ERROR_FILE).write_text(json.dumps(recorded))
+    (run / "device_2" / files.ERROR_FILE).write_text("{not json")
     # this is rank 0's server: its group view names the job's first failure (here another server's rank 9, first by 29 ms)
     cause = {"rank_id": 9, "server": "10.0.0.2", "host": "h2", "device_id": 1, "rc": 1, "error": None}
     files.write_json(str(jobs / "j" / files.GROUP_FILE), {"status": group.ENDED, "cause": cause})
@@ -82,6 +88,8 @@ def test_training_job_diagnose_returns_failed_and_stopped_ranks_logs_and_plogs_a
     assert "plog" not in ranks[0] and "tail" not in ranks[0]
     assert len(ranks[1]["tail"]) == 50 and ranks[1]["tail"][-1] == "line 299"
     assert ranks[1]["plog"]["lines"] == [ERROR % 1001] and ranks[2]["plog"]["files"] == []
+    assert ranks[1]["torch_error"]["exception"] == "ValueError: NaN" and ranks[1]["torch_error"]["traceback"][-1] == "ValueError: NaN"
+    assert "torch_error" not in ranks[2] and "torch_error" not in ranks[0]
     assert out["failed_rank"]["rank_id"] == 1 and out["abort"] == "rank 1 failed (rc=1)"
     assert out["group_cause"] == cause  # the diagnosis names that rank first, as the job's FAILED line does
     assert list(out["ports_in_use"]) == [str(port)] and "python" in out["ports_in_use"][str(port)]

@@ -328,6 +328,27 @@ def test_a_failed_rank_without_a_code_is_named_with_how_it_ended_and_its_last_li
     assert out["involved"] == [["h2", 3]]
 
 
+def test_a_failed_rank_that_wrote_torchs_error_file_is_named_with_its_exception_not_its_last_line() -> None:
+    error = {
+        "exception": "ValueError: batch 17 has NaN labels",
+        "traceback": [
+            "Traceback (most recent call last):",
+            '  File "/data/train.py", line 41, in main',
+            "ValueError: batch 17 has NaN labels",
+        ],
+        "timestamp": 1795436105,
+        "error_code": None,
+        "path": "/runs/j/device_11/error.json",
+    }
+    finding = dict(_finding(11, "h2", 3, None), last_line="[rank11]: ValueError: batch 17 has NaN labels", torch_error=error)
+    out = dg.diagnose([finding], _live())
+    assert out["line"] == (
+        "no Ascend error code on rank 11: exit code 1: it raised ValueError: batch 17 has NaN labels"
+        ' at File "/data/train.py", line 41, in main (torch\'s error file /runs/j/device_11/error.json)'
+    )
+    assert out["rows"][0]["message"] == "ValueError: batch 17 has NaN labels"
+
+
 def test_a_stalled_rank_whose_log_ends_with_its_runners_note_is_told_once() -> None:
     cause = 'stalled: no progress for 600 s; last line: "step 2 loss 500"'
     finding = dict(_finding(3, "h2", 3, None), cause=cause, last_line=f"ascend.cluster: {cause}; stopping the rank")
@@ -385,6 +406,7 @@ def test_from_hostvars_reads_each_servers_registered_results() -> None:
         and out["line"].endswith(": h2 eth3 link DOWN - check the optics/cable")
     )
     assert [(r["rank_id"], r["code"], r["plog_files"]) for r in out["ranks"]] == [(3, "EI0006", ["/p/plog-4242_1.log"]), (11, None, [])]
+    assert [(r["exception"], r["traceback"]) for r in out["ranks"]] == [(None, []), (None, [])]  # neither wrote torch's error file
     assert out["live"]["firewall"] == {"h1": "unknown: unknown OS", "h2": "ufw inactive"} and out["live"]["clock"] == {"h1": 0.01}
     assert out["rows"][0]["likely_causes"][:3] == [
         "h2 eth3 link DOWN - check the optics/cable",
