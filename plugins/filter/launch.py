@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The launch_training role's filters: the launch's refusals and verdicts, its layout, restarts, reports and diagnosis.
 
-Filters ``ascend.cluster.launch_layout``, ``ascend.cluster.aoe_refusal``, ``ascend.cluster.preflight_verdict``, ``ascend.cluster.restart_plan``, ``ascend.cluster.rank_rows``, ``ascend.cluster.job_summary``, ``ascend.cluster.stop_summary``, ``ascend.cluster.diagnosis``; each documented in the YAML file of its name beside this one."""
+Filters ``ascend.cluster.launch_layout``, ``ascend.cluster.aoe_refusal``, ``ascend.cluster.preflight_verdict``, ``ascend.cluster.restart_plan``, ``ascend.cluster.rank_rows``, ``ascend.cluster.job_summary``, ``ascend.cluster.stop_summary``, ``ascend.cluster.diagnosis``, ``ascend.cluster.launcher_args_refusal``; each documented in the YAML file of its name beside this one."""
 
 from __future__ import annotations
 
@@ -161,8 +161,26 @@ def diagnosis(
     return with_group_problem(found, list(servers), hostvars, job)
 
 
+@filter_errors("launcher_args_refusal")
+def launcher_args_refusal(args: Any, launcher: str = "per_device") -> str:
+    # imported when called, not when Ansible loads the file (docs/contracts.md, filter files)
+    from ansible_collections.ascend.cluster.plugins.module_utils._job.launcher_args import refusals
+
+    return "; ".join(refusals(str(launcher), list(args or [])))
+
+
 # Every filter of this file, registered under its function's name (the name its YAML documentation has).
-FILTERS = (launch_layout, aoe_refusal, preflight_verdict, restart_plan, rank_rows, job_summary, stop_summary, diagnosis)
+FILTERS = (
+    launch_layout,
+    aoe_refusal,
+    preflight_verdict,
+    restart_plan,
+    rank_rows,
+    job_summary,
+    stop_summary,
+    diagnosis,
+    launcher_args_refusal,
+)
 
 
 class FilterModule:

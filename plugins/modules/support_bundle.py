@@ -86,7 +86,7 @@ manifest:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _support_bundle as support
+from ansible_collections.ascend.cluster.plugins.module_utils._collect import bundle as support
 
 
 def main() -> None:

@@ -109,9 +109,9 @@ manifest:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
 from ansible_collections.ascend.cluster.plugins.module_utils import _options as options
-from ansible_collections.ascend.cluster.plugins.module_utils import _support as support
+from ansible_collections.ascend.cluster.plugins.module_utils._collect import files as support
+from ansible_collections.ascend.cluster.plugins.module_utils._job import control
 
 ARGS = options.spec(
     options.TOOL_PATHS,

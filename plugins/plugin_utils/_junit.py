@@ -82,7 +82,7 @@ def junit_xml(suite: str, cases: Sequence[Mapping[str, Any]], timestamp: float |
 
 
 def smoke_cases(summary: Mapping[str, Any]) -> list:
-    """Each row of the smoke summary (``_smoke.smoke_report``) as a check: ``smoke.<stage>``, named by its server, device
+    """Each row of the smoke summary (``_net.smoke.smoke_report``) as a check: ``smoke.<stage>``, named by its server, device
     and rank (``job`` for a row of the whole job); a ``FAIL`` row fails with its detail."""
     if not isinstance(summary, Mapping) or not isinstance(summary.get("rows"), list):
         raise ClusterSpecError("junit smoke: the input must be the smoke summary (ascend_smoke)")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils._torch_error import innermost_frame, read_error_file
+from ansible_collections.ascend.cluster.plugins.module_utils._job.torch_error import innermost_frame, read_error_file
 from tests.helpers.collection import REPO_ROOT
 from tests.helpers.procs import finish
 

@@ -12,7 +12,7 @@ rank, as a per-node launcher numbers its nodes - and their number), ``ROLE_NAME`
 ``TORCHELASTIC_RUN_ID`` (the job's id; the launch role gives every attempt of a restarted job its first id),
 ``TORCHELASTIC_MAX_RESTARTS`` / ``TORCHELASTIC_RESTART_COUNT`` (the job's restarts, 0 unless the launch role says
 otherwise) and ``TORCHELASTIC_ERROR_FILE`` (``<rank dir>/error.json``: torch's ``@record`` writes the rank's exception
-there; ``_torch_error`` reads it for the diagnosis). Not ``TORCHELASTIC_USE_AGENT_STORE``: there is no agent whose
+there; ``_job.torch_error`` reads it for the diagnosis). Not ``TORCHELASTIC_USE_AGENT_STORE``: there is no agent whose
 store the ranks could join, so rank 0 serves ``MASTER_PORT`` as without torchrun.
 
 Runs on target hosts: Python 3.8+, stdlib only.

@@ -13,15 +13,7 @@ from typing import Any
 from ansible_collections.ascend.cluster.plugins.module_utils._host import listen_ports, packet_filter
 from ansible_collections.ascend.cluster.plugins.module_utils._job import control, files, group, plog, preflight
 from ansible_collections.ascend.cluster.plugins.module_utils._job import env as job_env
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_env as job_env
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_group as group
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_preflight as preflight
-from ansible_collections.ascend.cluster.plugins.module_utils import _listen_ports as listen_ports
-from ansible_collections.ascend.cluster.plugins.module_utils import _packet_filter as packet_filter
-from ansible_collections.ascend.cluster.plugins.module_utils import _plog as plog
-from ansible_collections.ascend.cluster.plugins.module_utils._torch_error import read_error_file
+from ansible_collections.ascend.cluster.plugins.module_utils._job.torch_error import read_error_file
 
 
 def diagnose(module: Any, p: dict, job: dict) -> dict:

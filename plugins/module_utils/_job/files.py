@@ -38,7 +38,7 @@ On each server, under ``<job_root>/<job_id>/`` (the job's directory):
   server's clock and ``clock_offset``, that clock's offset against the controller's, exit code, and at the end
   ``stopped_by``: the abort reason that existed when the rank ended, None if none did); and ``error.json``
   (:data:`ERROR_FILE`), written by the training itself when it fails under torch's ``@record``
-  (``TORCHELASTIC_ERROR_FILE`` names it, pytorch preset), read by ``_torch_error`` for the diagnosis.
+  (``TORCHELASTIC_ERROR_FILE`` names it, pytorch preset), read by ``_job.torch_error`` for the diagnosis.
 - ``<lock_dir>/device_<id>.lock``: the per-device ``flock``, held by the rank's runner (and its command) for its life.
 
 On the controller: ``<controller_dir>/<job_id>/group.json``, the watch's copy of the group's view (:func:`write_json`).

@@ -19,12 +19,8 @@ from ansible_collections.ascend.cluster.plugins.module_utils._host.text_file imp
 from ansible_collections.ascend.cluster.plugins.module_utils._job import control, files, group
 from ansible_collections.ascend.cluster.plugins.module_utils._job.command import resolve_launch
 from ansible_collections.ascend.cluster.plugins.module_utils._job.launcher import LAUNCHERS, PER_DEVICE, check_layout
+from ansible_collections.ascend.cluster.plugins.module_utils._job.launcher_args import refusals
 from ansible_collections.ascend.cluster.plugins.module_utils._job.supervisor import Supervisor, detach, summary
-from ansible_collections.ascend.cluster.plugins.module_utils._job_command import resolve_launch
-from ansible_collections.ascend.cluster.plugins.module_utils._job_launcher import LAUNCHERS, PER_DEVICE, check_layout
-from ansible_collections.ascend.cluster.plugins.module_utils._job_supervisor import Supervisor, detach, summary
-from ansible_collections.ascend.cluster.plugins.module_utils._launcher_args import refusals
-from ansible_collections.ascend.cluster.plugins.module_utils._text_file import write_text_atomic
 
 ARGS = options.spec(
     options.TOOL_PATHS,

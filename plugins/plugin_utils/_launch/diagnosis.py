@@ -17,10 +17,9 @@ import json
 from typing import Any
 
 from ansible_collections.ascend.cluster.plugins.module_utils._job.control import controller_time
+from ansible_collections.ascend.cluster.plugins.module_utils._job.torch_error import describe as torch_error_line
 from ansible_collections.ascend.cluster.plugins.plugin_utils._launch.rank_error import CODES, KINDS, cann_clock, first_error, meaning
 from ansible_collections.ascend.cluster.plugins.plugin_utils._launch.watch import rank_ranges
-from ansible_collections.ascend.cluster.plugins.module_utils._job_control import controller_time
-from ansible_collections.ascend.cluster.plugins.module_utils._torch_error import describe as torch_error_line
 from ansible_collections.ascend.cluster.plugins.plugin_utils._text_table import text_table
 
 

@@ -93,7 +93,7 @@ def test_a_launcher_refuses_a_numbering_other_than_its_own():
 
 
 def test_a_launcher_option_the_launch_relies_on_is_refused_by_the_module_too():
-    """A call of training_ranks of one's own gets the launch role's refusal (module_utils/_launcher_args)."""
+    """A call of training_ranks of one's own gets the launch role's refusal (module_utils/_job/launcher_args)."""
     ranks = [{"rank_id": 0, "device_id": 0, "local_index": 0, "local_count": 1}]
     p = validated(ranks, launcher="msrun", launcher_args=["--worker_log_name=w_{ip}"])
     with pytest.raises(stage.StageFailed, match="msrun --worker_log_name is refused: each rank's output is copied"):

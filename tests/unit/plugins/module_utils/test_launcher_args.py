@@ -1,12 +1,12 @@
-"""module_utils._launcher_args and the launcher_args_refusal filter: ascend_launch_launcher_args checked against what the
+"""module_utils._job.launcher_args and the launcher_args_refusal filter: ascend_launch_launcher_args checked against what the
 launch relies on (its own options, where the logs it copies are written), before anything starts."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.filter.launcher_args_refusal import FilterModule, launcher_args_refusal
-from ansible_collections.ascend.cluster.plugins.module_utils._launcher_args import REFUSED, refusals
+from ansible_collections.ascend.cluster.plugins.filter.launch import FilterModule, launcher_args_refusal
+from ansible_collections.ascend.cluster.plugins.module_utils._job.launcher_args import REFUSED, refusals
 
 
 def test_filter_is_registered_under_its_name():

@@ -1,4 +1,4 @@
-"""module_utils._support: the support bundle's scrubbing, size cap and manifests (ascend.cluster.collect).
+"""module_utils._collect.files: the support bundle's scrubbing, size cap and manifests (ascend.cluster.collect).
 
 A job recorded as the launch records it, fake npu-smi / hccn_tool / dmesg / msnpureport on a PATH of their own: one
 server's part gathered, then the bundle made with a second server that could not be reached.
@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
-from ansible_collections.ascend.cluster.plugins.module_utils import _support as support
-from ansible_collections.ascend.cluster.plugins.module_utils import _support_bundle as bundling
+from ansible_collections.ascend.cluster.plugins.module_utils._collect import bundle as bundling
+from ansible_collections.ascend.cluster.plugins.module_utils._collect import files as support
+from ansible_collections.ascend.cluster.plugins.module_utils._job import control, files
 
 
 @pytest.mark.parametrize(
@@ -57,7 +56,7 @@ def test_the_cap_takes_items_in_order_cuts_a_log_to_its_tail_and_drops_the_rest(
     assert budget.take(b"a" * 4000, tail_ok=False) == (b"a" * 4000, False)
     assert budget.take(b"x" * 7000, tail_ok=False) == (None, False)  # not a log: dropped whole
     kept, truncated = budget.take(b"0123456789" * 800, tail_ok=True)  # a log: its last 6000 bytes
-    assert truncated and len(kept) == 6000 and kept.endswith(b"789")
+    assert kept is not None and truncated and len(kept) == 6000 and kept.endswith(b"789")
     assert budget.take(b"y", tail_ok=True) == (None, False) and budget.used == 10000
     assert support.Budget(3000).take(b"z" * 5000, tail_ok=True) == (None, False)  # under MIN_TAIL left: dropped
 

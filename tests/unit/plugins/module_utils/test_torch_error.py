@@ -1,4 +1,4 @@
-"""module_utils._torch_error: a rank's exception from torch's @record error file (TORCHELASTIC_ERROR_FILE), read tolerantly.
+"""module_utils._job.torch_error: a rank's exception from torch's @record error file (TORCHELASTIC_ERROR_FILE), read tolerantly.
 
 The forms are torch's: ``ErrorHandler.record_exception`` (torch/distributed/elastic/multiprocessing/errors/
 error_handler.py) writes ``{"message": {"message": "<Type>: <text>", "extraInfo": {"py_callstack": ..., "timestamp":
@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from ansible_collections.ascend.cluster.plugins.module_utils import _torch_error as te
+from ansible_collections.ascend.cluster.plugins.module_utils._job import torch_error as te
 
 CALLSTACK = (
     "Traceback (most recent call last):\n"
@@ -48,7 +48,8 @@ def test_torchs_recorded_form_gives_the_exception_its_traceback_and_time(tmp_pat
 def test_the_agents_error_code_and_the_plain_string_form():
     with_code = json.loads(json.dumps(RECORDED))
     with_code["message"]["errorCode"] = -11
-    assert te.parse_error(with_code)["error_code"] == -11
+    coded = te.parse_error(with_code)
+    assert coded is not None and coded["error_code"] == -11
     plain = te.parse_error({"message": "Signal 11 (SIGSEGV) received by PID 4242", "timestamp": "17"})
     assert plain == {"exception": "Signal 11 (SIGSEGV) received by PID 4242", "traceback": [], "timestamp": 17, "error_code": None}
     assert te.describe(plain) == "it raised Signal 11 (SIGSEGV) received by PID 4242"
@@ -61,6 +62,7 @@ def test_a_long_traceback_keeps_its_last_lines_and_a_multiline_message_its_first
         + "RecursionError: x\n"
     )
     found = te.parse_error({"message": {"message": "RecursionError: x\nmore", "extraInfo": {"py_callstack": stack, "timestamp": "1"}}})
+    assert found is not None
     assert len(found["traceback"]) == te.TRACEBACK_LINES and found["traceback"][-1] == "RecursionError: x"
     assert found["exception"] == "RecursionError: x"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ascend.cluster.plugins.filter.junit_report import FilterModule, junit_report
+from ansible_collections.ascend.cluster.plugins.filter.common import FilterModule, junit_report
 from ansible_collections.ascend.cluster.plugins.plugin_utils import _junit
 from ansible_collections.ascend.cluster.plugins.plugin_utils._errors import ClusterSpecError
 from tests.helpers.junit import Case, read_report
@@ -129,6 +129,7 @@ def test_any_text_a_server_sends_leaves_a_document_ci_reads():
     rows = [{"stage": "rank", "server": "s<1>&", "device": 0, "rank": 0, "result": "FAIL", "detail": hostile}]
     _suite, [got] = read_report(junit_report({"rows": rows}, "smoke"))
     assert got.name == "s<1>& device 0 rank 0" and got.outcome == "failed"
+    assert got.message is not None and got.text is not None
     assert got.message.startswith("rank 3: \ufffd\ufffd[31mboom\ufffd <tag attr=\"x\"> & ]]>") and len(got.message) == _junit.MESSAGE_CHARS
     assert got.text.endswith("x" * 900) and "\U0001f600" in got.text
 

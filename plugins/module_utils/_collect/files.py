@@ -10,14 +10,14 @@ On each server (:func:`collect`, module ``support_files``), for the job (``lates
   ``train.log``; per node runner ``node_<n>/`` its ``state.json``, ``env.log`` (scrubbed) and ``launcher.log``; the job's
   ``rank_table.json``;
 - the plogs (and device logs, ``device-<pid>_*.log``) in the directories the ranks' ``env.log`` names
-  (``_plog.plog_dirs``) whose last change falls in the job's window (its first stage to its last end, widened by
+  (``_job.plog.plog_dirs``) whose last change falls in the job's window (its first stage to its last end, widened by
   ``margin`` seconds; a job still running ends now);
 - device logs through ``msnpureport`` where installed (``<driver>/driver/tools/msnpureport``, or on PATH): run with no
   option in an empty directory, it writes the device's logs into a subdirectory named by the time (CANN's *msnpureport
   tool* page, log reference); the tool exports everything it holds (it has no time window);
 - ``npu-smi info``, ``npu-smi info -t health -i <id>`` and ``-t board -i <id>`` for every NPU ``npu-smi info -l``
   lists; ``hccn_tool -i <device> -link -g``, ``-net_health -g``, ``-ip -g``, ``-tls -g`` for each device of the job;
-- the version files (``_sw_versions``: the driver's and firmware's ``version.info``, the CANN install files,
+- the version files (``_npu.versions``: the driver's and firmware's ``version.info``, the CANN install files,
   ``/etc/ascend_install.info``);
 - the kernel's ring buffer lines of the window (``dmesg --time-format=iso``).
 
@@ -26,7 +26,7 @@ what failed and why, what the size cap dropped or cut (:class:`Budget`: items in
 fits keeps its tail while at least :data:`MIN_TAIL` bytes are left, anything else is dropped), which variables were
 scrubbed. Nothing is changed on the server but the archive, which the playbook fetches and removes.
 
-On the controller (``_support_bundle``, module ``support_bundle`` run there), the servers' archives and what the run
+On the controller (``_collect.bundle``, module ``support_bundle`` run there), the servers' archives and what the run
 knows of each - unreachable, failed - become one ``tar.gz`` with the bundle's ``manifest.json``.
 
 Runs on target hosts: Python 3.8+, stdlib only.
@@ -46,11 +46,9 @@ import time
 from typing import Callable
 
 from ansible_collections.ascend.cluster.plugins.module_utils import _command as command
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_control as control
-from ansible_collections.ascend.cluster.plugins.module_utils import _job_files as files
-from ansible_collections.ascend.cluster.plugins.module_utils import _plog as plog
-from ansible_collections.ascend.cluster.plugins.module_utils import _sw_versions as versions
-from ansible_collections.ascend.cluster.plugins.module_utils._hccn_tool import DEFAULT_PATH as HCCN_TOOL
+from ansible_collections.ascend.cluster.plugins.module_utils._hccn.tool import DEFAULT_PATH as HCCN_TOOL
+from ansible_collections.ascend.cluster.plugins.module_utils._job import control, files, plog
+from ansible_collections.ascend.cluster.plugins.module_utils._npu import versions
 
 # Never collected: the job's group secret.
 NEVER = (files.SECRET_FILE,)

@@ -53,7 +53,7 @@ def parse_error(data: object) -> dict | None:
     exception = _text(message)
     if exception is None:
         return None
-    callstack = extra.get("py_callstack") if isinstance(extra, dict) and isinstance(extra.get("py_callstack"), str) else ""
+    callstack = str(extra["py_callstack"]) if isinstance(extra, dict) and isinstance(extra.get("py_callstack"), str) else ""
     lines = [line for line in callstack.splitlines() if line.strip()][-TRACEBACK_LINES:]
     try:
         timestamp = int(stamp) if stamp is not None and not isinstance(stamp, bool) else None

@@ -4,7 +4,7 @@
 collection sets itself, or that would move or rename what it reads, are refused before anything starts.
 
 The launcher's argv is ``<launcher> <the collection's options> <launcher_args> <training command>``
-(``_job_launcher.launcher_argv``). Both launchers parse it with Python's argparse, where an option given twice takes its
+(``_job.launcher.launcher_argv``). Both launchers parse it with Python's argparse, where an option given twice takes its
 last value and an unambiguous prefix of an option's name is that option: an extra ``--master-port`` (or ``--master-p``)
 would silently replace the collection's. What is refused, and why:
 
@@ -32,7 +32,7 @@ Runs on target hosts: Python 3.8+, stdlib only.
 
 from __future__ import annotations
 
-from ansible_collections.ascend.cluster.plugins.module_utils._job_launcher import MSRUN, TORCHRUN
+from ansible_collections.ascend.cluster.plugins.module_utils._job.launcher import MSRUN, TORCHRUN
 
 _LAYOUT = "the collection sets it from the job's layout (the rank table numbers the ranks by it)"
 _LOGS_TORCH = "each rank's output is copied from torchrun's <log_dir>/<run>/attempt_<n>/<local_rank>/ into its train.log"

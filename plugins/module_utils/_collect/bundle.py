@@ -1,7 +1,7 @@
 # Copyright: ascend.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The support bundle on the controller (``ascend.cluster.collect``, module ``support_bundle`` run there): the servers'
-parts (``_support.collect``) and what the run knows of each - unreachable, failed - in one ``tar.gz`` with the bundle's
+parts (``_collect.files.collect``) and what the run knows of each - unreachable, failed - in one ``tar.gz`` with the bundle's
 ``manifest.json``, written aside and renamed into place. A member of a server's part never lands outside that server's
 folder.
 
