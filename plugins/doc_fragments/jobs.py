@@ -5,7 +5,7 @@ training_watch).
 
 ``DOCUMENTATION`` (``ascend.cluster.jobs``) is the job records' directory, which all of them read;
 ``LOCK_DIR`` (``ascend.cluster.jobs.lock_dir``) the device locks, which training_rank and training_ranks
-take and training_job checks; ``PREFLIGHT``, ``DIAGNOSE`` and ``POLL`` the options of training_job's states of those
+take and training_job checks; ``PREFLIGHT``, ``DIAGNOSE``, ``POLL`` and ``GATE`` the options of training_job's states of those
 names, documented apart so that the module's file stays readable. The argument spec that goes with them is
 ``module_utils/_options.py`` (and the module's own ``ARGS``).
 """
@@ -155,4 +155,26 @@ options:
       - With V(diagnose), lines of each failed or stopped rank's log.
     type: int
     default: 20
+"""
+
+    # training_job state=staged's and state=gate's own options (the wait at the gate, and the gate's opening)
+    GATE = r"""
+options:
+  timeout:
+    description: Seconds to wait for the ranks to stage (V(staged)).
+    type: float
+    default: 120.0
+  start_at:
+    description: Epoch time at which every rank starts (V(gate)).
+    type: float
+  group_wait:
+    description:
+      - V(gate) through the job's group, on the server that runs the job's coordinator - the coordinator opens the gate on
+        every server by itself once every server has joined and staged every rank (each member writes its gate in its
+        own clock); wait up to this many seconds for it and return RV(start_at), in the controller's clock.
+      - When the gate is still shut then, the job is stopped (its abort file here, which the group passes to every
+        member, so every staged rank is released) and the task fails naming what kept it shut - servers not joined,
+        ranks not staged (RV(missing)).
+      - For a named O(job_id) the action does this with shell commands over the task's connection, without the module.
+    type: float
 """

@@ -90,16 +90,6 @@ options:
     description:
       - V(results) only - the options of M(ascend.cluster.training_results) (validated as that module validates them).
     type: dict
-  group_wait:
-    description:
-      - V(gate) through the job's group, on the server that runs the job's coordinator - the coordinator opens the gate on
-        every server by itself once every server has joined and staged every rank (each member writes its gate in its
-        own clock); wait up to this many seconds for it and return RV(start_at), in the controller's clock.
-      - When the gate is still shut then, the job is stopped (its abort file here, which the group passes to every
-        member, so every staged rank is released) and the task fails naming what kept it shut - servers not joined,
-        ranks not staged (RV(missing)).
-      - For a named O(job_id) the action does this with shell commands over the task's connection, without the module.
-    type: float
   job_id:
     description:
       - The job; V(all) (with V(stop) only) every job.
@@ -130,13 +120,6 @@ options:
     type: list
     elements: dict
     default: []
-  timeout:
-    description: Seconds to wait for the ranks to stage (V(staged)).
-    type: float
-    default: 120.0
-  start_at:
-    description: Epoch time at which every rank starts (V(gate)).
-    type: float
   reason:
     description: Why the job is stopped (kept in the job's C(abort) file).
     type: str
@@ -149,6 +132,7 @@ extends_documentation_fragment:
   - ascend.cluster.jobs.preflight
   - ascend.cluster.jobs.diagnose
   - ascend.cluster.jobs.poll
+  - ascend.cluster.jobs.gate
 attributes:
   check_mode:
     support: partial
