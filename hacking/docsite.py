@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: ascend.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The docs/*.md pages as the collection docsite's extra docs: docs/docsite/rst/<page>.rst and docs/docsite/extra-docs.yml.
@@ -127,8 +126,8 @@ def blocks(tokens: list, page: str) -> list:
         if kind == "heading_open":
             level = int(token.tag[1])
             text = inline(tokens[i + 1].children or [], page)
-            bar = ADORN[level] * max(len(text), 3)
-            out.append((bar + "\n" if level == 1 else "") + text + "\n" + bar)
+            rule = ADORN[level] * max(len(text), 3)
+            out.append((rule + "\n" if level == 1 else "") + text + "\n" + rule)
             i += 3
         elif kind == "paragraph_open":
             out.append(inline(tokens[i + 1].children or [], page))

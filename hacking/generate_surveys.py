@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: ascend.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Write surveys/<playbook>.json, the AWX / Automation Platform survey spec of each playbook, from the ``-e`` inputs it

@@ -2,7 +2,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters several roles and playbooks use: a playbook's -e problems, the tool paths a host's variables give, text tables.
 
-Filters ``ascend.cluster.input_problems``, ``ascend.cluster.tool_paths``, ``ascend.cluster.text_table``, ``ascend.cluster.junit_report``; each documented in the YAML file of its name beside this one."""
+Filters ``ascend.cluster.input_problems``, ``ascend.cluster.tool_paths``, ``ascend.cluster.text_table``,
+``ascend.cluster.junit_report``; each documented in the YAML file of its name beside this one."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The device_ip role's filters: the device IP plan computed, checked, and compared with the devices' facts.
 
-Filters ``ascend.cluster.device_ip_plan``, ``ascend.cluster.validate_ip_plan``, ``ascend.cluster.device_ip_settled``; each documented in the YAML file of its name beside this one."""
+Filters ``ascend.cluster.device_ip_plan``, ``ascend.cluster.validate_ip_plan``, ``ascend.cluster.device_ip_settled``;
+each documented in the YAML file of its name beside this one."""
 
 from __future__ import annotations
 

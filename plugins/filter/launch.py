@@ -2,7 +2,10 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The launch_training role's filters: the launch's refusals and verdicts, its layout, restarts, reports and diagnosis.
 
-Filters ``ascend.cluster.launch_layout``, ``ascend.cluster.aoe_refusal``, ``ascend.cluster.preflight_verdict``, ``ascend.cluster.restart_plan``, ``ascend.cluster.rank_rows``, ``ascend.cluster.job_summary``, ``ascend.cluster.stop_summary``, ``ascend.cluster.diagnosis``, ``ascend.cluster.launcher_args_refusal``; each documented in the YAML file of its name beside this one."""
+Filters ``ascend.cluster.launch_layout``, ``ascend.cluster.aoe_refusal``, ``ascend.cluster.preflight_verdict``,
+``ascend.cluster.restart_plan``, ``ascend.cluster.rank_rows``, ``ascend.cluster.job_summary``,
+``ascend.cluster.stop_summary``, ``ascend.cluster.diagnosis``, ``ascend.cluster.launcher_args_refusal``; each documented
+in the YAML file of its name beside this one."""
 
 from __future__ import annotations
 

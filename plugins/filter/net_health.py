@@ -2,7 +2,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The net_health role's filters: netdetect targets, the ping mesh, the cluster's link and health table.
 
-Filters ``ascend.cluster.net_health_targets_by_host``, ``ascend.cluster.ping_mesh_targets``, ``ascend.cluster.net_health_report``; each documented in the YAML file of its name beside this one."""
+Filters ``ascend.cluster.net_health_targets_by_host``, ``ascend.cluster.ping_mesh_targets``,
+``ascend.cluster.net_health_report``; each documented in the YAML file of its name beside this one."""
 
 from __future__ import annotations
 

@@ -2,7 +2,11 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The rank_table role's filters, and the rank table helpers for playbooks of one's own: the table built and checked, the devices selected, each host's ranks.
 
-Filters ``ascend.cluster.rank_table``, ``ascend.cluster.validate_rank_table``, ``ascend.cluster.rank_plan``, ``ascend.cluster.select_devices``, ``ascend.cluster.device_range``, ``ascend.cluster.npu_env``, ``ascend.cluster.servers_from_facts``, ``ascend.cluster.rank_entries``, ``ascend.cluster.rank_layout``, ``ascend.cluster.missing_device_ips``, ``ascend.cluster.missing_superpod_ids``; each documented in the YAML file of its name beside this one."""
+Filters ``ascend.cluster.rank_table``, ``ascend.cluster.validate_rank_table``, ``ascend.cluster.rank_plan``,
+``ascend.cluster.select_devices``, ``ascend.cluster.device_range``, ``ascend.cluster.npu_env``,
+``ascend.cluster.servers_from_facts``, ``ascend.cluster.rank_entries``, ``ascend.cluster.rank_layout``,
+``ascend.cluster.missing_device_ips``, ``ascend.cluster.missing_superpod_ids``; each documented in the YAML file of its
+name beside this one."""
 
 from __future__ import annotations
 

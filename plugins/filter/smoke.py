@@ -2,7 +2,9 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The smoke_check role's filters: the collective stage's mode and commands, the findings' table.
 
-Filters ``ascend.cluster.smoke_collective_mode``, ``ascend.cluster.hccl_test_binaries``, ``ascend.cluster.hccl_test_plan``, ``ascend.cluster.smoke_report``, ``ascend.cluster.smoke_summary``; each documented in the YAML file of its name beside this one."""
+Filters ``ascend.cluster.smoke_collective_mode``, ``ascend.cluster.hccl_test_binaries``,
+``ascend.cluster.hccl_test_plan``, ``ascend.cluster.smoke_report``, ``ascend.cluster.smoke_summary``; each documented in
+the YAML file of its name beside this one."""
 
 from __future__ import annotations
 

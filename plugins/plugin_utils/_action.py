@@ -16,7 +16,8 @@ A subclass says, as class attributes, what the base does for it, and implements 
   Ctrl-C or SIGTERM to ansible-playbook arrives as :class:`~plugin_utils._launch.interrupt.Interrupted` inside it, once;
   :meth:`guarded` says per call whether it applies (for example, not in check mode).
 
-ActionBase's own switches keep their defaults unless an action says otherwise: no file transfers, a connection (``_requires_connection = False`` for a controller-only action), check mode supported, no async.
+ActionBase's own switches keep their defaults unless an action says otherwise: no file transfers, a connection
+(``_requires_connection = False`` for a controller-only action), check mode supported, no async.
 
 An action refuses with :class:`Refusal` (its message is the result's ``msg``); everything else it returns is the
 task's result, merged over what ``ActionBase.run`` set up.

@@ -124,7 +124,10 @@ def _job(tmp_path: Path) -> tuple[dict, Path]:
 def _tools(tmp_path: Path) -> dict:
     bin_dir, log = tmp_path / "bin", tmp_path / "calls.log"
     bin_dir.mkdir()
-    iso = lambda t: time.strftime("%Y-%m-%dT%H:%M:%S,000000+00:00", time.gmtime(t))  # noqa: E731
+
+    def iso(t: float) -> str:
+        return time.strftime("%Y-%m-%dT%H:%M:%S,000000+00:00", time.gmtime(t))
+
     scripts = {
         "npu-smi": TOOL.format(log=log),
         "hccn_tool": TOOL.format(log=log),

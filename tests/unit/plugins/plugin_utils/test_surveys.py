@@ -69,9 +69,9 @@ def _passed_by_awx(item: dict) -> bool:
     if item["type"] in ("text", "textarea", "password"):
         return isinstance(default, str)
     if item["type"] == "integer":
-        return type(default) is int
+        return isinstance(default, int) and not isinstance(default, bool)
     if item["type"] == "float":
-        return type(default) in (int, float)
+        return isinstance(default, (int, float)) and not isinstance(default, bool)
     return default in item["choices"]
 
 
