@@ -161,7 +161,7 @@ LANE_SANITY_TARGETS := plugins/ roles/ playbooks/ meta/ changelogs/ docs/
 $(LANE_STAMP): requirements.txt tests/requirements.txt
 	$(LANE_PYTHON) -m venv $(LANE_VENV)
 	$(LANE_BIN)/pip install --quiet --disable-pip-version-check '$(LANE_CORE)' -r requirements.txt \
-	    $$(grep -E '^(pytest(-xdist)?|hypothesis)[<>=!~ ]' tests/requirements.txt)
+	    $$(grep -E '^(pytest(-xdist)?|hypothesis|junitparser|markdown-it-py)[<>=!~ ]' tests/requirements.txt)
 	touch $@
 
 ifeq ($(strip $(LANE_PYTHON)),)
